@@ -1,0 +1,94 @@
+# fnprof: per-function profiler built on eBPF.
+#
+#   make            build ./fnprof
+#   make deps       install the Debian packages that are missing (needs root)
+#   make demo       build and run the demo: fnprof tracing tests/targets/demo
+#   make test       unit tests + integration tests; ends with "N passed, N failed"
+#   make bench      benchmarks (not part of make test)
+#   make vmlinux    regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
+#   V=1             show the commands
+
+OUTPUT ?= .output
+ARCH := x86
+CC ?= gcc
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+PYTHON ?= python3
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+	-Wpointer-arith -Wformat=2 -Wundef -Wno-unused-parameter
+CFLAGS ?= -g -O2
+ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser
+LDLIBS := -lbpf -lelf -lz
+
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
+SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
+LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
+DEPS := $(USER_OBJS:.o=.d)
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+DEBIAN_PKGS := clang llvm make gcc libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config python3
+
+.PHONY: all clean deps demo test unit integration bench vmlinux asan
+.DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
+
+all: fnprof
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+		-Ivmlinux/$(ARCH) -Ibpf -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# Objects may include any skeleton; real header dependencies come from -MMD.
+$(USER_OBJS): $(SKELS)
+
+$(OUTPUT)/%.o: user/%.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+fnprof: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+-include $(DEPS)
+
+# --- set-up -----------------------------------------------------------------
+
+deps:
+	@missing=""; for p in $(DEBIAN_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	else echo "all build dependencies are installed"; fi
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
+
+# --- demo, tests, benchmarks ------------------------------------------------
+
+include tests/tests.mk
+
+clean:
+	$(Q)rm -rf $(OUTPUT) $(OUTPUT)-asan fnprof fnprof-asan tests/bin

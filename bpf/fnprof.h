@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one header shared by the BPF programs and user space: map keys and
+ * values, limits and enums. Only __u32/__u64 typed fields, so both sides see
+ * the same layout.
+ */
+#ifndef FNPROF_H
+#define FNPROF_H
+
+/*
+ * Deepest nesting of traced calls kept per thread. The kernel itself stops
+ * delivering uretprobes beyond 64 pending returns per task
+ * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
+ */
+#define FNPROF_MAX_DEPTH 64
+
+/*
+ * Log-linear latency histogram: values below 2^SUB_BITS ns get a bucket each;
+ * above, every power of two is split into 2^SUB_BITS linear sub-buckets, so
+ * a bucket is at most 1/32 of its value wide (percentile error < 1.6% with
+ * interpolation). The top bucket catches everything from 2^MAX_POW ns (~18 min).
+ */
+#define FNPROF_HIST_SUB_BITS 5
+#define FNPROF_HIST_SUB (1 << FNPROF_HIST_SUB_BITS)
+#define FNPROF_HIST_MAX_POW 40
+#define FNPROF_HIST_BUCKETS \
+	(FNPROF_HIST_SUB + (FNPROF_HIST_MAX_POW - FNPROF_HIST_SUB_BITS) * FNPROF_HIST_SUB)
+
+/* Events that were not measured, each counted and shown in the report. */
+enum fnprof_drop {
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: call not timed */
+	DROP_NO_STATE,     /* task storage could not be allocated */
+	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
+	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
+	DROP_NO_STATS,     /* function id out of range (should never happen) */
+	DROP_NR,
+};
+
+/* Per-function aggregate, per CPU, in one of two interval buffers. */
+struct fn_stats {
+	__u64 calls;
+	__u64 wall_sum;      /* ns, entry to return */
+	__u64 wall_min;
+	__u64 wall_max;
+	__u64 runq_sum;      /* ns switched out while runnable (preempted) */
+	__u64 blocked_sum;   /* ns switched out while sleeping (I/O, locks, sleep) */
+	__u64 self_sum;      /* wall minus the wall of traced callees */
+	__u64 outer_wall;    /* wall of outermost activations only (no recursion double count) */
+	__u64 outer_oncpu;   /* on-CPU of outermost activations only: the CPU% input */
+	__u64 preempted;     /* calls that waited on the run queue at least once */
+	__u64 migrated;      /* calls that returned on another CPU than they entered */
+	__u64 hist[FNPROF_HIST_BUCKETS];
+};
+
+/* One active traced call on a thread's stack. */
+struct fn_frame {
+	__u64 start_ns;
+	__u64 runq0;         /* thread's runq_cum at entry */
+	__u64 blocked0;      /* thread's blocked_cum at entry */
+	__u64 child_wall;    /* wall of traced calls made from this one */
+	__u64 sp;            /* stack pointer at entry: identifies the frame */
+	__u32 id;            /* function id (attach cookie) */
+	__u32 cpu;           /* CPU at entry */
+	__u32 outer;         /* 1 if no activation of the same function is below */
+	__u32 pad;
+};
+
+/* Per-thread state, in task storage. */
+struct thread_state {
+	__u32 depth;         /* may exceed FNPROF_MAX_DEPTH: frames beyond are not stored */
+	__u32 out_runnable;  /* state when last switched out */
+	__u64 out_ns;        /* when last switched out inside a traced call, 0 if running */
+	__u64 runq_cum;      /* ns spent runnable-but-not-running inside traced calls */
+	__u64 blocked_cum;   /* ns spent blocked inside traced calls */
+	struct fn_frame frames[FNPROF_MAX_DEPTH];
+};
+
+#endif /* FNPROF_H */

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "opts.h"
+
+static const char usage_text[] =
+"Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
+"       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
+"\n"
+"Per-function latency, on-CPU time and CPU% of a running process or a launched\n"
+"command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
+"\n"
+"Target:\n"
+"  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
+"  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
+"\n"
+"Functions (-f is repeatable):\n"
+"  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
+"  -f LIB:NAME            a function of a mapped shared object (libc:malloc, libfoo.so.1:bar)\n"
+"  -f /path/obj:NAME      a function of the object at this path\n"
+"      --list             print what the -f patterns match (object, address, size) and exit\n"
+"\n"
+"Report:\n"
+"  -d, --duration SEC     stop after SEC seconds (default: Ctrl-C, SIGTERM or target exit)\n"
+"  -i, --interval SEC     print a report every SEC seconds (figures per interval)\n"
+"      --hist             add latency histograms\n"
+"      --json             one JSON object per report, on one line\n"
+"  -o, --output FILE      write reports to FILE (default: stderr)\n"
+"\n"
+"Counters:\n"
+"  -e, --events LIST      per-call counters: cycles,instructions,branch-misses,page-faults,...\n"
+"      --list-events      what this machine can count, and why not the rest\n"
+"\n"
+"Sampling:\n"
+"      --sample           also sample the CPU while tracing -f functions\n"
+"  -F, --freq HZ          sampling frequency (default 99)\n"
+"  -n, --top N            rows in the sampling table (default 20)\n"
+"      --per-thread       break the sampling table out per thread\n"
+"      --pprof FILE       write a pprof profile (gzip-compressed profile.proto)\n"
+"      --folded FILE      write folded stacks for flamegraph.pl\n"
+"\n"
+"  -v, --verbose          show libbpf's messages and debug output\n"
+"  -h, --help             show this help\n"
+"\n"
+"Examples:\n"
+"  sudo fnprof -p 1234 -f hot_func                  # trace until Ctrl-C\n"
+"  sudo fnprof -p 1234 -f 'parse_*' -f libc:malloc -d 10 -i 1\n"
+"  sudo fnprof -f hot_func --hist -- ./prog arg1    # launch and trace\n"
+"  sudo fnprof -p 1234 -F 999 -d 10 --pprof cpu.pb.gz\n"
+"\n"
+"Exit status: 0 on success (the command's own status in launch mode),\n"
+"1 when tracing failed, 2 on a usage error.\n";
+
+enum {
+	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
+	OPT_PER_THREAD, OPT_LIST_EVENTS,
+};
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "func", required_argument, NULL, 'f' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "events", required_argument, NULL, 'e' },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "top", required_argument, NULL, 'n' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "hist", no_argument, NULL, OPT_HIST },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "list", no_argument, NULL, OPT_LIST },
+	{ "sample", no_argument, NULL, OPT_SAMPLE },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "list-events", no_argument, NULL, OPT_LIST_EVENTS },
+	{},
+};
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fnprof: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'fnprof --help' for more information.\n");
+	return EXIT_USAGE;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e7)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* One option; returns -1 to go on, or an exit code. */
+static int parse_one(int c, const char *arg, struct opts *o)
+{
+	long v;
+
+	switch (c) {
+	case 'p':
+		if (parse_long(arg, 1, INT_MAX, &v))
+			return usage_error("invalid PID '%s'", arg);
+		o->pid = v;
+		break;
+	case 'f':
+		if (o->nr_funcs == MAX_FUNC_SPECS)
+			return usage_error("too many -f options (at most 256; use a glob)");
+		if (!*arg)
+			return usage_error("empty function name");
+		o->funcs[o->nr_funcs++] = arg;
+		break;
+	case 'd':
+		if (parse_seconds(arg, &o->duration_s) || o->duration_s <= 0)
+			return usage_error("invalid duration '%s' (seconds, > 0)", arg);
+		break;
+	case 'i':
+		if (parse_seconds(arg, &o->interval_s) || o->interval_s < 0.01)
+			return usage_error("invalid interval '%s' (seconds, >= 0.01)", arg);
+		break;
+	case 'F':
+		if (parse_long(arg, 1, 100000, &v))
+			return usage_error("invalid frequency '%s' (1-100000 Hz)", arg);
+		o->freq_hz = v;
+		break;
+	case 'n':
+		if (parse_long(arg, 1, 100000, &v))
+			return usage_error("invalid --top '%s' (1-100000)", arg);
+		o->top = v;
+		break;
+	case 'o': o->output = arg; break;
+	case 'e': o->events = arg; break;
+	case 'v': o->verbose = true; break;
+	case OPT_HIST: o->hist = true; break;
+	case OPT_JSON: o->json = true; break;
+	case OPT_LIST: o->list = true; break;
+	case OPT_SAMPLE: o->sample = true; break;
+	case OPT_PPROF: o->pprof_path = arg; break;
+	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_PER_THREAD: o->per_thread = true; break;
+	case OPT_LIST_EVENTS: o->list_events = true; break;
+	case 'h':
+		fputs(usage_text, stdout);
+		return EXIT_OK;
+	default:
+		fprintf(stderr, "Try 'fnprof --help' for more information.\n");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+/* Checks that need every option: what goes together, what excludes what. */
+static int cross_check(struct opts *o)
+{
+	if (o->list_events)
+		return -1;
+	if (o->pid && o->cmd)
+		return usage_error("give either -p PID or -- COMMAND, not both");
+	if (!o->pid && !o->cmd && !o->list)
+		return usage_error("no target: give -p PID or -- COMMAND");
+	if (o->list && !o->nr_funcs)
+		return usage_error("--list needs at least one -f pattern");
+	if (!o->nr_funcs)
+		o->sample = true;
+	if (o->interval_s && o->duration_s && o->interval_s > o->duration_s)
+		return usage_error("interval longer than the duration");
+	if ((o->pprof_path || o->folded_path || o->per_thread) && !o->sample)
+		return usage_error("--pprof, --folded and --per-thread need sampling (no -f, or --sample)");
+	if (o->events && !o->nr_funcs)
+		return usage_error("-e counts events per call of traced functions: add -f FUNC");
+	return -1;
+}
+
+int opts_parse(int argc, char **argv, struct opts *o)
+{
+	int c, ret;
+
+	memset(o, 0, sizeof(*o));
+	o->freq_hz = 99;
+	o->top = 20;
+	opterr = 1;
+	/* '+': stop at the first non-option, so the command's own options stay its own. */
+	while ((c = getopt_long(argc, argv, "+p:f:d:i:o:e:F:n:vh", long_opts, NULL)) != -1) {
+		ret = parse_one(c, optarg, o);
+		if (ret >= 0)
+			return ret;
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--"))
+			return usage_error("unexpected argument '%s' (a command goes after --)", argv[optind]);
+		o->cmd = &argv[optind];
+	}
+	return cross_check(o);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Command line: one getopt_long parser, range checks, cross-checks. */
+#ifndef FNPROF_OPTS_H
+#define FNPROF_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define MAX_FUNC_SPECS 256
+
+struct opts {
+	pid_t pid;                 /* -p; 0 when launching a command */
+	char **cmd;                /* after "--": command to launch, NULL-terminated */
+	const char *funcs[MAX_FUNC_SPECS]; /* -f patterns: NAME, LIB:NAME, /path:NAME, globs */
+	size_t nr_funcs;
+	double duration_s;         /* -d; 0 = until Ctrl-C or target exit */
+	double interval_s;         /* -i; 0 = one report at the end */
+	bool hist;                 /* --hist */
+	bool json;                 /* --json */
+	bool list;                 /* --list: show what -f matches, attach nothing */
+	const char *output;        /* -o FILE: the report goes there instead of stderr */
+	bool verbose;              /* -v */
+	/* sampling (issue: sampling profiler) */
+	bool sample;               /* --sample, or implied when no -f is given */
+	unsigned int freq_hz;      /* -F */
+	const char *pprof_path;    /* --pprof FILE */
+	const char *folded_path;   /* --folded FILE */
+	bool per_thread;           /* --per-thread */
+	unsigned int top;          /* -n/--top: rows in the sampling table */
+	/* counters (issue: per-call counters) */
+	const char *events;        /* -e LIST */
+	bool list_events;          /* --list-events */
+};
+
+/*
+ * Parses argv into o. Returns -1 when the run should go on, otherwise the
+ * exit code to return at once (0 after --help, EXIT_USAGE on errors).
+ */
+int opts_parse(int argc, char **argv, struct opts *o);
+
+/* Parses a non-negative number of seconds ("10", "0.5"). 0 or -EINVAL. */
+int parse_seconds(const char *s, double *out);
+
+#endif /* FNPROF_OPTS_H */

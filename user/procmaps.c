@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procmaps.h"
+
+static int add_mapping(struct procmaps *pm, size_t *cap, const struct mapping *m)
+{
+	if (pm->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct mapping *n = realloc(pm->maps, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		pm->maps = n;
+		*cap = ncap;
+	}
+	pm->maps[pm->nr] = *m;
+	pm->maps[pm->nr].path = strdup(m->path);
+	if (!pm->maps[pm->nr].path)
+		return -ENOMEM;
+	pm->nr++;
+	return 0;
+}
+
+/* One line: "start-end perms pgoff maj:min inode   path". Only file-backed ones count. */
+static bool parse_line(char *line, struct mapping *m)
+{
+	char perms[8];
+	int n = 0;
+
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+		   (uint64_t *)&m->start, (uint64_t *)&m->end, perms, (uint64_t *)&m->pgoff,
+		   &m->dev_major, &m->dev_minor, (uint64_t *)&m->inode, &n) < 7)
+		return false;
+	line[strcspn(line, "\n")] = 0;
+	m->path = line + n;
+	m->exec = perms[2] == 'x';
+	return m->path[0] == '/';
+}
+
+int procmaps_load(pid_t pid, struct procmaps **out)
+{
+	char path[64], *line = NULL;
+	struct procmaps *pm;
+	size_t len = 0, cap = 0;
+	struct mapping m;
+	int err = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	pm = calloc(1, sizeof(*pm));
+	if (!pm) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	pm->pid = pid;
+	while (!err && getline(&line, &len, f) > 0)
+		if (parse_line(line, &m))
+			err = add_mapping(pm, &cap, &m);
+	free(line);
+	fclose(f);
+	if (err) {
+		procmaps_free(pm);
+		return err;
+	}
+	*out = pm;
+	return 0;
+}
+
+void procmaps_free(struct procmaps *pm)
+{
+	size_t i;
+
+	if (!pm)
+		return;
+	for (i = 0; i < pm->nr; i++)
+		free(pm->maps[i].path);
+	free(pm->maps);
+	free(pm);
+}
+
+const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (addr >= pm->maps[i].start && addr < pm->maps[i].end)
+			return &pm->maps[i];
+	return NULL;
+}
+
+bool lib_name_matches(const char *path, const char *name)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(name);
+
+	base = base ? base + 1 : path;
+	if (!strcmp(base, name))
+		return true;
+	/* "libc" matches libc.so.6 and libc-2.31.so, not libcap.so. */
+	return !strncmp(base, name, n) && (base[n] == '-' || !strncmp(base + n, ".so", 3));
+}
+
+const char *procmaps_find_object(const struct procmaps *pm, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++) {
+		const char *p = pm->maps[i].path;
+
+		if (name[0] == '/' ? !strcmp(p, name) : lib_name_matches(p, name))
+			return p;
+	}
+	return NULL;
+}
+
+int proc_root_path(pid_t pid, const char *path, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "/proc/%d/root%s", pid, path);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A process's file mappings, from /proc/PID/maps. */
+#ifndef FNPROF_PROCMAPS_H
+#define FNPROF_PROCMAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct mapping {
+	__u64 start, end, pgoff;
+	__u64 inode;
+	unsigned int dev_major, dev_minor;
+	bool exec;
+	char *path;  /* as the target sees it: resolve under /proc/PID/root */
+};
+
+struct procmaps {
+	pid_t pid;
+	struct mapping *maps;
+	size_t nr;
+};
+
+/* 0 or -errno (-ESRCH: no such process). */
+int procmaps_load(pid_t pid, struct procmaps **out);
+void procmaps_free(struct procmaps *pm);
+
+/* The mapping holding address addr, or NULL. */
+const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr);
+
+/*
+ * Path of the mapped object that name designates: an absolute path as the
+ * target sees it, a file name ("libc.so.6"), or a short name ("libc",
+ * "libfoo") matching "libc.so*" / "libc-*". NULL if no mapping matches.
+ */
+const char *procmaps_find_object(const struct procmaps *pm, const char *name);
+
+/* Whether the base name of path designates the short library name. */
+bool lib_name_matches(const char *path, const char *name);
+
+/* Path to open a file that the target sees at path: "/proc/PID/root" + path. */
+int proc_root_path(pid_t pid, const char *path, char *buf, size_t size);
+
+#endif /* FNPROF_PROCMAPS_H */

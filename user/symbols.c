@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ELF function symbols: loading with libelf, lookup by address and by name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbols.h"
+
+static int read_segments(Elf *elf, struct symtab *st)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &n))
+		return -EINVAL;
+	st->segs = calloc(n ? n : 1, sizeof(*st->segs));
+	if (!st->segs)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		st->segs[st->nr_segs++] = (struct segment){
+			.vaddr = ph.p_vaddr, .memsz = ph.p_memsz,
+			.offset = ph.p_offset, .filesz = ph.p_filesz,
+			.exec = ph.p_flags & PF_X,
+		};
+	}
+	return 0;
+}
+
+/* File offset of a function address; only executable, file-backed bytes qualify. */
+static bool vaddr_to_off(const struct symtab *st, __u64 vaddr, __u64 *off)
+{
+	size_t i;
+
+	for (i = 0; i < st->nr_segs; i++) {
+		const struct segment *s = &st->segs[i];
+
+		if (s->exec && vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*off = vaddr - s->vaddr + s->offset;
+			return true;
+		}
+	}
+	return false;
+}
+
+int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < st->nr_segs; i++) {
+		const struct segment *s = &st->segs[i];
+
+		if (off >= s->offset && off < s->offset + s->filesz) {
+			*vaddr = off - s->offset + s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_Sym *s)
+{
+	struct sym *e;
+	__u64 off;
+
+	if (!vaddr_to_off(st, s->st_value, &off))
+		return 0;
+	if (st->nr == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct sym *n = realloc(st->syms, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		st->syms = n;
+		*cap = ncap;
+	}
+	e = &st->syms[st->nr];
+	e->name = strdup(name);
+	if (!e->name)
+		return -ENOMEM;
+	e->addr = s->st_value;
+	e->size = s->st_size;
+	e->offset = off;
+	e->ifunc = GELF_ST_TYPE(s->st_info) == STT_GNU_IFUNC;
+	e->global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+	st->nr++;
+	return 0;
+}
+
+/* Reads the functions of one symbol table section (SHT_SYMTAB or SHT_DYNSYM). */
+static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
+{
+	GElf_Shdr sh;
+	Elf_Data *data;
+	size_t i, n;
+	GElf_Sym s;
+	int err;
+
+	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return -EINVAL;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return -EINVAL;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		const char *name;
+		int type;
+
+		if (!gelf_getsym(data, i, &s))
+			continue;
+		type = GELF_ST_TYPE(s.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF ||
+		    !s.st_value)
+			continue;
+		name = elf_strptr(elf, sh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		err = add_sym(st, cap, name, &s);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static Elf_Scn *find_section(Elf *elf, Elf64_Word type)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			return scn;
+	return NULL;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* Among aliases prefer the global name with a size, then the shortest. */
+	if (x->global != y->global)
+		return x->global ? -1 : 1;
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	return (int)strlen(x->name) - (int)strlen(y->name);
+}
+
+/* Sorts by address and keeps one symbol per address; a zero size extends to the next. */
+static void sort_and_merge(struct symtab *st)
+{
+	size_t i, j = 0;
+
+	qsort(st->syms, st->nr, sizeof(*st->syms), cmp_sym);
+	for (i = 0; i < st->nr; i++) {
+		if (j && st->syms[j - 1].addr == st->syms[i].addr) {
+			free(st->syms[i].name);
+			continue;
+		}
+		st->syms[j++] = st->syms[i];
+	}
+	st->nr = j;
+	for (i = 0; i + 1 < st->nr; i++)
+		if (!st->syms[i].size)
+			st->syms[i].size = st->syms[i + 1].addr - st->syms[i].addr;
+}
+
+static int load_elf(Elf *elf, struct symtab *st)
+{
+	GElf_Ehdr eh;
+	size_t cap = 0;
+	Elf_Scn *scn;
+	int err;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+		return -EINVAL;
+	st->dyn = eh.e_type == ET_DYN;
+	err = read_segments(elf, st);
+	if (err)
+		return err;
+	scn = find_section(elf, SHT_SYMTAB);
+	if (scn) {
+		err = read_table(elf, scn, st, &cap);
+		if (err)
+			return err;
+		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
+	}
+	if (!st->nr) {
+		scn = find_section(elf, SHT_DYNSYM);
+		if (scn) {
+			err = read_table(elf, scn, st, &cap);
+			if (err)
+				return err;
+			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
+		}
+	}
+	sort_and_merge(st);
+	return 0;
+}
+
+int symtab_load(const char *path, struct symtab **out)
+{
+	struct symtab *st;
+	Elf *elf;
+	int fd, err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	st = calloc(1, sizeof(*st));
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!st || !elf) {
+		err = st ? -EINVAL : -ENOMEM;
+		goto out;
+	}
+	st->path = strdup(path);
+	err = st->path ? load_elf(elf, st) : -ENOMEM;
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (err) {
+		symtab_free(st);
+		return err;
+	}
+	*out = st;
+	return 0;
+}
+
+void symtab_free(struct symtab *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->nr; i++)
+		free(st->syms[i].name);
+	free(st->syms);
+	free(st->segs);
+	free(st->path);
+	free(st);
+}
+
+const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr)
+{
+	size_t lo = 0, hi = st->nr;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (vaddr - st->syms[lo - 1].addr < (st->syms[lo - 1].size ? st->syms[lo - 1].size : 1))
+		return &st->syms[lo - 1];
+	return NULL;
+}
+
+bool pattern_is_glob(const char *pattern)
+{
+	return strpbrk(pattern, "*?[") != NULL;
+}
+
+size_t symtab_match(const struct symtab *st, const char *pattern, const struct sym ***out)
+{
+	bool glob = pattern_is_glob(pattern);
+	const struct sym **res;
+	size_t i, n = 0;
+
+	res = calloc(st->nr ? st->nr : 1, sizeof(*res));
+	if (!res) {
+		*out = NULL;
+		return 0;
+	}
+	for (i = 0; i < st->nr; i++) {
+		const char *name = st->syms[i].name;
+
+		if (glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name))
+			res[n++] = &st->syms[i];
+	}
+	*out = res;
+	return n;
+}
+
+/* Levenshtein distance, capped: names longer than 255 count as far away. */
+static unsigned int edit_distance(const char *a, const char *b)
+{
+	unsigned int row[256], i, j, la = strlen(a), lb = strlen(b);
+
+	if (la > 255 || lb > 255)
+		return 1000;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		unsigned int diag = row[0], tmp;
+
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			unsigned int best = diag + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			diag = tmp;
+		}
+	}
+	return row[lb];
+}
+
+size_t symtab_suggest(const struct symtab *st, const char *name, const char **out, size_t max)
+{
+	unsigned int score[16];
+	size_t i, j, n = 0;
+
+	if (max > 16)
+		max = 16;
+	for (i = 0; i < st->nr; i++) {
+		const char *cand = st->syms[i].name;
+		unsigned int d = edit_distance(name, cand);
+
+		/* A name that contains what was typed is a good guess too. */
+		if (strlen(name) >= 3 && strstr(cand, name))
+			d = d < 2 ? d : 2;
+		if (d > strlen(name) / 2 + 1)
+			continue;
+		for (j = n; j > 0 && score[j - 1] > d; j--)
+			;
+		if (j >= max)
+			continue;
+		if (n < max)
+			n++;
+		memmove(&out[j + 1], &out[j], (n - 1 - j) * sizeof(*out));
+		memmove(&score[j + 1], &score[j], (n - 1 - j) * sizeof(*score));
+		out[j] = cand;
+		score[j] = d;
+	}
+	return n;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* ELF function symbols of one object: .symtab, falling back to .dynsym. */
+#ifndef FNPROF_SYMBOLS_H
+#define FNPROF_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+enum sym_source {
+	SYMS_NONE,    /* neither table has functions: stripped */
+	SYMS_SYMTAB,
+	SYMS_DYNSYM,  /* no .symtab: only exported functions are known */
+};
+
+struct sym {
+	char *name;
+	__u64 addr;    /* st_value: link-time virtual address */
+	__u64 size;
+	__u64 offset;  /* file offset of addr, from the executable PT_LOAD that holds it */
+	bool ifunc;    /* STT_GNU_IFUNC: the address is a resolver, not the function */
+	bool global;
+};
+
+struct segment {
+	__u64 vaddr, memsz, offset, filesz;
+	bool exec;
+};
+
+struct symtab {
+	char *path;            /* as opened */
+	struct sym *syms;      /* sorted by addr, one entry per address (aliases merged) */
+	size_t nr;
+	enum sym_source source;
+	bool dyn;              /* ET_DYN: PIE executable or shared object */
+	struct segment *segs;  /* PT_LOAD segments */
+	size_t nr_segs;
+};
+
+/* Reads the function symbols of the ELF file at path. 0 or -errno / -EINVAL (not ELF). */
+int symtab_load(const char *path, struct symtab **out);
+void symtab_free(struct symtab *st);
+
+/* The function containing link-time address vaddr, or NULL. */
+const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr);
+
+/* File offset -> link-time virtual address, through the PT_LOAD segments. 0 or -ENOENT. */
+int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr);
+
+/*
+ * Functions whose name matches pattern (fnmatch glob, or exact when it has no
+ * glob characters). Fills out (caller frees the array, not the entries).
+ */
+size_t symtab_match(const struct symtab *st, const char *pattern, const struct sym ***out);
+
+/* Up to max names closest to name (edit distance, substring), best first. */
+size_t symtab_suggest(const struct symtab *st, const char *name, const char **out, size_t max);
+
+bool pattern_is_glob(const char *pattern);
+
+#endif /* FNPROF_SYMBOLS_H */
