@@ -1,0 +1,58 @@
+# Tests, the demo and the benchmarks. Included from the top Makefile.
+
+TEST_BIN := tests/bin
+TARGET_CFLAGS := -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror
+TARGET_SRCS := $(wildcard tests/targets/*.c)
+TARGET_LIB_SRCS := $(wildcard tests/targets/lib*.c)
+TARGET_PROG_SRCS := $(filter-out $(TARGET_LIB_SRCS),$(TARGET_SRCS))
+TARGET_LIBS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%.so,$(TARGET_LIB_SRCS))
+TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS))
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(TEST_BIN)/unit/%,$(UNIT_SRCS))
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_OBJS := $(patsubst user/%.c,$(OUTPUT)-asan/%.o,$(USER_SRCS))
+ASAN_LIB_OBJS := $(filter-out $(OUTPUT)-asan/main.o,$(ASAN_OBJS))
+
+$(TEST_BIN) $(TEST_BIN)/unit $(OUTPUT)-asan:
+	$(Q)mkdir -p $@
+
+# Targets: frame pointers on (so that the entry is an emulated push %rbp), -O2.
+$(TEST_BIN)/lib%.so: tests/targets/lib%.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) -shared -fPIC $< -o $@
+
+$(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) $< -o $@ -L$(TEST_BIN) -Wl,-rpath,'$$ORIGIN' \
+		$(if $(findstring uselib,$*),-ltarget) -lpthread -lm
+
+# ASan/UBSan build of the user-space objects, for unit tests and one integration pass.
+$(ASAN_OBJS): $(SKELS)
+$(OUTPUT)-asan/%.o: user/%.c | $(OUTPUT)-asan
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c $< -o $@
+
+-include $(ASAN_OBJS:.o=.d)
+
+fnprof-asan: $(ASAN_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
+
+$(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_BIN)/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(ASAN_LIB_OBJS) $(LDLIBS) -o $@
+
+test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS)
+
+# Unit and integration tests run from one harness, which prints "N passed, N failed".
+test: test-build
+	$(Q)$(PYTHON) tests/run.py $(TESTS)
+
+demo: fnprof $(TEST_BIN)/demo
+	./fnprof -f parse_record -f checksum -f 'wait_*' -d 3 --hist -- $(TEST_BIN)/demo 3
+
+bench: fnprof $(TARGET_PROGS)
+	$(Q)bench/run.sh
+
+.PHONY: test-build

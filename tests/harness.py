@@ -1,0 +1,126 @@
+"""Helpers shared by the integration tests: run fnprof, start targets, parse reports.
+
+A test is a function named test_* in a tests/test_*.py module. It fails by raising
+AssertionError (use check()), and is skipped, visibly, by raising Skip.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "tests", "bin")
+FNPROF = os.environ.get("FNPROF", os.path.join(ROOT, "fnprof"))
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here; the reason is printed."""
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def target(name):
+    """Path of a built target program (tests/targets/NAME.c -> tests/bin/NAME)."""
+    path = os.path.join(BIN, name)
+    check(os.path.exists(path), f"target {path} not built (run make test-build)")
+    return path
+
+
+def run_fnprof(args, timeout=60, env=None, stdin=None):
+    """Runs fnprof to completion; returns the CompletedProcess (text, both streams)."""
+    return subprocess.run([FNPROF] + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=env, stdin=stdin)
+
+
+def json_reports(text):
+    """The JSON report objects (one per line) in fnprof's output."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def final_report(text):
+    reps = json_reports(text)
+    check(reps, f"no JSON report in output:\n{text[-3000:]}")
+    return reps[-1]
+
+
+def func(report, name):
+    """The entry of function name in a JSON report."""
+    for f in report["functions"]:
+        if f["name"] == name:
+            return f
+    raise AssertionError(f"function {name} not in report: {[f['name'] for f in report['functions']]}")
+
+
+def truth(text, key):
+    """Ground truth printed by a target: lines 'truth KEY field=value field=value'."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] == "truth" and parts[1] == key:
+            return {k: float(v) for k, v in (p.split("=", 1) for p in parts[2:])}
+    raise AssertionError(f"no 'truth {key}' line in target output:\n{text[-2000:]}")
+
+
+def within(value, expected, rel=0.0, abs_=0.0):
+    return abs(value - expected) <= max(rel * abs(expected), abs_)
+
+
+class Target:
+    """A target program started in the background, to attach to with -p."""
+
+    def __init__(self, name, *args, ready_line="ready"):
+        self.proc = subprocess.Popen([target(name)] + [str(a) for a in args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.first = self.proc.stdout.readline()
+        check(ready_line in self.first, f"{name} did not start: {self.first!r}")
+        self.pid = self.proc.pid
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=30)
+        return self.first + out, err
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+def probes_left(pid):
+    """Number of uprobe breakpoints (int3) still installed in pid, seen through perf's list of uprobes."""
+    # Each attached uprobe appears as a perf event fd of some process; with fnprof gone there must be none.
+    n = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{p}/fd"):
+                try:
+                    if os.readlink(f"/proc/{p}/fd/{fd}") == "anon_inode:[perf_event]":
+                        n += 1
+                except OSError:
+                    pass
+        except OSError:
+            pass
+    return n
+
+
+def wait_for(cond, timeout=10.0, step=0.05):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sampling CPU profiler: a perf_event program (cpu-clock per CPU, or cycles
+ * where a PMU exists) counts samples per (user stack, kernel stack) of the
+ * target process in the kernel; user space symbolizes and prints.
+ */
+#ifndef FNPROF_SAMPLE_H
+#define FNPROF_SAMPLE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "opts.h"
+
+struct sampler;
+
+/* Loads and attaches the sampler for process pid at o->freq_hz. 0 or -errno (message printed). */
+int sampler_start(const struct opts *o, pid_t pid, struct sampler **out);
+
+/*
+ * Prints the report for the interval just ended (table, or one JSON line with
+ * o->json) to out. interval_s: seconds the interval covered. final: last call.
+ * Called while the target may already have exited.
+ */
+int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
+
+/* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
+int sampler_write_files(struct sampler *s);
+
+/* Detaches and frees; safe with NULL. */
+void sampler_stop(struct sampler *s);
+
+#endif /* FNPROF_SAMPLE_H */
