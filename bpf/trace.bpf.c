@@ -107,6 +107,33 @@ int BPF_KPROBE(fn_entry)
 	return 0;
 }
 
+struct match_ctx {
+	struct thread_state *ts;
+	__u32 d, id;
+	__u64 sp;
+	int exact, loose;
+};
+
+/* One step of the search below, from the top of the stack down. */
+static long match_step(__u32 i, struct match_ctx *m)
+{
+	__u32 j = m->d - 1 - i;
+	struct fn_frame *f;
+
+	if (j >= FNPROF_MAX_DEPTH)
+		return 1;
+	f = &m->ts->frames[j];
+	if (f->id != m->id)
+		return 0;
+	if (f->sp + 8 == m->sp) {
+		m->exact = j;
+		return 1;
+	}
+	if (m->loose < 0)
+		m->loose = j;
+	return 0;
+}
+
 /*
  * Index of the frame that this return closes: the topmost frame of function
  * id whose entry stack pointer is just below the return's (the return address
@@ -115,19 +142,14 @@ int BPF_KPROBE(fn_entry)
  */
 static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 id, __u64 sp)
 {
-	int i, loose = -1;
+	struct match_ctx m = { .ts = ts, .d = d, .id = id, .sp = sp, .exact = -1, .loose = -1 };
+	struct fn_frame *top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
 
-	for (i = FNPROF_MAX_DEPTH - 1; i >= 0; i--) {
-		if ((__u32)i >= d)
-			continue;
-		if (ts->frames[i].id != id)
-			continue;
-		if (ts->frames[i].sp + 8 == sp)
-			return i;
-		if (loose < 0)
-			loose = i;
-	}
-	return loose;
+	/* The common case: the top frame is the one returning. */
+	if (top->id == id && top->sp + 8 == sp)
+		return d - 1;
+	bpf_loop(d, match_step, &m, 0);
+	return m.exact >= 0 ? m.exact : m.loose;
 }
 
 static __always_inline void account(__u32 id, __u64 wall, __u64 oncpu, __u64 runq,
@@ -135,7 +157,7 @@ static __always_inline void account(__u32 id, __u64 wall, __u64 oncpu, __u64 run
 {
 	__u32 idx = (epoch & 1) * nr_funcs + id;
 	struct fn_stats *st;
-	__u32 b;
+	__u64 b;
 
 	if (id >= nr_funcs) {
 		count_drop(DROP_NO_STATS);
@@ -165,6 +187,8 @@ static __always_inline void account(__u32 id, __u64 wall, __u64 oncpu, __u64 run
 	if (wall > st->wall_max)
 		st->wall_max = wall;
 	b = hist_bucket(wall);
+	/* Keep the verifier's view of the bound on the register used for the access. */
+	__asm__ volatile("" : "+r"(b));
 	if (b < FNPROF_HIST_BUCKETS)
 		__sync_fetch_and_add(&st->hist[b], 1);
 }
@@ -197,6 +221,8 @@ int BPF_KRETPROBE(fn_exit)
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
 	}
+	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
+	k &= FNPROF_MAX_DEPTH - 1;
 	if ((__u32)k + 1 < d)
 		count_drops(DROP_ABANDONED, d - k - 1);
 	f = &ts->frames[k];
@@ -209,7 +235,7 @@ int BPF_KRETPROBE(fn_exit)
 	self = wall > f->child_wall ? wall - f->child_wall : 0;
 	account(id, wall, wall - off, runq, blocked, self, f);
 	if (k > 0)
-		ts->frames[k - 1].child_wall += wall;
+		ts->frames[(k - 1) & (FNPROF_MAX_DEPTH - 1)].child_wall += wall;
 	ts->depth = k;
 	return 0;
 }

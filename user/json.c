@@ -87,7 +87,7 @@ void json_f64(struct json *j, const char *key, double v)
 	prefix(j, key);
 	/* JSON has no NaN or infinity. */
 	if (isfinite(v))
-		fprintf(j->f, "%.6g", v);
+		fprintf(j->f, "%.*f", fabs(v) >= 1000 ? 1 : 6, v);
 	else
 		fputs("null", j->f);
 }

@@ -189,7 +189,7 @@ static int cross_check(struct opts *o)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");
-	if (!o->pid && !o->cmd && !o->list)
+	if (!o->pid && !o->cmd)
 		return usage_error("no target: give -p PID or -- COMMAND");
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");

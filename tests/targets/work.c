@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A target with known behaviour that measures itself. Deterministic results
+ * go to stdout (so output with and without tracing can be compared); the
+ * ground truth measured inside each function goes to stderr as
+ *   truth NAME calls=N wall_avg_ns=X cpu_avg_ns=Y
+ *
+ * Usage: work MODE ARGS...
+ *   spin US N          N calls of spin_us(US)
+ *   sleep US N         N calls of sleep_us(US)
+ *   count N            N calls of tiny(), prints their sum
+ *   recurse DEPTH N    N calls of recurse(DEPTH)
+ *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
+ *   threads T N        T threads, each N calls of spin_us(20)
+ *   loop               prints "ready", then spin_us(50) + sleep_us(1000) until SIGTERM/SIGINT
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline))
+
+struct truth {
+	const char *name;
+	unsigned long calls;
+	unsigned long long wall_ns, cpu_ns;
+};
+
+static struct truth t_spin = { .name = "spin_us" }, t_sleep = { .name = "sleep_us" }, t_outer = { .name = "outer" },
+		    t_inner = { .name = "inner" }, t_recurse = { .name = "recurse" };
+static pthread_mutex_t truth_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile sig_atomic_t stop;
+
+static unsigned long long clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void record(struct truth *t, unsigned long long w0, unsigned long long c0)
+{
+	unsigned long long w = clock_ns(CLOCK_MONOTONIC) - w0, c = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+
+	pthread_mutex_lock(&truth_lock);
+	t->calls++;
+	t->wall_ns += w;
+	t->cpu_ns += c;
+	pthread_mutex_unlock(&truth_lock);
+}
+
+static void print_truth(const struct truth *t)
+{
+	if (!t->calls)
+		return;
+	fprintf(stderr, "truth %s calls=%lu wall_avg_ns=%.1f cpu_avg_ns=%.1f\n", t->name, t->calls,
+		(double)t->wall_ns / t->calls, (double)t->cpu_ns / t->calls);
+}
+
+/* Busy for us microseconds of wall time. */
+NOINLINE void spin_us(unsigned int us)
+{
+	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	while (clock_ns(CLOCK_MONOTONIC) - w0 < us * 1000ULL)
+		;
+	record(&t_spin, w0, c0);
+}
+
+NOINLINE void sleep_us(unsigned int us)
+{
+	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000L };
+
+	nanosleep(&ts, NULL);
+	record(&t_sleep, w0, c0);
+}
+
+NOINLINE unsigned long tiny(unsigned long x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x * 3 + 1;
+}
+
+NOINLINE unsigned long recurse(unsigned int depth)
+{
+	unsigned long r;
+
+	if (!depth)
+		return 1;
+	r = recurse(depth - 1) + 1;
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+NOINLINE void inner(void)
+{
+	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	while (clock_ns(CLOCK_MONOTONIC) - w0 < 100000ULL)
+		;
+	record(&t_inner, w0, c0);
+}
+
+NOINLINE void outer(void)
+{
+	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+	while (clock_ns(CLOCK_MONOTONIC) - w0 < 50000ULL)
+		;
+	inner();
+	record(&t_outer, w0, c0);
+}
+
+static unsigned long threads_n;
+
+static void *thread_main(void *arg)
+{
+	unsigned long i;
+
+	for (i = 0; i < threads_n; i++)
+		spin_us(20);
+	return arg;
+}
+
+static void run_threads(int nr, unsigned long n)
+{
+	pthread_t th[64];
+	int i;
+
+	threads_n = n;
+	for (i = 0; i < nr && i < 64; i++)
+		pthread_create(&th[i], NULL, thread_main, NULL);
+	for (i = 0; i < nr && i < 64; i++)
+		pthread_join(th[i], NULL);
+	printf("threads %d x %lu calls done\n", nr, n);
+}
+
+static void on_stop(int sig)
+{
+	stop = sig;
+}
+
+static void run_loop(void)
+{
+	signal(SIGTERM, on_stop);
+	signal(SIGINT, on_stop);
+	printf("ready\n");
+	fflush(stdout);
+	while (!stop) {
+		spin_us(50);
+		sleep_us(1000);
+	}
+	printf("stopped\n");
+}
+
+static unsigned long arg(int argc, char **argv, int i)
+{
+	if (i >= argc) {
+		fprintf(stderr, "work: missing argument %d\n", i);
+		exit(2);
+	}
+	return strtoul(argv[i], NULL, 10);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long i, n, sum = 0;
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	if (!strcmp(mode, "spin")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			spin_us(arg(argc, argv, 2));
+	} else if (!strcmp(mode, "sleep")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			sleep_us(arg(argc, argv, 2));
+	} else if (!strcmp(mode, "count")) {
+		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
+			sum += tiny(i);
+		printf("count %lu sum %lu\n", n, sum);
+	} else if (!strcmp(mode, "recurse")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			sum += recurse(arg(argc, argv, 2));
+		printf("recurse sum %lu\n", sum);
+	} else if (!strcmp(mode, "nest")) {
+		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
+			outer();
+	} else if (!strcmp(mode, "threads")) {
+		run_threads(arg(argc, argv, 2), arg(argc, argv, 3));
+	} else if (!strcmp(mode, "loop")) {
+		run_loop();
+	} else {
+		fprintf(stderr, "usage: work spin|sleep|count|recurse|nest|threads|loop ARGS\n");
+		return 2;
+	}
+	print_truth(&t_spin);
+	print_truth(&t_sleep);
+	print_truth(&t_outer);
+	print_truth(&t_inner);
+	print_truth(&t_recurse);
+	return 0;
+}

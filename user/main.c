@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fnprof: per-function latency, on-CPU time and CPU% of a running process or
+ * a launched command, measured in the kernel with eBPF.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "log.h"
+#include "opts.h"
+#include "proc.h"
+#include "report.h"
+#include "resolve.h"
+#include "sample.h"
+#include "tracer.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/* Everything one run holds; main's loop and the report functions share it. */
+struct run {
+	const struct opts *o;
+	pid_t pid;
+	struct child child;
+	int pidfd;
+	FILE *out;
+	struct probe_list pl;
+	struct tracer *tracer;
+	struct sampler *sampler;
+	struct fn_stats *interval, *total;
+	__u64 total_drops[DROP_NR];
+	double t_start, t_last;
+	__u64 cpu_start, cpu_last, cpu_now;
+	bool cpu_known;
+	bool target_gone, child_reaped;
+	int child_status;
+	unsigned int nr_reports;
+	const char *note;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void setup_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int open_output(struct run *r)
+{
+	int fd;
+
+	r->out = stderr;
+	if (!r->o->output)
+		return 0;
+	/* Never follow a symlink planted where the report goes. */
+	fd = open(r->o->output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	r->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!r->out) {
+		log_err("cannot write the report to %s: %s", r->o->output, strerror(errno));
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* The target process: the one given with -p, or the launched command (still waiting). */
+static int setup_target(struct run *r)
+{
+	int err;
+
+	if (!r->o->cmd) {
+		r->pid = r->o->pid;
+		if (!proc_alive(r->pid)) {
+			log_err("no such process: %d", r->pid);
+			return EXIT_FAIL;
+		}
+	} else {
+		err = launch_prepare(r->o->cmd, &r->child);
+		if (err) {
+			log_err("cannot start '%s': %s", r->o->cmd[0], strerror(-err));
+			return EXIT_FAIL;
+		}
+		r->pid = r->child.pid;
+	}
+	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
+	if (r->pidfd < 0) {
+		log_err("cannot watch process %d: %s", r->pid, strerror(errno));
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+static int start_tracing(struct run *r)
+{
+	int err;
+
+	if (!r->o->nr_funcs)
+		return 0;
+	err = resolve_probes(r->o, r->pid, &r->pl);
+	if (err)
+		return err;
+	r->interval = calloc(r->pl.nr, sizeof(*r->interval));
+	r->total = calloc(r->pl.nr, sizeof(*r->total));
+	if (!r->interval || !r->total) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	return tracer_start(&r->pl, r->pid, &r->tracer);
+}
+
+/* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
+static void update_cpu(struct run *r)
+{
+	__u64 ns;
+
+	if (!r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
+		r->cpu_now = ns;
+		if (!r->cpu_known)
+			r->cpu_start = r->cpu_last = ns;
+		r->cpu_known = true;
+	}
+}
+
+static void reap_child(struct run *r)
+{
+	struct rusage ru;
+
+	if (!r->o->cmd || r->child_reaped)
+		return;
+	if (wait4(r->pid, &r->child_status, WNOHANG, &ru) != r->pid)
+		return;
+	r->child_reaped = true;
+	r->cpu_now = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+		     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	r->cpu_known = true;
+}
+
+static void print_trace_report(struct run *r, const struct fn_stats *stats, const __u64 *drops,
+			       double span, __u64 cpu, bool total)
+{
+	struct report rep = {
+		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
+		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
+	};
+
+	memcpy(rep.drops, drops, sizeof(rep.drops));
+	if (r->o->json)
+		report_print_json(&rep, r->out);
+	else
+		report_print_table(&rep, r->out, r->o->hist);
+}
+
+/* One report for the interval that ends now; with final, the run total too. */
+static int report(struct run *r, bool final)
+{
+	double t = now_s(), span = t - r->t_last;
+	__u64 drops[DROP_NR] = {};
+	size_t i;
+
+	update_cpu(r);
+	if (r->tracer) {
+		if (tracer_collect(r->tracer, r->interval, drops))
+			return EXIT_FAIL;
+		for (i = 0; i < r->pl.nr; i++)
+			fn_stats_merge(&r->total[i], &r->interval[i]);
+		for (i = 0; i < DROP_NR; i++)
+			r->total_drops[i] += drops[i];
+		/* A run with a single report: that report is the total. */
+		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
+				   final && !r->nr_reports);
+		if (final && r->nr_reports)
+			print_trace_report(r, r->total, r->total_drops, t - r->t_start,
+					   r->cpu_now - r->cpu_start, true);
+	}
+	if (r->sampler)
+		sampler_report(r->sampler, r->out, span, final);
+	r->nr_reports++;
+	r->t_last = t;
+	r->cpu_last = r->cpu_now;
+	return 0;
+}
+
+/* Waits until the next report, the end of the run, a signal or the target's exit. */
+static void wait_event(struct run *r, double deadline)
+{
+	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
+	double left = deadline - now_s();
+	int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
+
+	if (poll(&pfd, 1, ms) > 0 && (pfd.revents & POLLIN)) {
+		reap_child(r);
+		r->target_gone = true;
+		r->note = "target exited";
+		return;
+	}
+	/* Keep the CPU reading fresh: it is gone once the target exits. */
+	update_cpu(r);
+}
+
+/* In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one stops fnprof. */
+static bool handle_signal(struct run *r, bool *forwarded)
+{
+	if (!stop_signal)
+		return false;
+	if (r->o->cmd && !*forwarded) {
+		kill(r->pid, stop_signal == SIGHUP ? SIGHUP : SIGTERM);
+		*forwarded = true;
+		stop_signal = 0;
+		return false;
+	}
+	r->note = "interrupted";
+	return true;
+}
+
+static int main_loop(struct run *r)
+{
+	double end = r->o->duration_s ? r->t_start + r->o->duration_s : 1e300;
+	double next = r->o->interval_s ? r->t_start + r->o->interval_s : 1e300;
+	bool forwarded = false;
+	int err;
+
+	while (!r->target_gone) {
+		wait_event(r, next < end ? next : end);
+		if (handle_signal(r, &forwarded))
+			break;
+		if (now_s() >= end) {
+			r->note = "duration reached";
+			break;
+		}
+		if (now_s() >= next && !r->target_gone) {
+			err = report(r, false);
+			if (err)
+				return err;
+			next += r->o->interval_s;
+		}
+	}
+	return report(r, true);
+}
+
+static int list_probes(struct run *r)
+{
+	size_t i;
+
+	fprintf(stdout, "%-40s %-18s %8s  %s\n", "OBJECT", "ADDRESS", "SIZE", "FUNCTION");
+	for (i = 0; i < r->pl.nr; i++) {
+		const struct probe *p = &r->pl.probes[i];
+
+		fprintf(stdout, "%-40s 0x%016llx %8llu  %s\n", p->object, (unsigned long long)p->addr,
+			(unsigned long long)p->size, p->name);
+	}
+	return 0;
+}
+
+static void cleanup(struct run *r)
+{
+	tracer_stop(r->tracer);
+	sampler_stop(r->sampler);
+	launch_abort(&r->child);
+	probe_list_free(&r->pl);
+	free(r->interval);
+	free(r->total);
+	if (r->pidfd > 0)
+		close(r->pidfd);
+	if (r->out && r->out != stderr)
+		fclose(r->out);
+}
+
+/* Launch mode: the child runs to its end even if fnprof stops early; its status is ours. */
+static int child_exit_code(struct run *r)
+{
+	if (!r->o->cmd || !r->child.released)
+		return EXIT_OK;
+	if (!r->child_reaped) {
+		log_info("detached; command %d keeps running", r->pid);
+		return EXIT_OK;
+	}
+	return launch_exit_code(r->child_status);
+}
+
+static int run(struct run *r)
+{
+	int err;
+
+	err = open_output(r);
+	if (!err)
+		err = setup_target(r);
+	if (!err && r->o->list) {
+		err = resolve_probes(r->o, r->pid, &r->pl);
+		return err ? err : list_probes(r);
+	}
+	if (!err)
+		err = start_tracing(r);
+	if (!err && r->o->sample && sampler_start(r->o, r->pid, &r->sampler))
+		err = EXIT_FAIL;
+	if (err)
+		return err;
+	r->t_start = r->t_last = now_s();
+	update_cpu(r);
+	if (r->o->cmd && launch_release(&r->child)) {
+		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
+		return EXIT_FAIL;
+	}
+	err = main_loop(r);
+	if (!err && r->sampler && sampler_write_files(r->sampler))
+		err = EXIT_FAIL;
+	return err ? err : child_exit_code(r);
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = { .pidfd = -1 };
+	struct opts o;
+	int err;
+
+	err = opts_parse(argc, argv, &o);
+	if (err >= 0)
+		return err;
+	log_verbose = o.verbose;
+	log_setup_libbpf();
+	setup_signals();
+	r.o = &o;
+	if (!o.list && check_system())
+		return EXIT_FAIL;
+	err = run(&r);
+	cleanup(&r);
+	return err;
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proc.h"
+
+/* The fields after "pid (comm)": comm may hold spaces and parentheses. */
+static int read_stat_tail(pid_t pid, char *buf, size_t size, char **tail)
+{
+	char path[64];
+	size_t n;
+	FILE *f;
+	char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	*tail = p + 2;  /* field 3: state */
+	return 0;
+}
+
+int proc_cpu_ns(pid_t pid, __u64 *ns)
+{
+	unsigned long long utime, stime;
+	char buf[1024], *tail;
+	int err;
+
+	err = read_stat_tail(pid, buf, sizeof(buf), &tail);
+	if (err)
+		return err;
+	/* Fields 3..15: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime. */
+	if (sscanf(tail, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+		return -EINVAL;
+	*ns = (utime + stime) * (1000000000ULL / sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+bool proc_alive(pid_t pid)
+{
+	char buf[1024], *tail;
+
+	return !read_stat_tail(pid, buf, sizeof(buf), &tail) && tail[0] != 'Z' && tail[0] != 'X';
+}
+
+/* Effective capability set from /proc/self/status. */
+static unsigned long long cap_effective(void)
+{
+	unsigned long long caps = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return caps;
+}
+
+#define CAP_BIT(n) (1ULL << (n))
+enum { CAP_SYS_ADMIN_NR = 21, CAP_PERFMON_NR = 38, CAP_BPF_NR = 39 };
+
+static int check_caps(void)
+{
+	unsigned long long caps = cap_effective();
+
+	if (caps & CAP_BIT(CAP_SYS_ADMIN_NR))
+		return 0;
+	if ((caps & CAP_BIT(CAP_BPF_NR)) && (caps & CAP_BIT(CAP_PERFMON_NR)))
+		return 0;
+	log_err("not enough privileges: BPF tracing needs root, or CAP_BPF and CAP_PERFMON "
+		"(missing:%s%s); run with sudo",
+		caps & CAP_BIT(CAP_BPF_NR) ? "" : " CAP_BPF",
+		caps & CAP_BIT(CAP_PERFMON_NR) ? "" : " CAP_PERFMON");
+	return EXIT_FAIL;
+}
+
+int check_system(void)
+{
+	if (getuid() != geteuid()) {
+		log_err("refusing to run setuid: run fnprof with sudo instead");
+		return EXIT_FAIL;
+	}
+	if (check_caps())
+		return EXIT_FAIL;
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		log_err("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): "
+			"fnprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		return EXIT_FAIL;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK)) {
+		log_err("this kernel has no uprobe support (/sys/bus/event_source/devices/uprobe is missing): "
+			"fnprof needs CONFIG_UPROBE_EVENTS=y");
+		return EXIT_FAIL;
+	}
+	return 0;
+}

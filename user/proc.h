@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Readings of a process from /proc, and checks of what this machine allows. */
+#ifndef FNPROF_PROC_H
+#define FNPROF_PROC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+/* utime+stime of every thread of pid (/proc/PID/stat), in ns. 0 or -errno. */
+int proc_cpu_ns(pid_t pid, __u64 *ns);
+
+/* Whether pid names a live (not zombie) process. */
+bool proc_alive(pid_t pid);
+
+/*
+ * Root, or the capabilities BPF tracing needs (CAP_BPF + CAP_PERFMON, or
+ * CAP_SYS_ADMIN); BTF; uprobe support. 0, or EXIT_FAIL after a message
+ * naming what is missing.
+ */
+int check_system(void);
+
+#endif /* FNPROF_PROC_H */

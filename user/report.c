@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "json.h"
+#include "report.h"
+
+/* JSON keys of the drop counters; the table uses drop_text. */
+const char *const drop_names[DROP_NR] = {
+	[DROP_DEPTH] = "depth",
+	[DROP_NO_STATE] = "no_thread_state",
+	[DROP_ORPHAN_RET] = "orphan_returns",
+	[DROP_ABANDONED] = "abandoned_frames",
+	[DROP_NO_STATS] = "no_stats_slot",
+};
+
+static const char *const drop_text[DROP_NR] = {
+	[DROP_DEPTH] = "calls nested deeper than 64 traced frames (counted, not timed)",
+	[DROP_NO_STATE] = "calls not timed: per-thread state could not be allocated",
+	[DROP_ORPHAN_RET] = "returns without a recorded entry (call was in flight at attach)",
+	[DROP_ABANDONED] = "frames abandoned by longjmp or unwinding (not timed)",
+	[DROP_NO_STATS] = "calls lost: no statistics slot",
+};
+
+void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
+{
+	double n = s->calls ? (double)s->calls : 1;
+
+	memset(fig, 0, sizeof(*fig));
+	fig->proc_pct = -1;
+	if (r->interval_s > 0)
+		fig->calls_per_s = s->calls / r->interval_s;
+	if (!s->calls)
+		return;
+	fig->offcpu_total = s->runq_sum + s->blocked_sum;
+	if (fig->offcpu_total > s->wall_sum)
+		fig->offcpu_total = s->wall_sum;
+	fig->oncpu_total = s->wall_sum - fig->offcpu_total;
+	fig->wall_avg = s->wall_sum / n;
+	fig->oncpu_avg = fig->oncpu_total / n;
+	fig->offcpu_avg = fig->offcpu_total / n;
+	fig->runq_avg = s->runq_sum / n;
+	fig->blocked_avg = s->blocked_sum / n;
+	fig->self_avg = s->self_sum / n;
+	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, 0);
+	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, 0);
+	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, 0);
+	if (r->interval_s > 0)
+		fig->cpu_pct = s->outer_oncpu / (r->interval_s * 1e7);
+	if (r->proc_cpu_known && r->proc_cpu_ns)
+		fig->proc_pct = 100.0 * s->outer_oncpu / r->proc_cpu_ns;
+}
+
+const char *probe_display_name(const struct probe *p, char *buf, size_t size)
+{
+	const char *base = strrchr(p->object, '/');
+
+	if (p->main_exe)
+		snprintf(buf, size, "%s", p->name);
+	else
+		snprintf(buf, size, "%s:%s", base ? base + 1 : p->object, p->name);
+	return buf;
+}
+
+/* Report order: most wall time (outermost calls) first, uncalled functions last. */
+static const struct report *sort_ctx;
+
+static int cmp_by_time(const void *a, const void *b)
+{
+	const struct fn_stats *x = &sort_ctx->stats[*(const size_t *)a];
+	const struct fn_stats *y = &sort_ctx->stats[*(const size_t *)b];
+
+	if (x->outer_wall != y->outer_wall)
+		return x->outer_wall > y->outer_wall ? -1 : 1;
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static size_t *sorted_order(const struct report *r)
+{
+	size_t i, *order = calloc(r->pl->nr ? r->pl->nr : 1, sizeof(*order));
+
+	if (!order)
+		return NULL;
+	for (i = 0; i < r->pl->nr; i++)
+		order[i] = i;
+	sort_ctx = r;
+	qsort(order, r->pl->nr, sizeof(*order), cmp_by_time);
+	return order;
+}
+
+static bool any_nesting(const struct report *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->pl->nr; i++)
+		if (r->stats[i].self_sum != r->stats[i].wall_sum)
+			return true;
+	return false;
+}
+
+static void print_header(const struct report *r, FILE *f, bool self)
+{
+	fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
+		r->note ? ", " : "", r->note ? r->note : "");
+	fprintf(f, "%-28s %9s %9s %8s %8s %8s %8s %8s %8s %8s%s %6s %6s\n", "FUNCTION", "CALLS",
+		"CALLS/s", "AVG", "P50", "P99", "MAX", "MIN", "ONCPU", "OFFCPU", self ? "     SELF" : "",
+		"CPU%", "%PROC");
+}
+
+static void print_row(const struct report *r, FILE *f, size_t i, bool self)
+{
+	const struct fn_stats *s = &r->stats[i];
+	char name[256], b[8][16], pp[16];
+	struct fn_figures g;
+	double v[8];
+	int k;
+
+	fn_figures_compute(r, s, &g);
+	probe_display_name(&r->pl->probes[i], name, sizeof(name));
+	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = s->wall_max;
+	v[4] = s->wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
+	for (k = 0; k < 8; k++)
+		fmt_ns(s->calls ? v[k] : -1.0, b[k], sizeof(b[k]));
+	if (g.proc_pct >= 0)
+		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
+	else
+		snprintf(pp, sizeof(pp), "-");
+	fprintf(f, "%-28.28s %9llu %9.1f %8s %8s %8s %8s %8s %8s %8s", name,
+		(unsigned long long)s->calls, g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
+	if (self)
+		fprintf(f, " %8s", b[7]);
+	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
+}
+
+static void print_footer(const struct report *r, FILE *f)
+{
+	char b[16];
+	int i;
+
+	if (r->proc_cpu_known)
+		fprintf(f, "process CPU time: %s (%.1f%% of one core)\n", fmt_ns(r->proc_cpu_ns, b, sizeof(b)),
+			r->interval_s > 0 ? r->proc_cpu_ns / (r->interval_s * 1e7) : 0.0);
+	for (i = 0; i < DROP_NR; i++)
+		if (r->drops[i])
+			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_text[i]);
+}
+
+static void print_hists(const struct report *r, FILE *f, const size_t *order)
+{
+	char name[256];
+	size_t k;
+
+	for (k = 0; k < r->pl->nr; k++) {
+		const struct fn_stats *s = &r->stats[order[k]];
+
+		if (!s->calls)
+			continue;
+		fprintf(f, "\n%s: wall time per call\n",
+			probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)));
+		hist_print_log2(f, s->hist, 0);
+	}
+}
+
+void report_print_table(const struct report *r, FILE *f, bool hist)
+{
+	size_t k, uncalled = 0, *order = sorted_order(r);
+	bool self = any_nesting(r);
+
+	if (!order)
+		return;
+	print_header(r, f, self);
+	for (k = 0; k < r->pl->nr; k++) {
+		/* Long glob lists: only what was called; short lists show their zeros too. */
+		if (!r->stats[order[k]].calls && r->pl->nr > 20) {
+			uncalled++;
+			continue;
+		}
+		print_row(r, f, order[k], self);
+	}
+	if (uncalled)
+		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
+	print_footer(r, f);
+	if (hist)
+		print_hists(r, f, order);
+	fflush(f);
+	free(order);
+}
+
+static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
+{
+	json_obj_begin(j, key);
+	json_f64(j, "avg", avg);
+	json_u64(j, "total", total);
+	json_obj_end(j);
+}
+
+static void json_function(struct json *j, const struct report *r, size_t i)
+{
+	const struct fn_stats *s = &r->stats[i];
+	const struct probe *p = &r->pl->probes[i];
+	struct fn_figures g;
+
+	fn_figures_compute(r, s, &g);
+	json_obj_begin(j, NULL);
+	json_str(j, "name", p->name);
+	json_str(j, "object", p->object);
+	json_u64(j, "calls", s->calls);
+	json_f64(j, "calls_per_s", g.calls_per_s);
+	json_obj_begin(j, "wall_ns");
+	json_f64(j, "avg", g.wall_avg);
+	json_u64(j, "min", s->wall_min);
+	json_u64(j, "max", s->wall_max);
+	json_u64(j, "p50", (__u64)(g.p50 + 0.5));
+	json_u64(j, "p90", (__u64)(g.p90 + 0.5));
+	json_u64(j, "p99", (__u64)(g.p99 + 0.5));
+	json_u64(j, "total", s->wall_sum);
+	json_obj_end(j);
+	json_avg_total(j, "oncpu_ns", g.oncpu_avg, g.oncpu_total);
+	json_avg_total(j, "offcpu_ns", g.offcpu_avg, g.offcpu_total);
+	json_avg_total(j, "runq_ns", g.runq_avg, s->runq_sum);
+	json_avg_total(j, "blocked_ns", g.blocked_avg, s->blocked_sum);
+	json_avg_total(j, "self_ns", g.self_avg, s->self_sum);
+	json_f64(j, "cpu_pct", g.cpu_pct);
+	if (g.proc_pct >= 0)
+		json_f64(j, "proc_pct", g.proc_pct);
+	else
+		json_null(j, "proc_pct");
+	json_u64(j, "preempted", s->preempted);
+	json_u64(j, "migrated", s->migrated);
+	json_u64(j, "address", p->addr);
+	json_obj_end(j);
+}
+
+void report_print_json(const struct report *r, FILE *f)
+{
+	struct json j;
+	size_t i;
+
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "mode", "trace");
+	json_i64(&j, "pid", r->pid);
+	json_f64(&j, "interval_s", r->interval_s);
+	json_bool(&j, "total", r->total);
+	if (r->proc_cpu_known)
+		json_u64(&j, "proc_cpu_ns", r->proc_cpu_ns);
+	if (r->note)
+		json_str(&j, "note", r->note);
+	json_arr_begin(&j, "functions");
+	for (i = 0; i < r->pl->nr; i++)
+		json_function(&j, r, i);
+	json_arr_end(&j);
+	json_obj_begin(&j, "dropped");
+	for (i = 0; i < DROP_NR; i++)
+		json_u64(&j, drop_names[i], r->drops[i]);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	json_finish(&j);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The tracing report: one data model, printed as a table (with histograms) or as JSON. */
+#ifndef FNPROF_REPORT_H
+#define FNPROF_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "fnprof.h"
+#include "resolve.h"
+
+struct report {
+	pid_t pid;
+	double interval_s;          /* seconds covered */
+	bool total;                 /* whole run, after per-interval reports */
+	bool proc_cpu_known;
+	__u64 proc_cpu_ns;          /* CPU time of the process in the interval (utime+stime) */
+	const struct probe_list *pl;
+	const struct fn_stats *stats;  /* pl->nr, indexed by probe id */
+	__u64 drops[DROP_NR];
+	const char *note;           /* e.g. "target exited" */
+};
+
+/* Figures derived from one function's aggregate, shared by every printer. */
+struct fn_figures {
+	double calls_per_s;
+	double wall_avg, p50, p90, p99;
+	double oncpu_avg, offcpu_avg, runq_avg, blocked_avg, self_avg;
+	__u64 oncpu_total, offcpu_total;
+	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
+	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
+};
+
+void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig);
+
+/* "name" for the main executable, "libc.so.6:malloc" for others. */
+const char *probe_display_name(const struct probe *p, char *buf, size_t size);
+
+void report_print_table(const struct report *r, FILE *f, bool hist);
+void report_print_json(const struct report *r, FILE *f);
+
+extern const char *const drop_names[DROP_NR];
+
+#endif /* FNPROF_REPORT_H */

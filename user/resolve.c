@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <gelf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "procmaps.h"
+#include "resolve.h"
+#include "symbols.h"
+
+/* Objects opened while resolving, each read once. */
+struct obj_cache {
+	struct {
+		char *path;          /* as the target sees it */
+		char *open_path;
+		struct symtab *st;
+	} e[64];
+	size_t nr;
+};
+
+struct resolver {
+	const struct opts *o;
+	pid_t pid;
+	bool launch;
+	struct procmaps *pm;      /* attach mode only */
+	char exe[PATH_MAX];       /* main executable, as the target sees it */
+	char exe_open[PATH_MAX];  /* and as fnprof opens it */
+	struct obj_cache cache;
+	struct probe_list *out;
+	size_t cap;
+};
+
+void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name)
+{
+	const char *p;
+
+	for (p = spec; (p = strchr(p, ':')); p += 2) {
+		if (p[1] != ':')
+			break;
+	}
+	if (!p || p == spec) {
+		*name = spec;
+		obj[0] = 0;
+		return;
+	}
+	snprintf(obj, obj_size, "%.*s", (int)(p - spec), spec);
+	*name = p + 1;
+}
+
+int find_in_path(const char *cmd, char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	char dir[PATH_MAX];
+	size_t n;
+
+	if (strchr(cmd, '/')) {
+		snprintf(buf, size, "%s", cmd);
+		return access(buf, X_OK) ? -errno : 0;
+	}
+	for (path = path ? path : "/usr/local/bin:/usr/bin:/bin"; *path; path += n + !!path[n]) {
+		n = strcspn(path, ":");
+		snprintf(dir, sizeof(dir), "%.*s", (int)n, n ? path : ".");
+		snprintf(buf, size, "%s/%s", dir, cmd);
+		if (!access(buf, X_OK))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static struct symtab *load_object(struct resolver *r, const char *path, const char *open_path)
+{
+	struct obj_cache *c = &r->cache;
+	struct symtab *st;
+	size_t i;
+	int err;
+
+	for (i = 0; i < c->nr; i++)
+		if (!strcmp(c->e[i].path, path))
+			return c->e[i].st;
+	if (c->nr == sizeof(c->e) / sizeof(c->e[0])) {
+		log_err("too many objects in -f patterns (at most 64)");
+		return NULL;
+	}
+	err = symtab_load(open_path, &st);
+	if (err) {
+		log_err("failed to read symbols of %s: %s", path,
+			err == -EINVAL ? "not an ELF file" : strerror(-err));
+		return NULL;
+	}
+	c->e[c->nr].path = strdup(path);
+	c->e[c->nr].open_path = strdup(open_path);
+	c->e[c->nr].st = st;
+	c->nr++;
+	return st;
+}
+
+static const char *const lib_dirs[] = {
+	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+	"/lib", "/usr/lib", "/usr/local/lib",
+};
+
+/* Searches a ':'-separated list of directories ($ORIGIN expanded) for file. */
+static bool search_dirs(const char *dirs, const char *origin, const char *file, char *buf, size_t size)
+{
+	size_t n;
+
+	for (; dirs && *dirs; dirs += n + !!dirs[n]) {
+		n = strcspn(dirs, ":");
+		if (n >= 7 && !strncmp(dirs, "$ORIGIN", 7))
+			snprintf(buf, size, "%s%.*s/%s", origin, (int)n - 7, dirs + 7, file);
+		else
+			snprintf(buf, size, "%.*s/%s", (int)n, dirs, file);
+		if (!access(buf, R_OK))
+			return true;
+	}
+	return false;
+}
+
+/* Where the dynamic loader would find needed lib file for exe (RUNPATH, LD_LIBRARY_PATH, system). */
+static bool locate_needed(const char *file, const char *runpath, const char *origin, char *buf, size_t size)
+{
+	size_t i;
+
+	if (search_dirs(runpath, origin, file, buf, size) ||
+	    search_dirs(getenv("LD_LIBRARY_PATH"), origin, file, buf, size))
+		return true;
+	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++)
+		if (search_dirs(lib_dirs[i], origin, file, buf, size))
+			return true;
+	return false;
+}
+
+/* Launch mode: the library of exe's DT_NEEDED entries that name designates. */
+static int find_needed(const char *exe, const char *name, char *buf, size_t size)
+{
+	char origin[PATH_MAX], needed[64][256];
+	const char *runpath = NULL;
+	size_t i, nr = 0;
+	Elf_Scn *scn = NULL;
+	int fd, found = -ENOENT;
+	GElf_Shdr sh;
+	GElf_Dyn dyn;
+	Elf *elf;
+
+	snprintf(origin, sizeof(origin), "%s", exe);
+	*(strrchr(origin, '/') ? strrchr(origin, '/') : origin) = 0;
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data = elf_getdata(scn, NULL);
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !data)
+			continue;
+		for (i = 0; gelf_getdyn(data, i, &dyn) && dyn.d_tag != DT_NULL; i++) {
+			const char *s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
+
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_NEEDED && nr < 64)
+				snprintf(needed[nr++], sizeof(needed[0]), "%s", s);
+			else if (dyn.d_tag == DT_RUNPATH || (dyn.d_tag == DT_RPATH && !runpath))
+				runpath = s;
+		}
+		break;
+	}
+	for (i = 0; i < nr && found; i++)
+		if (lib_name_matches(needed[i], name) && locate_needed(needed[i], runpath, origin, buf, size))
+			found = 0;
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+/* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
+static int find_system_lib(const char *name, char *buf, size_t size)
+{
+	static const char *const suffixes[] = { "", ".so", ".so.6", ".so.1", ".so.0", ".so.2" };
+	char file[PATH_MAX + 8];
+	size_t i;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
+		if (locate_needed(file, NULL, "", buf, size))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
+static int locate_object(struct resolver *r, const char *objname, char *path, char *open_path)
+{
+	const char *p;
+
+	if (!objname[0]) {
+		strcpy(path, r->exe);
+		strcpy(open_path, r->exe_open);
+		return 0;
+	}
+	if (r->launch) {
+		if (objname[0] == '/')
+			snprintf(path, PATH_MAX, "%s", objname);
+		else if (find_needed(r->exe_open, objname, path, PATH_MAX) &&
+			 find_system_lib(objname, path, PATH_MAX)) {
+			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
+				objname, r->exe);
+			return EXIT_FAIL;
+		}
+		strcpy(open_path, path);
+		return 0;
+	}
+	p = procmaps_find_object(r->pm, objname);
+	if (!p && objname[0] != '/') {
+		log_err("no object matching '%s' is mapped by process %d (see /proc/%d/maps)",
+			objname, r->pid, r->pid);
+		return EXIT_FAIL;
+	}
+	/* An absolute path not mapped yet (dlopen later) is still a valid probe site. */
+	snprintf(path, PATH_MAX, "%s", p ? p : objname);
+	return proc_root_path(r->pid, path, open_path, PATH_MAX) ? EXIT_FAIL : 0;
+}
+
+/* The main executable, as the mapping whose inode is /proc/PID/exe's. */
+static int locate_exe(struct resolver *r)
+{
+	char link[64];
+	struct stat st;
+	size_t i;
+
+	if (r->launch) {
+		if (find_in_path(r->o->cmd[0], r->exe_open, sizeof(r->exe_open))) {
+			log_err("cannot run '%s': no such executable file (searched PATH)", r->o->cmd[0]);
+			return EXIT_FAIL;
+		}
+		if (!realpath(r->exe_open, r->exe))
+			snprintf(r->exe, sizeof(r->exe), "%s", r->exe_open);
+		snprintf(r->exe_open, sizeof(r->exe_open), "%s", r->exe);
+		return 0;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", r->pid);
+	if (stat(link, &st)) {
+		log_err("cannot read the executable of process %d: %s", r->pid, strerror(errno));
+		return EXIT_FAIL;
+	}
+	for (i = 0; i < r->pm->nr; i++) {
+		if (r->pm->maps[i].inode == st.st_ino) {
+			snprintf(r->exe, sizeof(r->exe), "%s", r->pm->maps[i].path);
+			return proc_root_path(r->pid, r->exe, r->exe_open, sizeof(r->exe_open)) ? EXIT_FAIL : 0;
+		}
+	}
+	/* Not in the maps (deleted or replaced file): the kernel's own reference still works. */
+	snprintf(r->exe, sizeof(r->exe), "%s", link);
+	snprintf(r->exe_open, sizeof(r->exe_open), "%s", link);
+	return 0;
+}
+
+static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path)
+{
+	struct probe_list *pl = r->out;
+	struct probe *p;
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		if (pl->probes[i].offset == s->offset && !strcmp(pl->probes[i].open_path, open_path))
+			return 0;
+	if (pl->nr == r->cap) {
+		size_t ncap = r->cap ? r->cap * 2 : 16;
+
+		p = realloc(pl->probes, ncap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		pl->probes = p;
+		r->cap = ncap;
+	}
+	p = &pl->probes[pl->nr];
+	*p = (struct probe){
+		.name = strdup(s->name), .object = strdup(path), .open_path = strdup(open_path),
+		.main_exe = !strcmp(path, r->exe), .addr = s->addr, .size = s->size,
+		.offset = s->offset, .id = pl->nr,
+	};
+	if (!p->name || !p->object || !p->open_path)
+		return -ENOMEM;
+	pl->nr++;
+	return 0;
+}
+
+static void report_not_found(const struct symtab *st, const char *path, const char *name)
+{
+	const char *near[5];
+	size_t i, n;
+
+	if (st->source == SYMS_NONE) {
+		log_err("%s is stripped: it has no symbol table (.symtab) and no functions in .dynsym; "
+			"use a build with symbols", path);
+		return;
+	}
+	n = symtab_suggest(st, name, near, 5);
+	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s)", name, path, st->nr,
+		st->source == SYMS_SYMTAB ? ".symtab" : ".dynsym: the binary is stripped, only exported functions are known");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", near[i]);
+	fputc('\n', stderr);
+}
+
+/* Why a symbol cannot carry a probe, or NULL if it can. */
+static const char *refusal(const struct sym *s)
+{
+	if (s->ifunc)
+		return "it is an IFUNC resolver, not the function it selects (trace the implementation)";
+	if (!s->size)
+		return "it has no size, so it is not a proper function symbol";
+	return NULL;
+}
+
+static int resolve_spec(struct resolver *r, const char *spec)
+{
+	char objname[PATH_MAX], path[PATH_MAX], open_path[PATH_MAX];
+	const struct sym **m = NULL;
+	const char *name, *why;
+	size_t i, n, added = 0;
+	struct symtab *st;
+	int err;
+
+	split_func_spec(spec, objname, sizeof(objname), &name);
+	err = locate_object(r, objname, path, open_path);
+	if (err)
+		return err;
+	st = load_object(r, path, open_path);
+	if (!st)
+		return EXIT_FAIL;
+	n = symtab_match(st, name, &m);
+	for (i = 0, err = 0; i < n && !err; i++) {
+		why = refusal(m[i]);
+		if (!why) {
+			err = add_probe(r, m[i], path, open_path);
+			added++;
+		} else if (!pattern_is_glob(name)) {
+			log_err("cannot trace '%s' in %s: %s", m[i]->name, path, why);
+			err = EXIT_FAIL;
+		} else {
+			log_debug("skipping %s in %s: %s", m[i]->name, path, why);
+		}
+	}
+	free(m);
+	if (err)
+		return err < 0 ? EXIT_FAIL : err;
+	if (!added)
+		report_not_found(st, path, name);
+	return added ? 0 : EXIT_FAIL;
+}
+
+int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
+{
+	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .out = out };
+	size_t i;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!r.launch) {
+		err = procmaps_load(pid, &r.pm);
+		if (err) {
+			log_err("cannot read the mappings of process %d: %s", pid,
+				err == -ESRCH ? "no such process" : strerror(-err));
+			return EXIT_FAIL;
+		}
+	}
+	err = locate_exe(&r);
+	for (i = 0; i < o->nr_funcs && !err; i++)
+		err = resolve_spec(&r, o->funcs[i]);
+	for (i = 0; i < r.cache.nr; i++) {
+		free(r.cache.e[i].path);
+		free(r.cache.e[i].open_path);
+		symtab_free(r.cache.e[i].st);
+	}
+	procmaps_free(r.pm);
+	if (err)
+		probe_list_free(out);
+	return err;
+}
+
+void probe_list_free(struct probe_list *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++) {
+		free(pl->probes[i].name);
+		free(pl->probes[i].object);
+		free(pl->probes[i].open_path);
+	}
+	free(pl->probes);
+	memset(pl, 0, sizeof(*pl));
+}

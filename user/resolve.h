@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Turns -f patterns into probe sites: object, function, file offset. */
+#ifndef FNPROF_RESOLVE_H
+#define FNPROF_RESOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "opts.h"
+
+struct probe {
+	char *name;       /* function */
+	char *object;     /* object path as the target sees it */
+	char *open_path;  /* path fnprof opens and attaches to (inside the target's root) */
+	bool main_exe;    /* in the main executable (shown without an object prefix) */
+	__u64 addr;       /* link-time virtual address */
+	__u64 size;
+	__u64 offset;     /* file offset: where the uprobe goes */
+	__u32 id;         /* index: the BPF attach cookie */
+};
+
+struct probe_list {
+	struct probe *probes;
+	size_t nr;
+};
+
+/*
+ * Resolves o->funcs for process pid (attach mode) or for the command
+ * o->cmd about to be launched (pid is its pid; its libraries are not mapped
+ * yet, so they are found through DT_NEEDED). 0, or an exit code after the
+ * error was printed.
+ */
+int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out);
+void probe_list_free(struct probe_list *pl);
+
+/* Splits "LIB:NAME" / "/path:NAME" / "NAME" (a C++ "a::b" is a name). obj is NULL for NAME. */
+void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name);
+
+/* The file execvp would run for cmd (PATH search), into buf. 0 or -ENOENT. */
+int find_in_path(const char *cmd, char *buf, size_t size);
+
+#endif /* FNPROF_RESOLVE_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The function tracer: loads trace.bpf.c, attaches the probes, reads the aggregates. */
+#ifndef FNPROF_TRACER_H
+#define FNPROF_TRACER_H
+
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "fnprof.h"
+#include "resolve.h"
+
+struct tracer;
+
+/* Loads the BPF object and attaches a uprobe/uretprobe pair per probe. 0 or exit code (printed). */
+int tracer_start(const struct probe_list *pl, pid_t pid, struct tracer **out);
+
+/*
+ * Takes the aggregates since the last call: out[i] for probe i, summed over
+ * CPUs (nr = number of probes), and the drop counters since the last call.
+ */
+int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
+
+/* Seconds it took to attach every probe. */
+double tracer_attach_seconds(const struct tracer *t);
+
+void tracer_stop(struct tracer *t);
+
+/* Adds b into a: sums, min of mins, max of maxes, histograms. */
+void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b);
+
+#endif /* FNPROF_TRACER_H */
