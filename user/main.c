@@ -267,12 +267,12 @@ static int list_probes(struct run *r)
 {
 	size_t i;
 
-	fprintf(stdout, "%-40s %-18s %8s  %s\n", "OBJECT", "ADDRESS", "SIZE", "FUNCTION");
+	fprintf(stdout, "%-40s %-18s %-10s %8s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "FUNCTION");
 	for (i = 0; i < r->pl.nr; i++) {
 		const struct probe *p = &r->pl.probes[i];
 
-		fprintf(stdout, "%-40s 0x%016llx %8llu  %s\n", p->object, (unsigned long long)p->addr,
-			(unsigned long long)p->size, p->name);
+		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", p->object, (unsigned long long)p->addr,
+			(unsigned long long)p->offset, (unsigned long long)p->size, p->name);
 	}
 	return 0;
 }

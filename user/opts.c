@@ -212,6 +212,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 	o->freq_hz = 99;
 	o->top = 20;
 	opterr = 1;
+	optind = 0;  /* full re-initialisation: the parser may run more than once */
 	/* '+': stop at the first non-option, so the command's own options stay its own. */
 	while ((c = getopt_long(argc, argv, "+p:f:d:i:o:e:F:n:vh", long_opts, NULL)) != -1) {
 		ret = parse_one(c, optarg, o);

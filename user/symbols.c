@@ -157,6 +157,8 @@ static void sort_and_merge(struct symtab *st)
 {
 	size_t i, j = 0;
 
+	if (!st->nr)
+		return;
 	qsort(st->syms, st->nr, sizeof(*st->syms), cmp_sym);
 	for (i = 0; i < st->nr; i++) {
 		if (j && st->syms[j - 1].addr == st->syms[i].addr) {

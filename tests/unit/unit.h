@@ -20,7 +20,7 @@ static const char *unit_case;
 
 #define RUN(fn)                                                                  \
 	do {                                                                     \
-		int before = unit_failed;                                        \
+		int before = unit_failed;                                      \
 		unit_failed = 0;                                                 \
 		unit_case = #fn;                                                 \
 		fn();                                                            \

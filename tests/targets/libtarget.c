@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0
+/* A shared library with a function whose behaviour is known: for tracing across objects. */
+#include <time.h>
+
+__attribute__((noinline)) unsigned long lib_spin(unsigned int us)
+{
+	struct timespec t0, t;
+	unsigned long n = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		n++;
+	} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
+	return n;
+}

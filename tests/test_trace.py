@@ -1,0 +1,245 @@
+"""Function tracing against targets that measure themselves (tests/targets/work.c, uselib.c).
+
+Tolerances: the probes add a few microseconds per call on this machine (one uprobe
+trap at entry, one at return), so wall and on-CPU figures may exceed the target's own
+measurement by PROBE_SLACK_NS, and percentages get a few points for noise.
+"""
+import os
+import signal
+import subprocess
+import time
+
+from harness import (FNPROF, Target, check, final_report, func, json_reports, run_fnprof, target,
+                     truth, wait_for, within)
+
+PROBE_SLACK_NS = 30000
+
+
+def traced(args, *cmd, timeout=120):
+    """Launch mode with --json: (final report, process result)."""
+    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout)
+    check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
+    return final_report(p.stderr), p
+
+
+def test_launch_counts_every_call():
+    rep, p = traced(["-f", "tiny"], target("work"), "count", 20000)
+    check(func(rep, "tiny")["calls"] == 20000, f"calls {func(rep, 'tiny')['calls']} != 20000")
+    check(rep["total"] is True, "single report must be the total")
+
+
+def test_output_unchanged_by_tracing():
+    plain = subprocess.run([target("work"), "count", "5000"], capture_output=True, text=True)
+    p = run_fnprof(["-f", "tiny", "--", target("work"), "count", "5000"])
+    check(p.returncode == 0, p.stderr)
+    check(p.stdout == plain.stdout, f"stdout differs:\n{plain.stdout!r}\n{p.stdout!r}")
+
+
+def test_exit_status_passed_through():
+    p = run_fnprof(["-f", "tiny", "--", target("work"), "bogus-mode"])
+    check(p.returncode == 2, f"want the command's exit 2, got {p.returncode}")
+    p = run_fnprof(["-f", "tiny", "--", "/no/such/program"])
+    check(p.returncode != 0 and "/no/such/program" in p.stderr, p.stderr)
+
+
+def test_spin_wall_and_oncpu():
+    rep, p = traced(["-f", "spin_us"], target("work"), "spin", 50, 2000)
+    t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
+    check(f["calls"] == t["calls"] == 2000, f"calls {f['calls']}")
+    wall = f["wall_ns"]["avg"]
+    check(t["wall_avg_ns"] - 1000 <= wall <= t["wall_avg_ns"] + PROBE_SLACK_NS,
+          f"wall avg {wall:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns")
+    # On-CPU: the target's own CPU clock, plus probe time, minus nothing.
+    check(within(f["oncpu_ns"]["avg"], t["cpu_avg_ns"], rel=0.1, abs_=PROBE_SLACK_NS),
+          f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}")
+    check(f["wall_ns"]["min"] <= f["wall_ns"]["p50"] <= f["wall_ns"]["p99"] <= f["wall_ns"]["max"],
+          f"percentiles out of order: {f['wall_ns']}")
+    check(within(f["wall_ns"]["p50"], t["wall_avg_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
+          f"p50 {f['wall_ns']['p50']} vs truth avg {t['wall_avg_ns']:.0f}")
+    # wall = on-CPU + run queue + blocked, exactly.
+    parts = f["oncpu_ns"]["total"] + f["runq_ns"]["total"] + f["blocked_ns"]["total"]
+    check(abs(parts - f["wall_ns"]["total"]) <= f["calls"], f"{parts} != {f['wall_ns']['total']}")
+
+
+def test_sleep_is_off_cpu():
+    rep, p = traced(["-f", "sleep_us"], target("work"), "sleep", 1000, 300)
+    t, f = truth(p.stderr, "sleep_us"), func(rep, "sleep_us")
+    check(f["calls"] == 300, f"calls {f['calls']}")
+    check(t["wall_avg_ns"] - 1000 <= f["wall_ns"]["avg"] <= t["wall_avg_ns"] + PROBE_SLACK_NS,
+          f"wall avg {f['wall_ns']['avg']:.0f} vs truth {t['wall_avg_ns']:.0f}")
+    check(f["oncpu_ns"]["avg"] < 0.1 * f["wall_ns"]["avg"],
+          f"on-CPU {f['oncpu_ns']['avg']:.0f} ns of {f['wall_ns']['avg']:.0f} ns for a sleep")
+    check(f["blocked_ns"]["total"] > 0.85 * f["wall_ns"]["total"], "sleep not counted as blocked")
+    check(f["cpu_pct"] < 10, f"cpu% {f['cpu_pct']} for a sleeping function")
+
+
+def test_recursion_counts_and_cpu():
+    rep, _ = traced(["-f", "recurse"], target("work"), "recurse", 10, 2000)
+    f = func(rep, "recurse")
+    check(f["calls"] == 11 * 2000, f"calls {f['calls']} != 22000")
+    # Outermost activations only: CPU% cannot exceed one core for a single thread.
+    check(f["cpu_pct"] <= 105, f"cpu% {f['cpu_pct']} double-counts recursion")
+    # Self times of the activations add up to the outermost wall time.
+    check(f["self_ns"]["total"] < f["wall_ns"]["total"], "self time must exclude callees")
+    check(rep["dropped"]["orphan_returns"] == 0 and rep["dropped"]["abandoned_frames"] == 0,
+          f"dropped: {rep['dropped']}")
+
+
+def test_nested_functions_self_time():
+    rep, p = traced(["-f", "outer", "-f", "inner"], target("work"), "nest", 300)
+    to, ti = truth(p.stderr, "outer"), truth(p.stderr, "inner")
+    fo, fi = func(rep, "outer"), func(rep, "inner")
+    check(fo["calls"] == fi["calls"] == 300, "calls")
+    check(within(fi["wall_ns"]["avg"], ti["wall_avg_ns"], abs_=PROBE_SLACK_NS), "inner wall")
+    check(within(fo["wall_ns"]["avg"], to["wall_avg_ns"], abs_=2 * PROBE_SLACK_NS), "outer wall")
+    self_truth = to["wall_avg_ns"] - ti["wall_avg_ns"]
+    check(within(fo["self_ns"]["avg"], self_truth, abs_=PROBE_SLACK_NS),
+          f"outer self {fo['self_ns']['avg']:.0f} vs {self_truth:.0f}")
+    check(fi["self_ns"]["total"] == fi["wall_ns"]["total"], "inner has no traced callee")
+
+
+def test_threads_all_counted():
+    rep, p = traced(["-f", "spin_us"], target("work"), "threads", 4, 1000)
+    t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
+    check(f["calls"] == 4000, f"calls {f['calls']} != 4000")
+    check(t["wall_avg_ns"] - 1000 <= f["wall_ns"]["avg"] <= t["wall_avg_ns"] + PROBE_SLACK_NS,
+          f"wall {f['wall_ns']['avg']:.0f} vs truth {t['wall_avg_ns']:.0f}")
+    # Two cores: four spinning threads keep more than one busy.
+    check(f["cpu_pct"] > 100, f"cpu% {f['cpu_pct']} for 4 spinning threads on 2 cores")
+
+
+def test_shared_library_function():
+    rep, p = traced(["-f", "libtarget:lib_spin", "-f", "libc:getppid"], target("uselib"), 500)
+    f = func(rep, "lib_spin")
+    check(f["calls"] == 500, f"calls {f['calls']}")
+    check(f["object"].endswith("libtarget.so"), f["object"])
+    check(20000 <= f["wall_ns"]["avg"] <= 20000 + PROBE_SLACK_NS, f"wall {f['wall_ns']['avg']}")
+    check(func(rep, "getppid")["calls"] >= 500, "libc getppid calls")
+
+
+def test_attach_running_process():
+    with Target("work", "loop") as t:
+        p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "-f", "sleep_us", "-d", "1.5", "--json"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        check(t.proc.poll() is None, "target died")
+        out, err = t.stop()
+    rep = final_report(p.stderr)
+    fs, fsl = func(rep, "spin_us"), func(rep, "sleep_us")
+    ts, tsl = truth(err, "spin_us"), truth(err, "sleep_us")
+    check(fs["calls"] > 100 and abs(fs["calls"] - fsl["calls"]) <= 1, f"calls {fs['calls']} {fsl['calls']}")
+    check(ts["wall_avg_ns"] - 1000 <= fs["wall_ns"]["avg"] <= ts["wall_avg_ns"] + PROBE_SLACK_NS,
+          f"spin wall {fs['wall_ns']['avg']:.0f} vs {ts['wall_avg_ns']:.0f}")
+    check(within(fsl["wall_ns"]["avg"], tsl["wall_avg_ns"], rel=0.1), "sleep wall")
+    check(fsl["oncpu_ns"]["avg"] < 0.1 * fsl["wall_ns"]["avg"], "sleep on-CPU")
+    check(rep["proc_cpu_ns"] > 0 and fs["proc_pct"] is not None, "process CPU share missing")
+    check("stopped" in out, "target did not finish normally")
+
+
+def test_attach_shared_library_in_process():
+    with Target("uselib", 100, "loop") as t:
+        p = run_fnprof(["-p", str(t.pid), "-f", "libtarget:lib_spin", "-d", "1", "--json"])
+        check(p.returncode == 0, p.stderr[-2000:])
+    f = func(final_report(p.stderr), "lib_spin")
+    check(f["calls"] > 1000, f"calls {f['calls']}")
+
+
+def test_threads_started_after_attach():
+    # The command waits for the probes; its threads start after attach.
+    rep, _ = traced(["-f", "spin_us"], target("work"), "threads", 3, 500)
+    check(func(rep, "spin_us")["calls"] == 1500, "threads after attach missed")
+
+
+def test_interval_reports_and_total():
+    with Target("work", "loop") as t:
+        p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "-i", "0.5", "-d", "2.1", "--json"])
+    check(p.returncode == 0, p.stderr)
+    reps = json_reports(p.stderr)
+    intervals = [r for r in reps if not r["total"]]
+    totals = [r for r in reps if r["total"]]
+    check(len(intervals) >= 4 and len(totals) == 1, f"{len(intervals)} intervals, {len(totals)} totals")
+    check(all(0.3 < r["interval_s"] < 0.7 for r in intervals[:-1]), "interval lengths")
+    s = sum(func(r, "spin_us")["calls"] for r in intervals)
+    check(s == func(totals[0], "spin_us")["calls"], f"intervals sum {s} != total")
+
+
+def test_sigint_prints_report_and_detaches():
+    with Target("work", "loop") as t:
+        fp = subprocess.Popen([FNPROF, "-p", str(t.pid), "-f", "spin_us", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        fp.send_signal(signal.SIGINT)
+        _, err = fp.communicate(timeout=20)
+        check(fp.returncode == 0, f"exit {fp.returncode}: {err[-2000:]}")
+        check(func(final_report(err), "spin_us")["calls"] > 0, "no calls")
+        check(t.proc.poll() is None, "target died")
+        check_no_breakpoints(t.pid, ["spin_us"])
+
+
+def check_no_breakpoints(pid, names):
+    """The bytes at each function's entry in the live process equal those in the file (no int3)."""
+    listing = run_fnprof(["--list", "-p", str(pid)] + sum((["-f", n] for n in names), []))
+    check(listing.returncode == 0, listing.stderr)
+    maps = [m.split() for m in open(f"/proc/{pid}/maps").read().splitlines()]
+    for line in listing.stdout.splitlines()[1:]:
+        obj, off = line.split()[0], int(line.split()[2], 16)
+        for m in maps:
+            start, end = (int(x, 16) for x in m[0].split("-"))
+            pgoff = int(m[2], 16)
+            if len(m) >= 6 and m[5] == obj and pgoff <= off < pgoff + end - start:
+                break
+        else:
+            raise AssertionError(f"{obj} offset {off:#x} not mapped")
+        with open(f"/proc/{pid}/root{obj}", "rb") as fobj, open(f"/proc/{pid}/mem", "rb") as mem:
+            fobj.seek(off)
+            mem.seek(start + off - pgoff)
+            want, got = fobj.read(16), mem.read(16)
+        check(got == want, f"breakpoint left in {line.split()[-1]}: {got.hex()} != {want.hex()}")
+
+
+def test_target_exit_mid_run():
+    t = subprocess.Popen([target("work"), "spin", "100", "3000"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.05)
+    p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "--json"], timeout=30)
+    t.communicate()
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    rep = final_report(p.stderr)
+    check(rep.get("note") == "target exited", f"note {rep.get('note')}")
+    check(func(rep, "spin_us")["calls"] > 0, "no calls before exit")
+
+
+def test_hist_layout():
+    p = run_fnprof(["-f", "spin_us", "--hist", "--", target("work"), "spin", "30", "500"])
+    check(p.returncode == 0, p.stderr)
+    check("usecs" in p.stderr and " -> " in p.stderr and "|*" in p.stderr, p.stderr[-2000:])
+
+
+def test_table_columns():
+    p = run_fnprof(["-f", "spin_us", "--", target("work"), "spin", "30", "200"])
+    check(p.returncode == 0, p.stderr)
+    for col in ["FUNCTION", "CALLS", "CALLS/s", "AVG", "P50", "P99", "MAX", "ONCPU", "OFFCPU", "CPU%", "%PROC"]:
+        check(col in p.stderr, f"column {col} missing")
+
+
+def test_output_file():
+    path = f"/tmp/fnprof-test-out-{os.getpid()}.json"
+    try:
+        p = run_fnprof(["-f", "tiny", "-o", path, "--json", "--", target("work"), "count", "100"])
+        check(p.returncode == 0, p.stderr)
+        check(func(final_report(open(path).read()), "tiny")["calls"] == 100, "report in -o file")
+        check("{" not in p.stderr, "report also went to stderr")
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+def test_list_functions():
+    p = run_fnprof(["--list", "-f", "spin_*", "-f", "libc:getpid", "--", target("work"), "count", "1"])
+    check(p.returncode == 0, p.stderr)
+    check("spin_us" in p.stdout and "getpid" in p.stdout and "libc" in p.stdout, p.stdout)
+
+
+def test_glob_expands():
+    rep, _ = traced(["-f", "*_us"], target("work"), "spin", 10, 10)
+    names = {f["name"] for f in rep["functions"]}
+    check({"spin_us", "sleep_us"} <= names, f"glob matched {names}")

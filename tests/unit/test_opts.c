@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Command-line parsing: accepted forms, range checks, cross-checks, exit codes. */
+#include <string.h>
+
+#include "log.h"
+#include "opts.h"
+#include "unit.h"
+
+static int parse(struct opts *o, const char *line)
+{
+	static char buf[1024];
+	char *argv[64];
+	int argc = 0;
+	char *tok;
+
+	snprintf(buf, sizeof(buf), "fnprof %s", line);
+	for (tok = strtok(buf, " "); tok && argc < 63; tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	return opts_parse(argc, argv, o);
+}
+
+static void attach_with_functions(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-p 123 -f hot -f libc:malloc -d 10 -i 1 --hist --json") == -1);
+	CHECK(o.pid == 123 && o.nr_funcs == 2);
+	CHECK(!strcmp(o.funcs[1], "libc:malloc"));
+	CHECK(o.duration_s == 10 && o.interval_s == 1 && o.hist && o.json && !o.sample);
+}
+
+static void launch_keeps_command_options(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-f hot -- ./prog -p 5 --json") == -1);
+	CHECK(!o.pid && o.cmd && !strcmp(o.cmd[0], "./prog") && !strcmp(o.cmd[1], "-p"));
+	CHECK(!o.json);
+}
+
+static void no_function_means_sampling(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-p 1 -F 999 --pprof x.pb.gz") == -1);
+	CHECK(o.sample && o.freq_hz == 999 && !strcmp(o.pprof_path, "x.pb.gz"));
+	CHECK(parse(&o, "-p 1") == -1 && o.freq_hz == 99);
+}
+
+static void usage_errors_exit_2(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-f hot") == EXIT_USAGE);               /* no target */
+	CHECK(parse(&o, "-p abc -f hot") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 0 -f hot") == EXIT_USAGE);
+	CHECK(parse(&o, "-p -5 -f hot") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 -f hot -d 0") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 -f hot -d 1x") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 -f hot -i 5 -d 1") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 -f hot -F 0") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 -f hot --pprof x") == EXIT_USAGE);  /* needs sampling */
+	CHECK(parse(&o, "-p 1 -f hot -- ./prog") == EXIT_USAGE);  /* both targets */
+	CHECK(parse(&o, "-p 1 -f hot ./prog") == EXIT_USAGE);     /* command without -- */
+	CHECK(parse(&o, "-p 1 --bogus") == EXIT_USAGE);
+}
+
+static void help_exits_0(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "--help") == EXIT_OK);
+}
+
+static void parses_seconds(void)
+{
+	double v;
+
+	CHECK(!parse_seconds("0.5", &v) && v == 0.5);
+	CHECK(parse_seconds("", &v));
+	CHECK(parse_seconds("-1", &v));
+	CHECK(parse_seconds("nan", &v));
+	CHECK(parse_seconds("1e400", &v));
+}
+
+int main(void)
+{
+	RUN(attach_with_functions);
+	RUN(launch_keeps_command_options);
+	RUN(no_function_means_sampling);
+	RUN(usage_errors_exit_2);
+	RUN(help_exits_0);
+	RUN(parses_seconds);
+	UNIT_EXIT();
+}
