@@ -38,9 +38,11 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-DEBIAN_PKGS := clang llvm make gcc libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config python3
+DEBIAN_PKGS := clang llvm make gcc libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config
+# What the tests use besides: the harness, strip, setpriv, and go tool pprof to read pprof files.
+TEST_PKGS := python3 binutils util-linux golang-go
 
-.PHONY: all clean deps demo test unit integration bench vmlinux asan
+.PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -74,14 +76,22 @@ fnprof: $(USER_OBJS)
 
 # --- set-up -----------------------------------------------------------------
 
-deps:
-	@missing=""; for p in $(DEBIAN_PKGS); do \
+# Installs the Debian packages in $(1) that are missing (apt-get update first).
+define apt_install
+	@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
-	else echo "all build dependencies are installed"; fi
+	else echo "all needed packages are installed"; fi
+endef
+
+deps:
+	$(call apt_install,$(DEBIAN_PKGS))
+
+test-deps:
+	$(call apt_install,$(DEBIAN_PKGS) $(TEST_PKGS))
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h

@@ -50,7 +50,7 @@ test: test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo
-	./fnprof -f parse_record -f checksum -f 'wait_*' -d 3 --hist -- $(TEST_BIN)/demo 3
+	./fnprof -f parse_record -f checksum -f 'wait_*' -- $(TEST_BIN)/demo 3
 
 bench: fnprof $(TARGET_PROGS)
 	$(Q)bench/run.sh
