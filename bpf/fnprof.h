@@ -26,6 +26,9 @@
 #define FNPROF_HIST_BUCKETS \
 	(FNPROF_HIST_SUB + (FNPROF_HIST_MAX_POW - FNPROF_HIST_SUB_BITS) * FNPROF_HIST_SUB)
 
+/* Perf counters read per call (-e): at most this many at once. */
+#define FNPROF_MAX_EVENTS 8
+
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
 	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: call not timed */
@@ -33,6 +36,7 @@ enum fnprof_drop {
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
 	DROP_NO_STATS,     /* function id out of range (should never happen) */
+	DROP_CTR_READ,     /* a perf counter could not be read (counts of that call incomplete) */
 	DROP_NR,
 };
 
@@ -49,6 +53,13 @@ struct fn_stats {
 	__u64 outer_oncpu;   /* on-CPU of outermost activations only: the CPU% input */
 	__u64 preempted;     /* calls that waited on the run queue at least once */
 	__u64 migrated;      /* calls that returned on another CPU than they entered */
+	__u64 vcsw;          /* voluntary context switches inside calls (blocked) */
+	__u64 ivcsw;         /* involuntary ones (preempted while runnable) */
+	__u64 migrations;    /* CPU changes inside calls */
+	__u64 sys_sum;       /* on-CPU ns inside system calls (with -e) */
+	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
+	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
+	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */
 	__u64 hist[FNPROF_HIST_BUCKETS];
 };
 
@@ -62,7 +73,15 @@ struct fn_frame {
 	__u32 id;            /* function id (attach cookie) */
 	__u32 cpu;           /* CPU at entry */
 	__u32 outer;         /* 1 if no activation of the same function is below */
-	__u32 pad;
+	__u32 scaled0;       /* thread's scaled_seq at entry */
+	__u64 vcsw0, ivcsw0, mig0, sys0;
+	__u64 ctr0[FNPROF_MAX_EVENTS];       /* thread's ctr_cum at entry */
+	__u64 child_ctr[FNPROF_MAX_EVENTS];  /* counts of traced calls made from this one */
+};
+
+/* Last reading of one perf counter on the thread's CPU. */
+struct ctr_reading {
+	__u64 counter, enabled, running;
 };
 
 /* Per-thread state, in task storage. */
@@ -72,6 +91,14 @@ struct thread_state {
 	__u64 out_ns;        /* when last switched out inside a traced call, 0 if running */
 	__u64 runq_cum;      /* ns spent runnable-but-not-running inside traced calls */
 	__u64 blocked_cum;   /* ns spent blocked inside traced calls */
+	__u64 vcsw_cum, ivcsw_cum, mig_cum;  /* switches and migrations inside traced calls */
+	__u32 out_cpu;       /* CPU it was switched out from */
+	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
+	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
+	__u64 sys_start;     /* when the current system call began, 0 if none */
+	__u64 sys_off0;      /* runq_cum + blocked_cum then */
+	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
+	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
 	struct fn_frame frames[FNPROF_MAX_DEPTH];
 };
 

@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space between open and load. */
 const volatile __u32 target_tgid = 0;  /* 0: any process (probes are pid-filtered anyway) */
 const volatile __u32 nr_funcs = 1;
+const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
+const volatile __u32 nr_cpus = 1;
 
 /*
  * Interval buffer in use: user space flips it, then reads and clears the other
@@ -41,6 +43,14 @@ struct {
 	__type(value, struct fn_stats);
 } stats SEC(".maps");
 
+/* Per-CPU perf counters opened by user space: [event * nr_cpus + cpu]. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+	__uint(max_entries, 1);
+} counters SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, DROP_NR);
@@ -61,6 +71,55 @@ static __always_inline void count_drops(__u32 reason, __u64 nr)
 static __always_inline bool is_target(void)
 {
 	return !target_tgid || (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+}
+
+static __always_inline void snapshot_counters(struct thread_state *ts, struct fn_frame *f)
+{
+	__u32 e;
+
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		f->ctr0[e] = ts->ctr_cum[e];
+		f->child_ctr[e] = 0;
+	}
+	f->scaled0 = ts->scaled_seq;
+}
+
+/*
+ * Per-thread counting with per-CPU counters: the counts that accrue on this
+ * CPU while the thread runs inside a traced call are added to ctr_cum; the
+ * reading is restarted whenever the thread comes back on a CPU.
+ */
+static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
+{
+	struct bpf_perf_event_value v;
+	struct ctr_reading *last;
+	__u32 e, cpu = bpf_get_smp_processor_id();
+	__u64 d, en, run;
+
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		if (e >= nr_events)
+			break;
+		if (bpf_perf_event_read_value(&counters, e * nr_cpus + cpu, &v, sizeof(v))) {
+			count_drop(DROP_CTR_READ);
+			continue;
+		}
+		last = &ts->ctr_last[e];
+		if (accumulate && v.counter >= last->counter) {
+			d = v.counter - last->counter;
+			en = v.enabled - last->enabled;
+			run = v.running - last->running;
+			/* Multiplexed: the counter ran part of the time; scale up, and say so. */
+			if (run < en) {
+				ts->scaled_seq++;
+				if (run)
+					d = d * en / run;
+			}
+			ts->ctr_cum[e] += d;
+		}
+		last->counter = v.counter;
+		last->enabled = v.enabled;
+		last->running = v.running;
+	}
 }
 
 SEC("uprobe")
@@ -87,6 +146,15 @@ int BPF_KPROBE(fn_entry)
 	}
 	id = bpf_get_attach_cookie(ctx);
 	f = &ts->frames[d];
+	if (nr_events) {
+		/* Outside any traced call the thread's reading is stale: restart it. */
+		ctr_read(ts, d > 0);
+		snapshot_counters(ts, f);
+	}
+	f->vcsw0 = ts->vcsw_cum;
+	f->ivcsw0 = ts->ivcsw_cum;
+	f->mig0 = ts->mig_cum;
+	f->sys0 = ts->sys_cum;
 	f->id = id;
 	f->sp = PT_REGS_SP(ctx);
 	f->cpu = bpf_get_smp_processor_id();
@@ -152,8 +220,29 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 	return m.exact >= 0 ? m.exact : m.loose;
 }
 
-static __always_inline void account(__u32 id, __u64 wall, __u64 oncpu, __u64 runq,
-				    __u64 blocked, __u64 self, struct fn_frame *f)
+/* What one call measured, handed from the return probe to the aggregation. */
+struct call {
+	__u64 wall, oncpu, runq, blocked, self, sys;
+	__u64 vcsw, ivcsw, mig;
+	bool scaled;
+	__u64 ctr[FNPROF_MAX_EVENTS], ctr_self[FNPROF_MAX_EVENTS];
+};
+
+static __always_inline void add_counters(struct fn_stats *st, const struct call *c)
+{
+	__u32 e;
+
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		if (e >= nr_events)
+			break;
+		__sync_fetch_and_add(&st->ctr[e], c->ctr[e]);
+		__sync_fetch_and_add(&st->ctr_self[e], c->ctr_self[e]);
+		if (c->scaled)
+			__sync_fetch_and_add(&st->ctr_scaled[e], 1);
+	}
+}
+
+static __always_inline void account(__u32 id, const struct call *c, const struct fn_frame *f)
 {
 	__u32 idx = (epoch & 1) * nr_funcs + id;
 	struct fn_stats *st;
@@ -170,36 +259,61 @@ static __always_inline void account(__u32 id, __u64 wall, __u64 oncpu, __u64 run
 	}
 	/* Atomic: a preempted handler may share this CPU's slot with another. */
 	__sync_fetch_and_add(&st->calls, 1);
-	__sync_fetch_and_add(&st->wall_sum, wall);
-	__sync_fetch_and_add(&st->runq_sum, runq);
-	__sync_fetch_and_add(&st->blocked_sum, blocked);
-	__sync_fetch_and_add(&st->self_sum, self);
+	__sync_fetch_and_add(&st->wall_sum, c->wall);
+	__sync_fetch_and_add(&st->runq_sum, c->runq);
+	__sync_fetch_and_add(&st->blocked_sum, c->blocked);
+	__sync_fetch_and_add(&st->self_sum, c->self);
 	if (f->outer) {
-		__sync_fetch_and_add(&st->outer_wall, wall);
-		__sync_fetch_and_add(&st->outer_oncpu, oncpu);
+		__sync_fetch_and_add(&st->outer_wall, c->wall);
+		__sync_fetch_and_add(&st->outer_oncpu, c->oncpu);
 	}
-	if (runq)
+	if (c->runq)
 		__sync_fetch_and_add(&st->preempted, 1);
 	if (f->cpu != bpf_get_smp_processor_id())
 		__sync_fetch_and_add(&st->migrated, 1);
-	if (!st->wall_min || wall < st->wall_min)
-		st->wall_min = wall;
-	if (wall > st->wall_max)
-		st->wall_max = wall;
-	b = hist_bucket(wall);
+	if (c->vcsw | c->ivcsw | c->mig | c->sys) {
+		__sync_fetch_and_add(&st->vcsw, c->vcsw);
+		__sync_fetch_and_add(&st->ivcsw, c->ivcsw);
+		__sync_fetch_and_add(&st->migrations, c->mig);
+		__sync_fetch_and_add(&st->sys_sum, c->sys);
+	}
+	if (nr_events)
+		add_counters(st, c);
+	if (!st->wall_min || c->wall < st->wall_min)
+		st->wall_min = c->wall;
+	if (c->wall > st->wall_max)
+		st->wall_max = c->wall;
+	b = hist_bucket(c->wall);
 	/* Keep the verifier's view of the bound on the register used for the access. */
 	__asm__ volatile("" : "+r"(b));
 	if (b < FNPROF_HIST_BUCKETS)
 		__sync_fetch_and_add(&st->hist[b], 1);
 }
 
+/* Per-call counts: the thread's totals since entry; the parent learns what its child used. */
+static __always_inline void call_counters(struct thread_state *ts, struct fn_frame *f,
+					  struct fn_frame *parent, struct call *c)
+{
+	__u32 e;
+
+	c->scaled = ts->scaled_seq != f->scaled0;
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		if (e >= nr_events)
+			break;
+		c->ctr[e] = ts->ctr_cum[e] - f->ctr0[e];
+		c->ctr_self[e] = c->ctr[e] > f->child_ctr[e] ? c->ctr[e] - f->child_ctr[e] : 0;
+		if (parent)
+			parent->child_ctr[e] += c->ctr[e];
+	}
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(fn_exit)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 wall, runq, blocked, off, self;
+	__u64 now = bpf_ktime_get_ns(), off;
+	struct fn_frame *f, *parent = NULL;
 	struct thread_state *ts;
-	struct fn_frame *f;
+	struct call c = {};
 	__u32 d, id;
 	int k;
 
@@ -210,6 +324,8 @@ int BPF_KRETPROBE(fn_exit)
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
 	}
+	if (nr_events)
+		ctr_read(ts, true);
 	d = ts->depth;
 	if (d > FNPROF_MAX_DEPTH) {
 		ts->depth = d - 1;  /* its entry was counted as DROP_DEPTH */
@@ -226,16 +342,23 @@ int BPF_KRETPROBE(fn_exit)
 	if ((__u32)k + 1 < d)
 		count_drops(DROP_ABANDONED, d - k - 1);
 	f = &ts->frames[k];
-	wall = now - f->start_ns;
-	runq = ts->runq_cum - f->runq0;
-	blocked = ts->blocked_cum - f->blocked0;
-	off = runq + blocked;
-	if (off > wall)
-		off = wall;
-	self = wall > f->child_wall ? wall - f->child_wall : 0;
-	account(id, wall, wall - off, runq, blocked, self, f);
 	if (k > 0)
-		ts->frames[(k - 1) & (FNPROF_MAX_DEPTH - 1)].child_wall += wall;
+		parent = &ts->frames[(k - 1) & (FNPROF_MAX_DEPTH - 1)];
+	c.wall = now - f->start_ns;
+	c.runq = ts->runq_cum - f->runq0;
+	c.blocked = ts->blocked_cum - f->blocked0;
+	off = c.runq + c.blocked;
+	c.oncpu = c.wall - (off > c.wall ? c.wall : off);
+	c.self = c.wall > f->child_wall ? c.wall - f->child_wall : 0;
+	c.vcsw = ts->vcsw_cum - f->vcsw0;
+	c.ivcsw = ts->ivcsw_cum - f->ivcsw0;
+	c.mig = ts->mig_cum - f->mig0;
+	c.sys = ts->sys_cum - f->sys0;
+	if (nr_events)
+		call_counters(ts, f, parent, &c);
+	account(id, &c, f);
+	if (parent)
+		parent->child_wall += c.wall;
 	ts->depth = k;
 	return 0;
 }
@@ -268,8 +391,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		ts = bpf_task_storage_get(&threads, prev, NULL, 0);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
+			if (nr_events)
+				ctr_read(ts, true);
 			ts->out_ns = now;
 			ts->out_runnable = switched_out_runnable(preempt, prev);
+			ts->out_cpu = bpf_get_smp_processor_id();
+			if (ts->out_runnable)
+				ts->ivcsw_cum++;
+			else
+				ts->vcsw_cum++;
 		}
 	}
 	if (!target_tgid || next->tgid == target_tgid) {
@@ -282,7 +412,49 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			else
 				ts->blocked_cum += now - ts->out_ns;
 			ts->out_ns = 0;
+			if (ts->out_cpu != bpf_get_smp_processor_id())
+				ts->mig_cum++;
+			if (nr_events)
+				ctr_read(ts, false);
 		}
 	}
+	return 0;
+}
+
+/*
+ * User vs system time (with -e): on-CPU time between sys_enter and sys_exit of
+ * a thread inside a traced call. Page faults and interrupts count as user.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct thread_state *ts;
+
+	if (!is_target())
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!ts || !ts->depth)
+		return 0;
+	ts->sys_off0 = ts->runq_cum + ts->blocked_cum;
+	ts->sys_start = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct thread_state *ts;
+	__u64 now, off;
+
+	if (!is_target())
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!ts || !ts->sys_start)
+		return 0;
+	now = bpf_ktime_get_ns();
+	off = ts->runq_cum + ts->blocked_cum - ts->sys_off0;
+	if (now - ts->sys_start > off)
+		ts->sys_cum += now - ts->sys_start - off;
+	ts->sys_start = 0;
 	return 0;
 }

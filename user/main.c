@@ -16,6 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/libbpf.h>
+
+#include "events.h"
 #include "launch.h"
 #include "log.h"
 #include "opts.h"
@@ -41,6 +44,8 @@ struct run {
 	FILE *out;
 	struct probe_list pl;
 	struct tracer *tracer;
+	struct events evs;
+	bool have_events;
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;
 	__u64 total_drops[DROP_NR];
@@ -131,7 +136,15 @@ static int start_tracing(struct run *r)
 		log_err("out of memory");
 		return EXIT_FAIL;
 	}
-	return tracer_start(&r->pl, r->pid, &r->tracer);
+	if (r->o->events) {
+		err = events_parse(r->o->events, &r->evs);
+		if (!err)
+			err = events_open(&r->evs, libbpf_num_possible_cpus());
+		if (err)
+			return err;
+		r->have_events = true;
+	}
+	return tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &r->tracer);
 }
 
 /* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
@@ -167,6 +180,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 	struct report rep = {
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
+		.evs = r->have_events ? &r->evs : NULL,
 	};
 
 	memcpy(rep.drops, drops, sizeof(rep.drops));
@@ -280,6 +294,7 @@ static int list_probes(struct run *r)
 static void cleanup(struct run *r)
 {
 	tracer_stop(r->tracer);
+	events_close(&r->evs);
 	sampler_stop(r->sampler);
 	launch_abort(&r->child);
 	probe_list_free(&r->pl);
@@ -347,6 +362,8 @@ int main(int argc, char **argv)
 	r.o = &o;
 	if (!o.list && check_system())
 		return EXIT_FAIL;
+	if (o.list_events)
+		return events_list(stdout);
 	err = run(&r);
 	cleanup(&r);
 	return err;

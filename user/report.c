@@ -13,6 +13,7 @@ const char *const drop_names[DROP_NR] = {
 	[DROP_ORPHAN_RET] = "orphan_returns",
 	[DROP_ABANDONED] = "abandoned_frames",
 	[DROP_NO_STATS] = "no_stats_slot",
+	[DROP_CTR_READ] = "counter_reads",
 };
 
 static const char *const drop_text[DROP_NR] = {
@@ -21,6 +22,7 @@ static const char *const drop_text[DROP_NR] = {
 	[DROP_ORPHAN_RET] = "returns without a recorded entry (call was in flight at attach)",
 	[DROP_ABANDONED] = "frames abandoned by longjmp or unwinding (not timed)",
 	[DROP_NO_STATS] = "calls lost: no statistics slot",
+	[DROP_CTR_READ] = "counter reads failed (those counts are incomplete)",
 };
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
@@ -146,6 +148,118 @@ static void print_footer(const struct report *r, FILE *f)
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_text[i]);
+	if (r->evs)
+		fprintf(f, "counters: per-thread, callees included; '~' = scaled (counter was multiplexed)\n");
+}
+
+/* Per-call count of event e for one function: total (callees included), self, scaled. */
+static __u64 counter_total(const struct report *r, const struct fn_stats *s, const struct event *e,
+			   __u64 *self, bool *scaled)
+{
+	struct fn_figures g;
+
+	*scaled = false;
+	switch (e->src) {
+	case SRC_COUNTER:
+		*self = s->ctr_self[e->slot];
+		*scaled = s->ctr_scaled[e->slot] > 0;
+		return s->ctr[e->slot];
+	case SRC_CSW:
+		return *self = s->vcsw + s->ivcsw;
+	case SRC_MIGRATIONS:
+		return *self = s->migrations;
+	case SRC_ONCPU:
+		fn_figures_compute(r, s, &g);
+		return *self = g.oncpu_total;
+	}
+	return *self = 0;
+}
+
+static double per_call(const struct report *r, const struct fn_stats *s, const char *name)
+{
+	const struct event *e = events_find(r->evs, name);
+	__u64 self;
+	bool scaled;
+
+	if (!e || !e->available || !s->calls)
+		return -1;
+	return (double)counter_total(r, s, e, &self, &scaled) / s->calls;
+}
+
+static void print_counter_cells(const struct report *r, FILE *f, const struct fn_stats *s)
+{
+	double cyc = per_call(r, s, "cycles"), ins = per_call(r, s, "instructions");
+	double bm = per_call(r, s, "branch-misses"), bi = per_call(r, s, "branch-instructions");
+	__u64 self;
+	bool scaled;
+	size_t i;
+
+	for (i = 0; i < r->evs->nr; i++) {
+		const struct event *e = &r->evs->ev[i];
+		__u64 tot;
+
+		if (!e->available)
+			continue;
+		tot = counter_total(r, s, e, &self, &scaled);
+		fprintf(f, " %*.2f%c", (int)(strlen(e->name) > 11 ? strlen(e->name) : 11),
+			s->calls ? (double)tot / s->calls : 0.0, scaled ? '~' : ' ');
+	}
+	if (cyc > 0 && ins >= 0)
+		fprintf(f, " %6.2f", ins / cyc);
+	if (bi > 0 && bm >= 0)
+		fprintf(f, " %8.2f", 100 * bm / bi);
+}
+
+/* The counters section: per-call user/system time, switches and -e events. */
+static void print_counters(const struct report *r, FILE *f, const size_t *order)
+{
+	const struct fn_stats *s;
+	char name[256], u[16], y[16];
+	size_t i, k;
+
+	fprintf(f, "%-28s %8s %8s %6s %6s %6s", "PER CALL", "USER", "SYS", "VCSW", "IVCSW", "MIGR");
+	for (i = 0; i < r->evs->nr; i++)
+		if (r->evs->ev[i].available)
+			fprintf(f, " %*s ", (int)(strlen(r->evs->ev[i].name) > 11 ? strlen(r->evs->ev[i].name) : 11),
+				r->evs->ev[i].name);
+	if (events_find(r->evs, "cycles") && events_find(r->evs, "instructions"))
+		fprintf(f, " %6s", "IPC");
+	if (events_find(r->evs, "branch-misses") && events_find(r->evs, "branch-instructions"))
+		fprintf(f, " %8s", "BR-MISS%");
+	fputc('\n', f);
+	for (k = 0; k < r->pl->nr; k++) {
+		struct fn_figures g;
+		double n;
+
+		s = &r->stats[order[k]];
+		if (!s->calls)
+			continue;
+		n = s->calls;
+		fn_figures_compute(r, s, &g);
+		fprintf(f, "%-28.28s %8s %8s %6.2f %6.2f %6.2f",
+			probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)),
+			fmt_ns(g.oncpu_avg - s->sys_sum / n, u, sizeof(u)), fmt_ns(s->sys_sum / n, y, sizeof(y)),
+			s->vcsw / n, s->ivcsw / n, s->migrations / n);
+		print_counter_cells(r, f, s);
+		fputc('\n', f);
+	}
+}
+
+static void print_counter_line(const struct report *r, FILE *f, const struct fn_stats *s)
+{
+	__u64 self;
+	bool scaled;
+	size_t i;
+
+	fprintf(f, "%24s :", "per call");
+	for (i = 0; i < r->evs->nr; i++) {
+		const struct event *e = &r->evs->ev[i];
+
+		if (e->available)
+			fprintf(f, " %s %.2f%s", e->name,
+				(double)counter_total(r, s, e, &self, &scaled) / s->calls, scaled ? " (scaled)" : "");
+	}
+	fputc('\n', f);
 }
 
 static void print_hists(const struct report *r, FILE *f, const size_t *order)
@@ -161,6 +275,8 @@ static void print_hists(const struct report *r, FILE *f, const size_t *order)
 		fprintf(f, "\n%s: wall time per call\n",
 			probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)));
 		hist_print_log2(f, s->hist, 0);
+		if (r->evs)
+			print_counter_line(r, f, s);
 	}
 }
 
@@ -183,6 +299,10 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
 	print_footer(r, f);
+	if (r->evs) {
+		fputc('\n', f);
+		print_counters(r, f, order);
+	}
 	if (hist)
 		print_hists(r, f, order);
 	fflush(f);
@@ -194,6 +314,34 @@ static void json_avg_total(struct json *j, const char *key, double avg, __u64 to
 	json_obj_begin(j, key);
 	json_f64(j, "avg", avg);
 	json_u64(j, "total", total);
+	json_obj_end(j);
+}
+
+static void json_counters(struct json *j, const struct report *r, const struct fn_stats *s,
+			  const struct fn_figures *g)
+{
+	double n = s->calls ? (double)s->calls : 1;
+	__u64 self, user = g->oncpu_total > s->sys_sum ? g->oncpu_total - s->sys_sum : 0;
+	bool scaled;
+	size_t i;
+
+	json_avg_total(j, "user_ns", user / n, user);
+	json_avg_total(j, "sys_ns", s->sys_sum / n, s->sys_sum);
+	json_obj_begin(j, "counters");
+	for (i = 0; i < r->evs->nr; i++) {
+		const struct event *e = &r->evs->ev[i];
+		__u64 tot;
+
+		if (!e->available)
+			continue;
+		tot = counter_total(r, s, e, &self, &scaled);
+		json_obj_begin(j, e->name);
+		json_u64(j, "total", tot);
+		json_f64(j, "per_call", tot / n);
+		json_bool(j, "scaled", scaled);
+		json_u64(j, "self_total", self);
+		json_obj_end(j);
+	}
 	json_obj_end(j);
 }
 
@@ -230,6 +378,13 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 		json_null(j, "proc_pct");
 	json_u64(j, "preempted", s->preempted);
 	json_u64(j, "migrated", s->migrated);
+	json_obj_begin(j, "context_switches");
+	json_u64(j, "voluntary", s->vcsw);
+	json_u64(j, "involuntary", s->ivcsw);
+	json_obj_end(j);
+	json_u64(j, "migrations", s->migrations);
+	if (r->evs)
+		json_counters(j, r, s, &g);
 	json_u64(j, "address", p->addr);
 	json_obj_end(j);
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+#include "events.h"
 #include "fnprof.h"
 #include "resolve.h"
 
@@ -21,6 +22,7 @@ struct report {
 	const struct fn_stats *stats;  /* pl->nr, indexed by probe id */
 	__u64 drops[DROP_NR];
 	const char *note;           /* e.g. "target exited" */
+	const struct events *evs;   /* -e counters, or NULL */
 };
 
 /* Figures derived from one function's aggregate, shared by every printer. */

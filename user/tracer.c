@@ -32,10 +32,24 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int load(struct tracer *t, pid_t pid)
+/* Hands the per-CPU counters to the BPF side: [slot * nr_cpus + cpu]. */
+static int fill_counters(struct tracer *t, const struct events *evs)
+{
+	int fd = bpf_map__fd(t->skel->maps.counters), i;
+
+	for (i = 0; i < evs->nr_slots * evs->nr_cpus; i++) {
+		__u32 key = i;
+
+		if (evs->fds[i] >= 0 && bpf_map_update_elem(fd, &key, &evs->fds[i], BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int load(struct tracer *t, pid_t pid, const struct events *evs)
 {
 	struct trace_bpf *skel;
-	int err;
+	int err, slots = evs ? evs->nr_slots : 0;
 
 	skel = trace_bpf__open();
 	if (!skel) {
@@ -45,9 +59,15 @@ static int load(struct tracer *t, pid_t pid)
 	t->skel = skel;
 	skel->rodata->target_tgid = pid;
 	skel->rodata->nr_funcs = t->nr_probes;
+	skel->rodata->nr_events = slots;
+	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_probes);
+	if (!err && slots)
+		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	if (!err)
 		err = trace_bpf__load(skel);
+	if (!err && slots)
+		err = fill_counters(t, evs);
 	if (err) {
 		log_err("failed to load the BPF programs: %s%s", strerror(-err),
 			log_verbose ? "" : " (run with -v to see the verifier's log)");
@@ -74,18 +94,32 @@ static int attach_one(struct tracer *t, const struct probe *p, pid_t pid, bool r
 	return 0;
 }
 
-static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid)
+static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const char *what)
 {
+	*link = bpf_program__attach(prog);
+	if (!*link) {
+		int err = -errno;
+
+		log_err("failed to attach to the %s tracepoint: %s", what, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid, bool syscalls)
+{
+	struct trace_bpf *skel = t->skel;
 	double t0 = now_s();
 	size_t i;
 	int err;
 
-	t->skel->links.on_switch = bpf_program__attach(t->skel->progs.on_switch);
-	if (!t->skel->links.on_switch) {
-		err = -errno;
-		log_err("failed to attach to the sched_switch tracepoint: %s", strerror(-err));
+	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
+	if (!err && syscalls)
+		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
+	if (!err && syscalls)
+		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
+	if (err)
 		return err;
-	}
 	/*
 	 * Return probe first: a call entered between the two attachments then
 	 * has no frame, rather than a frame whose return is never seen.
@@ -102,7 +136,8 @@ static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid)
 	return 0;
 }
 
-int tracer_start(const struct probe_list *pl, pid_t pid, struct tracer **out)
+int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
+		 struct tracer **out)
 {
 	struct tracer *t;
 	int err;
@@ -120,9 +155,9 @@ int tracer_start(const struct probe_list *pl, pid_t pid, struct tracer **out)
 		tracer_stop(t);
 		return EXIT_FAIL;
 	}
-	err = load(t, pid);
+	err = load(t, pid, evs);
 	if (!err)
-		err = attach(t, pl, pid);
+		err = attach(t, pl, pid, evs != NULL);
 	if (err) {
 		tracer_stop(t);
 		return EXIT_FAIL;
@@ -150,6 +185,15 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
 	a->outer_oncpu += b->outer_oncpu;
 	a->preempted += b->preempted;
 	a->migrated += b->migrated;
+	a->vcsw += b->vcsw;
+	a->ivcsw += b->ivcsw;
+	a->migrations += b->migrations;
+	a->sys_sum += b->sys_sum;
+	for (i = 0; i < FNPROF_MAX_EVENTS; i++) {
+		a->ctr[i] += b->ctr[i];
+		a->ctr_self[i] += b->ctr_self[i];
+		a->ctr_scaled[i] += b->ctr_scaled[i];
+	}
 	for (i = 0; i < FNPROF_HIST_BUCKETS; i++)
 		a->hist[i] += b->hist[i];
 }

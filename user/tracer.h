@@ -6,13 +6,19 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+#include "events.h"
 #include "fnprof.h"
 #include "resolve.h"
 
 struct tracer;
 
-/* Loads the BPF object and attaches a uprobe/uretprobe pair per probe. 0 or exit code (printed). */
-int tracer_start(const struct probe_list *pl, pid_t pid, struct tracer **out);
+/*
+ * Loads the BPF object and attaches a uprobe/uretprobe pair per probe; with
+ * evs (opened counters, or NULL), the probes read them per call and system
+ * calls are timed. 0 or exit code (printed).
+ */
+int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
+		 struct tracer **out);
 
 /*
  * Takes the aggregates since the last call: out[i] for probe i, summed over

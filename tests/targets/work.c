@@ -13,9 +13,17 @@
  *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
  *   threads T N        T threads, each N calls of spin_us(20)
  *   loop               prints "ready", then spin_us(50) + sleep_us(1000) until SIGTERM/SIGINT
+ *   pages P N          N calls of touch_pages(P): maps P fresh pages, touches each, unmaps
+ *   hammer P           touch_pages(P) in a loop until killed (a noisy neighbour, not traced)
+ *   nestpages P N      N calls of pages_outer(P): touches 16 pages itself, then touch_pages(P)
+ *   reads N            N calls of read_zero(): 16 reads of 64 KiB from /dev/zero (mostly kernel time)
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +130,60 @@ NOINLINE void outer(void)
 	record(&t_outer, w0, c0);
 }
 
+static unsigned long faults_seen, pages_touched;
+
+static long minflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* Touches n fresh pages: n minor page faults, as the thread's own rusage confirms. */
+NOINLINE void touch_pages(unsigned int n)
+{
+	long page = sysconf(_SC_PAGESIZE), f0 = minflt();
+	char *p = mmap(NULL, n * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned int i;
+
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < n; i++)
+		p[i * page] = 1;
+	munmap(p, n * page);
+	faults_seen += minflt() - f0;
+	pages_touched += n;
+}
+
+NOINLINE void pages_outer(unsigned int n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 16 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int i;
+
+	if (p == MAP_FAILED)
+		return;
+	for (i = 0; i < 16; i++)
+		p[i * page] = 1;
+	touch_pages(n);
+	munmap(p, 16 * page);
+}
+
+static int zero_fd = -1;
+
+/* Time in read(2): the kernel clears 1 MiB per call. */
+NOINLINE unsigned long read_zero(void)
+{
+	static char buf[65536];
+	unsigned long sum = 0;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		sum += read(zero_fd, buf, sizeof(buf));
+	return sum;
+}
+
 static unsigned long threads_n;
 
 static void *thread_main(void *arg)
@@ -199,8 +261,26 @@ int main(int argc, char **argv)
 		run_threads(arg(argc, argv, 2), arg(argc, argv, 3));
 	} else if (!strcmp(mode, "loop")) {
 		run_loop();
+	} else if (!strcmp(mode, "pages")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			touch_pages(arg(argc, argv, 2));
+		fprintf(stderr, "truth touch_pages calls=%lu pages_per_call=%lu faults_per_call=%.2f\n", n,
+			arg(argc, argv, 2), (double)faults_seen / n);
+	} else if (!strcmp(mode, "nestpages")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			pages_outer(arg(argc, argv, 2));
+	} else if (!strcmp(mode, "reads")) {
+		zero_fd = open("/dev/zero", O_RDONLY);
+		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
+			sum += read_zero();
+		printf("read %lu bytes\n", sum);
+	} else if (!strcmp(mode, "hammer")) {
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			touch_pages(arg(argc, argv, 2));
 	} else {
-		fprintf(stderr, "usage: work spin|sleep|count|recurse|nest|threads|loop ARGS\n");
+		fprintf(stderr, "usage: work spin|sleep|count|recurse|nest|threads|loop|pages|hammer ARGS\n");
 		return 2;
 	}
 	print_truth(&t_spin);
