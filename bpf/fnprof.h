@@ -56,6 +56,9 @@ struct fn_stats {
 	__u64 vcsw;          /* voluntary context switches inside calls (blocked) */
 	__u64 ivcsw;         /* involuntary ones (preempted while runnable) */
 	__u64 migrations;    /* CPU changes inside calls */
+	__u64 outer_calls;   /* calls that were outermost activations */
+	__u64 child_calls;   /* traced calls made directly from these calls */
+	__u64 desc_calls;    /* traced calls made from these calls at any depth */
 	__u64 sys_sum;       /* on-CPU ns inside system calls (with -e) */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
@@ -75,6 +78,8 @@ struct fn_frame {
 	__u32 outer;         /* 1 if no activation of the same function is below */
 	__u32 scaled0;       /* thread's scaled_seq at entry */
 	__u64 vcsw0, ivcsw0, mig0, sys0;
+	__u64 child_calls;   /* traced calls returned directly into this one */
+	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
 	__u64 ctr0[FNPROF_MAX_EVENTS];       /* thread's ctr_cum at entry */
 	__u64 child_ctr[FNPROF_MAX_EVENTS];  /* counts of traced calls made from this one */
 };

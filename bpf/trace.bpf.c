@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space between open and load. */
 const volatile __u32 target_tgid = 0;  /* 0: any process (probes are pid-filtered anyway) */
+const volatile __u32 self_tgid = 0;    /* fnprof itself, while it calibrates the probe bias */
 const volatile __u32 nr_funcs = 1;
 const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
 const volatile __u32 nr_cpus = 1;
@@ -68,9 +69,14 @@ static __always_inline void count_drops(__u32 reason, __u64 nr)
 
 #define count_drop(reason) count_drops(reason, 1)
 
+static __always_inline bool is_tgid(__u32 tgid)
+{
+	return !target_tgid || tgid == target_tgid || tgid == self_tgid;
+}
+
 static __always_inline bool is_target(void)
 {
-	return !target_tgid || (bpf_get_current_pid_tgid() >> 32) == target_tgid;
+	return is_tgid(bpf_get_current_pid_tgid() >> 32);
 }
 
 static __always_inline void snapshot_counters(struct thread_state *ts, struct fn_frame *f)
@@ -155,6 +161,8 @@ int BPF_KPROBE(fn_entry)
 	f->ivcsw0 = ts->ivcsw_cum;
 	f->mig0 = ts->mig_cum;
 	f->sys0 = ts->sys_cum;
+	f->child_calls = 0;
+	f->desc_calls = 0;
 	f->id = id;
 	f->sp = PT_REGS_SP(ctx);
 	f->cpu = bpf_get_smp_processor_id();
@@ -264,8 +272,13 @@ static __always_inline void account(__u32 id, const struct call *c, const struct
 	__sync_fetch_and_add(&st->blocked_sum, c->blocked);
 	__sync_fetch_and_add(&st->self_sum, c->self);
 	if (f->outer) {
+		__sync_fetch_and_add(&st->outer_calls, 1);
 		__sync_fetch_and_add(&st->outer_wall, c->wall);
 		__sync_fetch_and_add(&st->outer_oncpu, c->oncpu);
+	}
+	if (f->desc_calls) {
+		__sync_fetch_and_add(&st->child_calls, f->child_calls);
+		__sync_fetch_and_add(&st->desc_calls, f->desc_calls);
 	}
 	if (c->runq)
 		__sync_fetch_and_add(&st->preempted, 1);
@@ -357,8 +370,11 @@ int BPF_KRETPROBE(fn_exit)
 	if (nr_events)
 		call_counters(ts, f, parent, &c);
 	account(id, &c, f);
-	if (parent)
+	if (parent) {
 		parent->child_wall += c.wall;
+		parent->child_calls++;
+		parent->desc_calls += 1 + f->desc_calls;
+	}
 	ts->depth = k;
 	return 0;
 }
@@ -387,7 +403,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread_state *ts;
 	__u64 now = 0;
 
-	if (!target_tgid || prev->tgid == target_tgid) {
+	if (is_tgid(prev->tgid)) {
 		ts = bpf_task_storage_get(&threads, prev, NULL, 0);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
@@ -402,7 +418,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ts->vcsw_cum++;
 		}
 	}
-	if (!target_tgid || next->tgid == target_tgid) {
+	if (is_tgid(next->tgid)) {
 		ts = bpf_task_storage_get(&threads, next, NULL, 0);
 		if (ts && ts->out_ns) {
 			if (!now)

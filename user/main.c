@@ -18,6 +18,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "calib.h"
 #include "events.h"
 #include "launch.h"
 #include "log.h"
@@ -46,6 +47,8 @@ struct run {
 	struct tracer *tracer;
 	struct events evs;
 	bool have_events;
+	struct calibration cal;
+	bool calibrated;
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;
 	__u64 total_drops[DROP_NR];
@@ -144,7 +147,11 @@ static int start_tracing(struct run *r)
 			return err;
 		r->have_events = true;
 	}
-	return tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &r->tracer);
+	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, !r->o->raw, &r->tracer);
+	/* The calibration traces fnprof's own functions with the same probes. */
+	if (!err && !r->o->raw)
+		r->calibrated = !calibrate(r->tracer, &r->cal);
+	return err;
 }
 
 /* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
@@ -180,10 +187,11 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 	struct report rep = {
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.evs = r->have_events ? &r->evs : NULL,
+		.evs = r->have_events ? &r->evs : NULL, .cal = r->calibrated ? &r->cal : NULL,
 	};
 
 	memcpy(rep.drops, drops, sizeof(rep.drops));
+	report_prepare(&rep);
 	if (r->o->json)
 		report_print_json(&rep, r->out);
 	else
@@ -347,6 +355,23 @@ static int run(struct run *r)
 	return err ? err : child_exit_code(r);
 }
 
+static int run_calibration(void)
+{
+	struct probe_list none = {};
+	struct calibration cal;
+	struct tracer *t;
+	int err;
+
+	if (tracer_start(&none, getpid(), NULL, true, &t))
+		return EXIT_FAIL;
+	err = calibrate(t, &cal);
+	tracer_stop(t);
+	if (err)
+		return EXIT_FAIL;
+	calibration_print(&cal, stdout);
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	struct run r = { .pidfd = -1 };
@@ -364,6 +389,8 @@ int main(int argc, char **argv)
 		return EXIT_FAIL;
 	if (o.list_events)
 		return events_list(stdout);
+	if (o.calibrate)
+		return run_calibration();
 	err = run(&r);
 	cleanup(&r);
 	return err;

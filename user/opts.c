@@ -34,6 +34,8 @@ static const char usage_text[] =
 "      --hist             add latency histograms\n"
 "      --json             one JSON object per report, on one line\n"
 "  -o, --output FILE      write reports to FILE (default: stderr)\n"
+"      --raw              do not subtract the probes' own time (the bias) from the figures\n"
+"      --calibrate        measure and print the probe bias of this machine, then exit\n"
 "\n"
 "Counters:\n"
 "  -e, --events LIST      per-call counters: cycles,instructions,branch-misses,page-faults,...\n"
@@ -61,7 +63,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
-	OPT_PER_THREAD, OPT_LIST_EVENTS,
+	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +85,8 @@ static const struct option long_opts[] = {
 	{ "folded", required_argument, NULL, OPT_FOLDED },
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "list-events", no_argument, NULL, OPT_LIST_EVENTS },
+	{ "calibrate", no_argument, NULL, OPT_CALIBRATE },
+	{ "raw", no_argument, NULL, OPT_RAW },
 	{},
 };
 
@@ -172,6 +176,8 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_FOLDED: o->folded_path = arg; break;
 	case OPT_PER_THREAD: o->per_thread = true; break;
 	case OPT_LIST_EVENTS: o->list_events = true; break;
+	case OPT_CALIBRATE: o->calibrate = true; break;
+	case OPT_RAW: o->raw = true; break;
 	case 'h':
 		fputs(usage_text, stdout);
 		return EXIT_OK;
@@ -185,7 +191,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 /* Checks that need every option: what goes together, what excludes what. */
 static int cross_check(struct opts *o)
 {
-	if (o->list_events)
+	if (o->list_events || o->calibrate)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");

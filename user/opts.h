@@ -21,6 +21,8 @@ struct opts {
 	bool list;                 /* --list: show what -f matches, attach nothing */
 	const char *output;        /* -o FILE: the report goes there instead of stderr */
 	bool verbose;              /* -v */
+	bool calibrate;            /* --calibrate: print the probe calibration and exit */
+	bool raw;                  /* --raw: no probe-bias correction */
 	/* sampling (issue: sampling profiler) */
 	bool sample;               /* --sample, or implied when no -f is given */
 	unsigned int freq_hz;      /* -F */

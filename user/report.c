@@ -25,9 +25,47 @@ static const char *const drop_text[DROP_NR] = {
 	[DROP_CTR_READ] = "counter reads failed (those counts are incomplete)",
 };
 
+void report_prepare(struct report *r)
+{
+	double calls = 0, cost = 0, bias = 0;
+	size_t i;
+
+	r->cost_avg = r->bias_avg = 0;
+	if (!r->cal)
+		return;
+	for (i = 0; i < r->pl->nr; i++) {
+		enum site_kind k = r->pl->probes[i].kind;
+
+		calls += r->stats[i].calls;
+		cost += r->stats[i].calls * r->cal->cost_ns[k];
+		bias += r->stats[i].calls * r->cal->bias_ns[k];
+	}
+	if (calls) {
+		r->cost_avg = cost / calls;
+		r->bias_avg = bias / calls;
+	}
+}
+
+static double sub0(double a, double b)
+{
+	return a > b ? a - b : 0;
+}
+
+/*
+ * The probes' time inside this function's calls: its own entry/return bias
+ * per call, plus the whole cost of every traced call made beneath it.
+ */
+static double probe_time_inside(const struct report *r, const struct fn_stats *s, enum site_kind k)
+{
+	if (!r->cal)
+		return 0;
+	return s->calls * r->cal->bias_ns[k] + s->desc_calls * r->cost_avg;
+}
+
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
 {
-	double n = s->calls ? (double)s->calls : 1;
+	enum site_kind k = r->pl->probes[s - r->stats].kind;
+	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self;
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
@@ -35,23 +73,34 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 		fig->calls_per_s = s->calls / r->interval_s;
 	if (!s->calls)
 		return;
+	inside = probe_time_inside(r, s, k);
+	fig->bias_ns = inside / n;
 	fig->offcpu_total = s->runq_sum + s->blocked_sum;
 	if (fig->offcpu_total > s->wall_sum)
 		fig->offcpu_total = s->wall_sum;
-	fig->oncpu_total = s->wall_sum - fig->offcpu_total;
-	fig->wall_avg = s->wall_sum / n;
-	fig->oncpu_avg = fig->oncpu_total / n;
+	oncpu = sub0(s->wall_sum - fig->offcpu_total, inside);
+	fig->oncpu_total = oncpu;
+	fig->wall_avg = sub0(s->wall_sum, inside) / n;
+	fig->wall_min = sub0(s->wall_min, fig->bias_ns);
+	fig->wall_max = sub0(s->wall_max, fig->bias_ns);
+	fig->oncpu_avg = oncpu / n;
 	fig->offcpu_avg = fig->offcpu_total / n;
 	fig->runq_avg = s->runq_sum / n;
 	fig->blocked_avg = s->blocked_sum / n;
-	fig->self_avg = s->self_sum / n;
-	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, 0);
-	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, 0);
-	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, 0);
+	/* Self: callees' walls are out already; what stays is their probes' time outside those walls. */
+	self = s->self_sum;
+	if (r->cal)
+		self = sub0(self, s->calls * r->cal->bias_ns[k] + s->child_calls * sub0(r->cost_avg, r->bias_avg));
+	fig->self_avg = self / n;
+	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, fig->bias_ns);
+	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, fig->bias_ns);
+	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, fig->bias_ns);
+	/* CPU%: outermost activations, less their share of the probes' time. */
+	oncpu = sub0(s->outer_oncpu, inside * s->outer_calls / n);
 	if (r->interval_s > 0)
-		fig->cpu_pct = s->outer_oncpu / (r->interval_s * 1e7);
+		fig->cpu_pct = oncpu / (r->interval_s * 1e7);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
-		fig->proc_pct = 100.0 * s->outer_oncpu / r->proc_cpu_ns;
+		fig->proc_pct = 100.0 * oncpu / r->proc_cpu_ns;
 }
 
 const char *probe_display_name(const struct probe *p, char *buf, size_t size)
@@ -122,8 +171,8 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 
 	fn_figures_compute(r, s, &g);
 	probe_display_name(&r->pl->probes[i], name, sizeof(name));
-	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = s->wall_max;
-	v[4] = s->wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
+	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = g.wall_max;
+	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
 		fmt_ns(s->calls ? v[k] : -1.0, b[k], sizeof(b[k]));
 	if (g.proc_pct >= 0)
@@ -137,6 +186,34 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
 }
 
+/* What the probes cost the target in the interval: calls x measured cost per call. */
+static double probe_overhead_ns(const struct report *r)
+{
+	double ns = 0;
+	size_t i;
+
+	for (i = 0; r->cal && i < r->pl->nr; i++)
+		ns += r->stats[i].calls * r->cal->cost_ns[r->pl->probes[i].kind];
+	return ns;
+}
+
+static void print_overhead(const struct report *r, FILE *f)
+{
+	double ns = probe_overhead_ns(r), pct;
+	char b[16];
+
+	if (!r->cal)
+		return;
+	pct = r->proc_cpu_known && r->proc_cpu_ns ? 100.0 * ns / r->proc_cpu_ns : -1;
+	fprintf(f, "probe overhead: %s added to the target", fmt_ns(ns, b, sizeof(b)));
+	if (pct >= 0)
+		fprintf(f, " (%.1f%% of its CPU time)", pct);
+	fprintf(f, "; probe bias subtracted from every call\n");
+	if (pct > 5)
+		fprintf(f, "warning: tracing costs the target more than 5%% of its CPU time; "
+			   "trace fewer or less frequently called functions\n");
+}
+
 static void print_footer(const struct report *r, FILE *f)
 {
 	char b[16];
@@ -148,6 +225,7 @@ static void print_footer(const struct report *r, FILE *f)
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_text[i]);
+	print_overhead(r, f);
 	if (r->evs)
 		fprintf(f, "counters: per-thread, callees included; '~' = scaled (counter was multiplexed)\n");
 }
@@ -264,6 +342,7 @@ static void print_counter_line(const struct report *r, FILE *f, const struct fn_
 
 static void print_hists(const struct report *r, FILE *f, const size_t *order)
 {
+	struct fn_figures g;
 	char name[256];
 	size_t k;
 
@@ -274,7 +353,8 @@ static void print_hists(const struct report *r, FILE *f, const size_t *order)
 			continue;
 		fprintf(f, "\n%s: wall time per call\n",
 			probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)));
-		hist_print_log2(f, s->hist, 0);
+		fn_figures_compute(r, s, &g);
+		hist_print_log2(f, s->hist, (__u64)(g.bias_ns + 0.5));
 		if (r->evs)
 			print_counter_line(r, f, s);
 	}
@@ -359,12 +439,12 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	json_obj_begin(j, "wall_ns");
 	json_f64(j, "avg", g.wall_avg);
-	json_u64(j, "min", s->wall_min);
-	json_u64(j, "max", s->wall_max);
+	json_u64(j, "min", (__u64)(g.wall_min + 0.5));
+	json_u64(j, "max", (__u64)(g.wall_max + 0.5));
 	json_u64(j, "p50", (__u64)(g.p50 + 0.5));
 	json_u64(j, "p90", (__u64)(g.p90 + 0.5));
 	json_u64(j, "p99", (__u64)(g.p99 + 0.5));
-	json_u64(j, "total", s->wall_sum);
+	json_u64(j, "total", (__u64)(g.wall_avg * s->calls + 0.5));
 	json_obj_end(j);
 	json_avg_total(j, "oncpu_ns", g.oncpu_avg, g.oncpu_total);
 	json_avg_total(j, "offcpu_ns", g.offcpu_avg, g.offcpu_total);
@@ -376,6 +456,16 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 		json_f64(j, "proc_pct", g.proc_pct);
 	else
 		json_null(j, "proc_pct");
+	json_str(j, "site", site_kind_name(p->kind));
+	json_f64(j, "bias_ns", g.bias_ns);
+	json_obj_begin(j, "raw_wall_ns");
+	json_f64(j, "avg", s->calls ? (double)s->wall_sum / s->calls : 0);
+	json_u64(j, "min", s->wall_min);
+	json_u64(j, "max", s->wall_max);
+	json_u64(j, "p50", (__u64)(hist_percentile(s->hist, s->wall_min, s->wall_max, 50, 0) + 0.5));
+	json_u64(j, "p99", (__u64)(hist_percentile(s->hist, s->wall_min, s->wall_max, 99, 0) + 0.5));
+	json_u64(j, "total", s->wall_sum);
+	json_obj_end(j);
 	json_u64(j, "preempted", s->preempted);
 	json_u64(j, "migrated", s->migrated);
 	json_obj_begin(j, "context_switches");
@@ -386,6 +476,29 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	if (r->evs)
 		json_counters(j, r, s, &g);
 	json_u64(j, "address", p->addr);
+	json_obj_end(j);
+}
+
+static void json_overhead(struct json *j, const struct report *r)
+{
+	double ns = probe_overhead_ns(r);
+	int k;
+
+	if (!r->cal)
+		return;
+	json_obj_begin(j, "overhead");
+	json_u64(j, "probe_ns", (__u64)ns);
+	if (r->proc_cpu_known && r->proc_cpu_ns)
+		json_f64(j, "pct_of_process_cpu", 100.0 * ns / r->proc_cpu_ns);
+	json_obj_end(j);
+	json_obj_begin(j, "calibration");
+	for (k = 0; k < SITE_NR; k++) {
+		json_obj_begin(j, site_kind_name(k));
+		json_f64(j, "bias_ns", r->cal->bias_ns[k]);
+		json_f64(j, "min_ns", r->cal->min_ns[k]);
+		json_f64(j, "cost_ns", r->cal->cost_ns[k]);
+		json_obj_end(j);
+	}
 	json_obj_end(j);
 }
 
@@ -412,6 +525,7 @@ void report_print_json(const struct report *r, FILE *f)
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_names[i], r->drops[i]);
 	json_obj_end(&j);
+	json_overhead(&j, r);
 	json_obj_end(&j);
 	json_finish(&j);
 }

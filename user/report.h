@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+#include "calib.h"
 #include "events.h"
 #include "fnprof.h"
 #include "resolve.h"
@@ -23,10 +24,17 @@ struct report {
 	__u64 drops[DROP_NR];
 	const char *note;           /* e.g. "target exited" */
 	const struct events *evs;   /* -e counters, or NULL */
+	const struct calibration *cal; /* probe bias to subtract, or NULL (--raw) */
+	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
 };
+
+/* Derives the report-wide figures (average probe cost per call) once, before printing. */
+void report_prepare(struct report *r);
 
 /* Figures derived from one function's aggregate, shared by every printer. */
 struct fn_figures {
+	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
+	double wall_min, wall_max;
 	double calls_per_s;
 	double wall_avg, p50, p90, p99;
 	double oncpu_avg, offcpu_avg, runq_avg, blocked_avg, self_avg;

@@ -262,6 +262,40 @@ static int locate_exe(struct resolver *r)
 	return 0;
 }
 
+enum site_kind site_kind_of(const unsigned char *insn, size_t len)
+{
+	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
+		return SITE_EMULATED;                   /* push %rax..%rdi */
+	if (len >= 2 && insn[0] == 0x41 && insn[1] >= 0x50 && insn[1] <= 0x57)
+		return SITE_EMULATED;                   /* push %r8..%r15 */
+	if (len >= 5 && !memcmp(insn, nop5, 5))
+		return SITE_NOP5;
+	return SITE_STEPPED;
+}
+
+const char *site_kind_name(enum site_kind k)
+{
+	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
+
+	return k < SITE_NR ? names[k] : "?";
+}
+
+/* The first bytes of the function, from the file. */
+static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
+{
+	unsigned char insn[16] = {};
+	ssize_t n = -1;
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = pread(fd, insn, sizeof(insn), offset);
+		close(fd);
+	}
+	return site_kind_of(insn, n > 0 ? n : 0);
+}
+
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path)
 {
 	struct probe_list *pl = r->out;
@@ -284,7 +318,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	*p = (struct probe){
 		.name = strdup(s->name), .object = strdup(path), .open_path = strdup(open_path),
 		.main_exe = !strcmp(path, r->exe), .addr = s->addr, .size = s->size,
-		.offset = s->offset, .id = pl->nr,
+		.offset = s->offset, .id = pl->nr, .kind = probe_site_kind(open_path, s->offset),
 	};
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;

@@ -10,6 +10,21 @@
 
 #include "opts.h"
 
+/*
+ * How the kernel handles a uprobe on the function's first instruction: it
+ * decides what the probe costs inside the measured interval.
+ */
+enum site_kind {
+	SITE_EMULATED,   /* push %reg: emulated in the trap, no single step */
+	SITE_STEPPED,    /* any other instruction: executed out of line, single-stepped */
+	SITE_NOP5,       /* 5-byte nop: optimized into a call on recent kernels */
+	SITE_NR,
+};
+
+/* The kind of probe site that the function's first bytes make. */
+enum site_kind site_kind_of(const unsigned char *insn, size_t len);
+const char *site_kind_name(enum site_kind k);
+
 struct probe {
 	char *name;       /* function */
 	char *object;     /* object path as the target sees it */
@@ -19,6 +34,7 @@ struct probe {
 	__u64 size;
 	__u64 offset;     /* file offset: where the uprobe goes */
 	__u32 id;         /* index: the BPF attach cookie */
+	enum site_kind kind;
 };
 
 struct probe_list {

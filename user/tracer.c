@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "calib.h"
 #include "log.h"
 #include "trace.skel.h"
 #include "tracer.h"
@@ -15,7 +17,9 @@
 struct tracer {
 	struct trace_bpf *skel;
 	struct bpf_link **links;   /* two per probe: [2i] return, [2i+1] entry */
-	size_t nr_probes;
+	size_t nr_probes;          /* the target's; calibration probes follow them */
+	size_t nr_total;
+	struct probe calib[SITE_NR];
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
 	__u64 *drops_percpu;
@@ -58,10 +62,11 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	}
 	t->skel = skel;
 	skel->rodata->target_tgid = pid;
-	skel->rodata->nr_funcs = t->nr_probes;
+	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
+	skel->rodata->nr_funcs = t->nr_total;
 	skel->rodata->nr_events = slots;
 	skel->rodata->nr_cpus = t->nr_cpus;
-	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_probes);
+	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_total);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	if (!err)
@@ -76,7 +81,7 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	return 0;
 }
 
-static int attach_one(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
+static int attach_probe(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p->id, .retprobe = ret);
 	struct bpf_program *prog = ret ? t->skel->progs.fn_exit : t->skel->progs.fn_entry;
@@ -92,6 +97,12 @@ static int attach_one(struct tracer *t, const struct probe *p, pid_t pid, bool r
 	}
 	t->links[2 * p->id + !ret] = l;
 	return 0;
+}
+
+static int attach_one(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
+{
+	/* Calibration probes are in fnprof's own process. */
+	return attach_probe(t, p, p->id >= t->nr_probes ? getpid() : pid, ret);
 }
 
 static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const char *what)
@@ -124,10 +135,12 @@ static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid, bool
 	 * Return probe first: a call entered between the two attachments then
 	 * has no frame, rather than a frame whose return is never seen.
 	 */
-	for (i = 0; i < pl->nr; i++) {
-		err = attach_one(t, &pl->probes[i], pid, true);
+	for (i = 0; i < t->nr_total; i++) {
+		const struct probe *p = i < pl->nr ? &pl->probes[i] : &t->calib[i - pl->nr];
+
+		err = attach_one(t, p, pid, true);
 		if (!err)
-			err = attach_one(t, &pl->probes[i], pid, false);
+			err = attach_one(t, p, pid, false);
 		if (err)
 			return err;
 	}
@@ -137,7 +150,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid, bool
 }
 
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 struct tracer **out)
+		 bool calibration, struct tracer **out)
 {
 	struct tracer *t;
 	int err;
@@ -145,9 +158,15 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return EXIT_FAIL;
-	t->nr_probes = pl->nr;
+	t->nr_probes = t->nr_total = pl->nr;
+	if (calibration) {
+		if (calib_self_probes(t->calib, pl->nr))
+			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
+		else
+			t->nr_total += SITE_NR;
+	}
 	t->nr_cpus = libbpf_num_possible_cpus();
-	t->links = calloc(2 * pl->nr, sizeof(*t->links));
+	t->links = calloc(2 * t->nr_total, sizeof(*t->links));
 	t->percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(*t->percpu));
 	t->drops_percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(__u64));
 	if (t->nr_cpus <= 0 || !t->links || !t->percpu || !t->drops_percpu) {
@@ -188,6 +207,9 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
 	a->vcsw += b->vcsw;
 	a->ivcsw += b->ivcsw;
 	a->migrations += b->migrations;
+	a->outer_calls += b->outer_calls;
+	a->child_calls += b->child_calls;
+	a->desc_calls += b->desc_calls;
 	a->sys_sum += b->sys_sum;
 	for (i = 0; i < FNPROF_MAX_EVENTS; i++) {
 		a->ctr[i] += b->ctr[i];
@@ -198,21 +220,39 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
 		a->hist[i] += b->hist[i];
 }
 
+/* Sums entry key of the stats map over CPUs into out; clears it when asked. */
+static int read_stats(struct tracer *t, __u32 key, struct fn_stats *out, bool clear)
+{
+	int fd = bpf_map__fd(t->skel->maps.stats), c;
+
+	if (bpf_map_lookup_elem(fd, &key, t->percpu))
+		return -errno;
+	for (c = 0; c < t->nr_cpus; c++)
+		fn_stats_merge(out, &t->percpu[c]);
+	if (!clear)
+		return 0;
+	memset(t->percpu, 0, t->nr_cpus * sizeof(*t->percpu));
+	return bpf_map_update_elem(fd, &key, t->percpu, BPF_ANY) ? -errno : 0;
+}
+
+int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (t->nr_total == t->nr_probes)
+		return -ENOENT;
+	return read_stats(t, t->epoch * t->nr_total + t->nr_probes + k, out, true);
+}
+
 /* Sums one half of the stats map over CPUs into out, then zeroes it. */
 static int drain_half(struct tracer *t, __u32 half, struct fn_stats *out)
 {
-	int fd = bpf_map__fd(t->skel->maps.stats), c;
-	__u32 i, key;
+	__u32 i;
+	int err;
 
 	for (i = 0; i < t->nr_probes; i++) {
-		key = half * t->nr_probes + i;
-		if (bpf_map_lookup_elem(fd, &key, t->percpu))
-			return -errno;
-		for (c = 0; c < t->nr_cpus; c++)
-			fn_stats_merge(&out[i], &t->percpu[c]);
-		memset(t->percpu, 0, t->nr_cpus * sizeof(*t->percpu));
-		if (bpf_map_update_elem(fd, &key, t->percpu, BPF_ANY))
-			return -errno;
+		err = read_stats(t, half * t->nr_total + i, &out[i], true);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -262,18 +302,58 @@ double tracer_attach_seconds(const struct tracer *t)
 	return t->attach_s;
 }
 
+struct detacher {
+	struct bpf_link **links;
+	size_t from, to;
+};
+
+static void *detach_range(void *arg)
+{
+	struct detacher *d = arg;
+	size_t i;
+
+	for (i = d->from; i < d->to; i++)
+		bpf_link__destroy(d->links[i]);
+	return NULL;
+}
+
+/*
+ * Each uprobe detach waits for an RCU grace period (~0.2 s here); detaching
+ * from many threads at once lets them share grace periods instead of paying
+ * one per probe in turn.
+ */
+static void detach_all(struct bpf_link **links, size_t n)
+{
+	enum { MAX_THREADS = 64 };
+	struct detacher d[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	size_t i, nr = n < MAX_THREADS ? n : MAX_THREADS;
+	bool started[MAX_THREADS] = {};
+
+	for (i = 0; i < nr; i++) {
+		d[i] = (struct detacher){ .links = links, .from = n * i / nr, .to = n * (i + 1) / nr };
+		started[i] = !pthread_create(&th[i], NULL, detach_range, &d[i]);
+		if (!started[i])
+			detach_range(&d[i]);
+	}
+	for (i = 0; i < nr; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
+}
+
 void tracer_stop(struct tracer *t)
 {
-	size_t i;
+	size_t k;
 
 	if (!t)
 		return;
-	/* Entry probes go first, so no new frame is pushed whose return is not seen. */
-	for (i = 0; t->links && i < 2 * t->nr_probes; i += 2) {
-		bpf_link__destroy(t->links[i + 1]);
-		bpf_link__destroy(t->links[i]);
-	}
+	if (t->links)
+		detach_all(t->links, 2 * t->nr_total);
 	trace_bpf__destroy(t->skel);
+	for (k = 0; k < SITE_NR; k++) {
+		free(t->calib[k].object);
+		free(t->calib[k].open_path);
+	}
 	free(t->links);
 	free(t->percpu);
 	free(t->drops_percpu);

@@ -3,6 +3,7 @@
 #ifndef FNPROF_TRACER_H
 #define FNPROF_TRACER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -18,7 +19,13 @@ struct tracer;
  * calls are timed. 0 or exit code (printed).
  */
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 struct tracer **out);
+		 bool calibration, struct tracer **out);
+
+/*
+ * With calibration: the current aggregate of the calibration probe of site
+ * kind k (fnprof's own empty function, traced like the target's).
+ */
+int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
 
 /*
  * Takes the aggregates since the last call: out[i] for probe i, summed over
