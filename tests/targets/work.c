@@ -32,10 +32,13 @@
 
 #define NOINLINE __attribute__((noinline))
 
+#define MAX_SAMPLES 200000
+
 struct truth {
 	const char *name;
 	unsigned long calls;
 	unsigned long long wall_ns, cpu_ns;
+	unsigned long long *samples;  /* each call's wall time, for percentiles */
 };
 
 static struct truth t_spin = { .name = "spin_us" }, t_sleep = { .name = "sleep_us" }, t_outer = { .name = "outer" },
@@ -61,18 +64,33 @@ static void record(struct truth *t, unsigned long long w0, unsigned long long c0
 	unsigned long long w = clock_ns(CLOCK_MONOTONIC) - w0;
 
 	pthread_mutex_lock(&truth_lock);
+	if (!t->samples)
+		t->samples = calloc(MAX_SAMPLES, sizeof(*t->samples));
+	if (t->samples && t->calls < MAX_SAMPLES)
+		t->samples[t->calls] = w;
 	t->calls++;
 	t->wall_ns += w;
 	t->cpu_ns += c;
 	pthread_mutex_unlock(&truth_lock);
 }
 
+static int cmp_ull(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void print_truth(const struct truth *t)
 {
+	unsigned long n = t->calls < MAX_SAMPLES ? t->calls : MAX_SAMPLES;
+
 	if (!t->calls)
 		return;
-	fprintf(stderr, "truth %s calls=%lu wall_avg_ns=%.1f cpu_avg_ns=%.1f\n", t->name, t->calls,
-		(double)t->wall_ns / t->calls, (double)t->cpu_ns / t->calls);
+	qsort(t->samples, n, sizeof(*t->samples), cmp_ull);
+	fprintf(stderr, "truth %s calls=%lu wall_avg_ns=%.1f cpu_avg_ns=%.1f p50_ns=%llu p99_ns=%llu min_ns=%llu\n",
+		t->name, t->calls, (double)t->wall_ns / t->calls, (double)t->cpu_ns / t->calls,
+		t->samples[n / 2], t->samples[n * 99 / 100], t->samples[0]);
 }
 
 /* Busy for us microseconds of wall time. */

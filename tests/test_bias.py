@@ -1,0 +1,98 @@
+"""Measurement truth: the probes' own time is subtracted, percentiles are accurate.
+
+Goals (issue 5): a 1 us spin reads 1.0 us +-10%, a 10 us spin +-3%, a 2 ns function < 0.3 us,
+p50/p99 within 3% for a 1 ms spin and sleep. The machine these tests run on is shared and
+noisy (a VM with 2 cores), so each check allows a stated extra absolute slack; the figures
+measured on a quiet machine are in the README.
+"""
+from harness import check, final_report, func, run_fnprof, target, truth
+
+
+def traced(args, *cmd):
+    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    return final_report(p.stderr), p
+
+
+def test_2ns_function_bias_removed():
+    rep, _ = traced(["-f", "tiny"], target("work"), "count", 20000)
+    f = func(rep, "tiny")
+    raw = f["raw_wall_ns"]["avg"]
+    check(raw > 500, f"raw {raw} ns: the probes must cost something, or this test proves nothing")
+    # Goal 300 ns; 1 us of slack for a noisy shared machine.
+    check(f["wall_ns"]["avg"] < 1000, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns (raw {raw:.0f})")
+    check(f["bias_ns"] > 0.5 * raw, f"bias {f['bias_ns']} vs raw {raw}")
+
+
+def spin_error(us, calls):
+    rep, p = traced(["-f", "spin_us"], target("work"), "spin", us, calls)
+    t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
+    return f["wall_ns"]["avg"] - t["wall_avg_ns"], t, f
+
+
+def test_1us_spin_within_10_percent():
+    err, t, f = spin_error(1, 20000)
+    check(abs(err) <= 0.10 * t["wall_avg_ns"] + 150,
+          f"1 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns")
+    raw_err = f["raw_wall_ns"]["avg"] - t["wall_avg_ns"]
+    check(raw_err > abs(err), f"correction did not help: raw error {raw_err:.0f}, corrected {err:.0f}")
+
+
+def test_10us_spin_within_3_percent():
+    err, t, f = spin_error(10, 5000)
+    check(abs(err) <= 0.03 * t["wall_avg_ns"] + 150,
+          f"10 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns")
+
+
+def check_percentiles(f, t, what):
+    for key in ("p50", "p99"):
+        got, want = f["wall_ns"][key], t[f"{key}_ns"]
+        check(abs(got - want) <= 0.03 * want, f"{what} {key}: fnprof {got} vs truth {want:.0f}")
+
+
+def test_1ms_spin_percentiles():
+    rep, p = traced(["-f", "spin_us"], target("work"), "spin", 1000, 300)
+    check_percentiles(func(rep, "spin_us"), truth(p.stderr, "spin_us"), "1 ms spin")
+
+
+def test_1ms_sleep_percentiles():
+    rep, p = traced(["-f", "sleep_us"], target("work"), "sleep", 1000, 500)
+    check_percentiles(func(rep, "sleep_us"), truth(p.stderr, "sleep_us"), "1 ms sleep")
+
+
+def test_raw_keeps_probe_time():
+    rep, _ = traced(["--raw", "-f", "tiny"], target("work"), "count", 5000)
+    f = func(rep, "tiny")
+    check(f["wall_ns"]["avg"] > 500 and f["bias_ns"] == 0, f"--raw: {f['wall_ns']}, bias {f['bias_ns']}")
+    check("calibration" not in rep, "--raw still calibrated")
+
+
+def test_calibration_and_overhead_reported():
+    rep, _ = traced(["-f", "tiny"], target("work"), "count", 5000)
+    cal = rep["calibration"]
+    check({"emulated", "single-stepped", "nop5"} <= set(cal), f"calibration kinds {set(cal)}")
+    check(all(v["bias_ns"] > 0 and v["cost_ns"] >= v["bias_ns"] * 0.5 for v in cal.values()), str(cal))
+    check(rep["overhead"]["probe_ns"] > 5000 * 500, f"overhead {rep['overhead']}")
+    check(rep["overhead"]["pct_of_process_cpu"] > 5, "a 2 ns function traced 5000 times costs > 5%")
+    p = run_fnprof(["-f", "tiny", "--", target("work"), "count", "5000"])
+    check("probe overhead:" in p.stderr and "warning: tracing costs" in p.stderr, p.stderr[-1500:])
+
+
+def test_calibrate_command():
+    p = run_fnprof(["--calibrate"])
+    check(p.returncode == 0, p.stderr)
+    for word in ("emulated", "single-stepped", "nop5", "BIAS", "COST/CALL"):
+        check(word in p.stdout, f"{word} missing:\n{p.stdout}")
+
+
+def test_nested_parent_excludes_child_probe_cost():
+    # outer spins 50 us and calls inner (100 us): its self time is ~50 us once the
+    # inner call's probe cost (outside inner's own interval) is taken out too.
+    rep, p = traced(["-f", "outer", "-f", "inner"], target("work"), "nest", 300)
+    to, ti = truth(p.stderr, "outer"), truth(p.stderr, "inner")
+    fo = func(rep, "outer")
+    check(abs(fo["wall_ns"]["avg"] - to["wall_avg_ns"]) <= 0.03 * to["wall_avg_ns"] + 500,
+          f"outer wall {fo['wall_ns']['avg']:.0f} vs truth {to['wall_avg_ns']:.0f}")
+    self_truth = to["wall_avg_ns"] - ti["wall_avg_ns"]
+    check(abs(fo["self_ns"]["avg"] - self_truth) <= 0.05 * self_truth + 500,
+          f"outer self {fo['self_ns']['avg']:.0f} vs {self_truth:.0f}")
