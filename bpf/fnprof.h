@@ -99,6 +99,8 @@ struct thread_state {
 	__u64 vcsw_cum, ivcsw_cum, mig_cum;  /* switches and migrations inside traced calls */
 	__u32 out_cpu;       /* CPU it was switched out from */
 	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
+	__u32 gen;           /* probe generation the frames belong to */
+	__u32 pad;
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */

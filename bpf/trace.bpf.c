@@ -29,6 +29,12 @@ const volatile __u32 nr_cpus = 1;
  */
 volatile __u32 epoch = 0;
 
+/*
+ * Bumped by user space whenever it detaches the probes (burst mode): frames
+ * pushed before that may never see their return, so a thread drops them.
+ */
+volatile __u32 generation = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -142,6 +148,10 @@ int BPF_KPROBE(fn_entry)
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
 		return 0;
+	}
+	if (ts->gen != generation) {
+		ts->gen = generation;
+		ts->depth = 0;
 	}
 	d = ts->depth;
 	if (d >= FNPROF_MAX_DEPTH) {
@@ -333,7 +343,7 @@ int BPF_KRETPROBE(fn_exit)
 	if (!is_target())
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
-	if (!ts || !ts->depth) {
+	if (!ts || !ts->depth || ts->gen != generation) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
 	}

@@ -18,6 +18,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "burst.h"
 #include "calib.h"
 #include "events.h"
 #include "launch.h"
@@ -49,6 +50,8 @@ struct run {
 	bool have_events;
 	struct calibration cal;
 	bool calibrated;
+	struct burst burst;
+	bool bursts;
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;
 	__u64 total_drops[DROP_NR];
@@ -58,6 +61,7 @@ struct run {
 	bool target_gone, child_reaped;
 	int child_status;
 	unsigned int nr_reports;
+	double attached_s;          /* seconds the probes were attached (burst mode) */
 	const char *note;
 };
 
@@ -147,10 +151,16 @@ static int start_tracing(struct run *r)
 			return err;
 		r->have_events = true;
 	}
-	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, !r->o->raw, &r->tracer);
+	bool calib = !r->o->raw || r->o->max_overhead_pct;
+
+	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, calib, &r->tracer);
 	/* The calibration traces fnprof's own functions with the same probes. */
-	if (!err && !r->o->raw)
+	if (!err && calib)
 		r->calibrated = !calibrate(r->tracer, &r->cal);
+	if (!err && r->o->max_overhead_pct && !r->calibrated) {
+		log_err("--max-overhead needs the probe calibration, which failed");
+		err = EXIT_FAIL;
+	}
 	return err;
 }
 
@@ -182,12 +192,14 @@ static void reap_child(struct run *r)
 }
 
 static void print_trace_report(struct run *r, const struct fn_stats *stats, const __u64 *drops,
-			       double span, __u64 cpu, bool total)
+			       double span, __u64 cpu, bool total, double attached)
 {
 	struct report rep = {
+		.attached_fraction = attached,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.evs = r->have_events ? &r->evs : NULL, .cal = r->calibrated ? &r->cal : NULL,
+		.evs = r->have_events ? &r->evs : NULL,
+		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 	};
 
 	memcpy(rep.drops, drops, sizeof(rep.drops));
@@ -203,22 +215,27 @@ static int report(struct run *r, bool final)
 {
 	double t = now_s(), span = t - r->t_last;
 	__u64 drops[DROP_NR] = {};
+	double attached;
 	size_t i;
 
 	update_cpu(r);
+	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now) : 1;
 	if (r->tracer) {
 		if (tracer_collect(r->tracer, r->interval, drops))
 			return EXIT_FAIL;
+		if (r->bursts)
+			burst_rebase(&r->burst, r->tracer);
 		for (i = 0; i < r->pl.nr; i++)
 			fn_stats_merge(&r->total[i], &r->interval[i]);
 		for (i = 0; i < DROP_NR; i++)
 			r->total_drops[i] += drops[i];
 		/* A run with a single report: that report is the total. */
 		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports);
+				   final && !r->nr_reports, attached);
+		r->attached_s += attached * span;
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start,
-					   r->cpu_now - r->cpu_start, true);
+					   r->cpu_now - r->cpu_start, true, r->attached_s / (t - r->t_start));
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
@@ -268,7 +285,14 @@ static int main_loop(struct run *r)
 	int err;
 
 	while (!r->target_gone) {
-		wait_event(r, next < end ? next : end);
+		double deadline = next < end ? next : end;
+
+		if (r->bursts) {
+			double sw = burst_tick(&r->burst, r->tracer, now_s());
+
+			deadline = sw < deadline ? sw : deadline;
+		}
+		wait_event(r, deadline);
 		if (handle_signal(r, &forwarded))
 			break;
 		if (now_s() >= end) {
@@ -345,6 +369,10 @@ static int run(struct run *r)
 		return err;
 	r->t_start = r->t_last = now_s();
 	update_cpu(r);
+	if (r->tracer && r->o->max_overhead_pct) {
+		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, r->pid, r->tracer, r->t_start);
+		r->bursts = true;
+	}
 	if (r->o->cmd && launch_release(&r->child)) {
 		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
 		return EXIT_FAIL;

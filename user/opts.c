@@ -36,6 +36,8 @@ static const char usage_text[] =
 "  -o, --output FILE      write reports to FILE (default: stderr)\n"
 "      --raw              do not subtract the probes' own time (the bias) from the figures\n"
 "      --calibrate        measure and print the probe bias of this machine, then exit\n"
+"      --max-overhead PCT keep the probes' cost under PCT% of the target's CPU time: attach\n"
+"                         them in bursts and extrapolate (figures marked as estimates)\n"
 "\n"
 "Counters:\n"
 "  -e, --events LIST      per-call counters: cycles,instructions,branch-misses,page-faults,...\n"
@@ -63,7 +65,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
-	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW,
+	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD,
 };
 
 static const struct option long_opts[] = {
@@ -87,6 +89,7 @@ static const struct option long_opts[] = {
 	{ "list-events", no_argument, NULL, OPT_LIST_EVENTS },
 	{ "calibrate", no_argument, NULL, OPT_CALIBRATE },
 	{ "raw", no_argument, NULL, OPT_RAW },
+	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{},
 };
 
@@ -178,6 +181,11 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_LIST_EVENTS: o->list_events = true; break;
 	case OPT_CALIBRATE: o->calibrate = true; break;
 	case OPT_RAW: o->raw = true; break;
+	case OPT_MAX_OVERHEAD:
+		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < 0.1 ||
+		    o->max_overhead_pct > 100)
+			return usage_error("invalid --max-overhead '%s' (percent, 0.1-100)", arg);
+		break;
 	case 'h':
 		fputs(usage_text, stdout);
 		return EXIT_OK;
@@ -205,6 +213,8 @@ static int cross_check(struct opts *o)
 		return usage_error("interval longer than the duration");
 	if ((o->pprof_path || o->folded_path || o->per_thread) && !o->sample)
 		return usage_error("--pprof, --folded and --per-thread need sampling (no -f, or --sample)");
+	if (o->max_overhead_pct && !o->nr_funcs)
+		return usage_error("--max-overhead bounds the cost of tracing -f functions");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
 	return -1;

@@ -23,6 +23,7 @@ struct opts {
 	bool verbose;              /* -v */
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
+	double max_overhead_pct;   /* --max-overhead: 0 = trace every call */
 	/* sampling (issue: sampling profiler) */
 	bool sample;               /* --sample, or implied when no -f is given */
 	unsigned int freq_hz;      /* -F */

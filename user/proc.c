@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -43,6 +44,22 @@ int proc_cpu_ns(pid_t pid, __u64 *ns)
 	if (sscanf(tail, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
 		return -EINVAL;
 	*ns = (utime + stime) * (1000000000ULL / sysconf(_SC_CLK_TCK));
+	return 0;
+}
+
+int proc_cpu_precise_ns(pid_t pid, __u64 *ns)
+{
+	struct timespec ts;
+	clockid_t clk;
+	int err;
+
+	/* The process CPU clock brings a running thread's time up to date, unlike /proc. */
+	err = clock_getcpuclockid(pid, &clk);
+	if (err)
+		return -err;
+	if (clock_gettime(clk, &ts))
+		return -errno;
+	*ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 	return 0;
 }
 

@@ -10,6 +10,9 @@
 /* utime+stime of every thread of pid (/proc/PID/stat), in ns. 0 or -errno. */
 int proc_cpu_ns(pid_t pid, __u64 *ns);
 
+/* CPU time of process pid, ns, to the nanosecond (its CPU-time clock). */
+int proc_cpu_precise_ns(pid_t pid, __u64 *ns);
+
 /* Whether pid names a live (not zombie) process. */
 bool proc_alive(pid_t pid);
 

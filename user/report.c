@@ -62,15 +62,27 @@ static double probe_time_inside(const struct report *r, const struct fn_stats *s
 	return s->calls * r->cal->bias_ns[k] + s->desc_calls * r->cost_avg;
 }
 
+/* Burst mode: measured counts stand for 1/fraction as many. */
+static double extrapolation(const struct report *r)
+{
+	return r->attached_fraction > 0 && r->attached_fraction < 1 ? 1 / r->attached_fraction : 1;
+}
+
+static bool estimated(const struct report *r)
+{
+	return extrapolation(r) > 1;
+}
+
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
 {
 	enum site_kind k = r->pl->probes[s - r->stats].kind;
-	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self;
+	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self, est = extrapolation(r);
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
+	fig->calls = s->calls * est;
 	if (r->interval_s > 0)
-		fig->calls_per_s = s->calls / r->interval_s;
+		fig->calls_per_s = fig->calls / r->interval_s;
 	if (!s->calls)
 		return;
 	inside = probe_time_inside(r, s, k);
@@ -98,9 +110,9 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	/* CPU%: outermost activations, less their share of the probes' time. */
 	oncpu = sub0(s->outer_oncpu, inside * s->outer_calls / n);
 	if (r->interval_s > 0)
-		fig->cpu_pct = oncpu / (r->interval_s * 1e7);
+		fig->cpu_pct = est * oncpu / (r->interval_s * 1e7);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
-		fig->proc_pct = 100.0 * oncpu / r->proc_cpu_ns;
+		fig->proc_pct = 100.0 * est * oncpu / r->proc_cpu_ns;
 }
 
 const char *probe_display_name(const struct probe *p, char *buf, size_t size)
@@ -156,6 +168,9 @@ static void print_header(const struct report *r, FILE *f, bool self)
 {
 	fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
 		r->note ? ", " : "", r->note ? r->note : "");
+	if (estimated(r))
+		fprintf(f, "~ estimated: probes attached %.1f%% of the time (--max-overhead); "
+			   "counts, rates and CPU%% extrapolated\n", 100 * r->attached_fraction);
 	fprintf(f, "%-28s %9s %9s %8s %8s %8s %8s %8s %8s %8s%s %6s %6s\n", "FUNCTION", "CALLS",
 		"CALLS/s", "AVG", "P50", "P99", "MAX", "MIN", "ONCPU", "OFFCPU", self ? "     SELF" : "",
 		"CPU%", "%PROC");
@@ -179,8 +194,8 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
 		snprintf(pp, sizeof(pp), "-");
-	fprintf(f, "%-28.28s %9llu %9.1f %8s %8s %8s %8s %8s %8s %8s", name,
-		(unsigned long long)s->calls, g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
+	fprintf(f, "%-28.28s %s%*.0f %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
+		estimated(r) ? 8 : 9, g.calls, g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
 	if (self)
 		fprintf(f, " %8s", b[7]);
 	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
@@ -435,7 +450,8 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_obj_begin(j, NULL);
 	json_str(j, "name", p->name);
 	json_str(j, "object", p->object);
-	json_u64(j, "calls", s->calls);
+	json_u64(j, "calls", (__u64)(g.calls + 0.5));
+	json_u64(j, "calls_measured", s->calls);
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	json_obj_begin(j, "wall_ns");
 	json_f64(j, "avg", g.wall_avg);
@@ -444,7 +460,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_u64(j, "p50", (__u64)(g.p50 + 0.5));
 	json_u64(j, "p90", (__u64)(g.p90 + 0.5));
 	json_u64(j, "p99", (__u64)(g.p99 + 0.5));
-	json_u64(j, "total", (__u64)(g.wall_avg * s->calls + 0.5));
+	json_u64(j, "total", (__u64)(g.wall_avg * g.calls + 0.5));
 	json_obj_end(j);
 	json_avg_total(j, "oncpu_ns", g.oncpu_avg, g.oncpu_total);
 	json_avg_total(j, "offcpu_ns", g.offcpu_avg, g.offcpu_total);
@@ -513,6 +529,8 @@ void report_print_json(const struct report *r, FILE *f)
 	json_i64(&j, "pid", r->pid);
 	json_f64(&j, "interval_s", r->interval_s);
 	json_bool(&j, "total", r->total);
+	json_bool(&j, "estimated", estimated(r));
+	json_f64(&j, "attached_fraction", estimated(r) ? r->attached_fraction : 1.0);
 	if (r->proc_cpu_known)
 		json_u64(&j, "proc_cpu_ns", r->proc_cpu_ns);
 	if (r->note)

@@ -26,6 +26,7 @@ struct report {
 	const struct events *evs;   /* -e counters, or NULL */
 	const struct calibration *cal; /* probe bias to subtract, or NULL (--raw) */
 	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
+	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 };
 
 /* Derives the report-wide figures (average probe cost per call) once, before printing. */
@@ -33,6 +34,7 @@ void report_prepare(struct report *r);
 
 /* Figures derived from one function's aggregate, shared by every printer. */
 struct fn_figures {
+	double calls;               /* extrapolated in burst mode */
 	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
 	double wall_min, wall_max;
 	double calls_per_s;

@@ -26,6 +26,9 @@ struct tracer {
 	__u64 drops_seen[DROP_NR];
 	__u32 epoch;
 	double attach_s;
+	const struct probe_list *pl;  /* the target's probes, to attach again after a pause */
+	pid_t pid;
+	bool paused;
 };
 
 static double now_s(void)
@@ -79,6 +82,45 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 		return err;
 	}
 	return 0;
+}
+
+struct detacher {
+	struct bpf_link **links;
+	size_t from, to;
+};
+
+static void *detach_range(void *arg)
+{
+	struct detacher *d = arg;
+	size_t i;
+
+	for (i = d->from; i < d->to; i++)
+		bpf_link__destroy(d->links[i]);
+	return NULL;
+}
+
+/*
+ * Each uprobe detach waits for an RCU grace period (~0.2 s here); detaching
+ * from many threads at once lets them share grace periods instead of paying
+ * one per probe in turn.
+ */
+static void detach_all(struct bpf_link **links, size_t n)
+{
+	enum { MAX_THREADS = 64 };
+	struct detacher d[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	size_t i, nr = n < MAX_THREADS ? n : MAX_THREADS;
+	bool started[MAX_THREADS] = {};
+
+	for (i = 0; i < nr; i++) {
+		d[i] = (struct detacher){ .links = links, .from = n * i / nr, .to = n * (i + 1) / nr };
+		started[i] = !pthread_create(&th[i], NULL, detach_range, &d[i]);
+		if (!started[i])
+			detach_range(&d[i]);
+	}
+	for (i = 0; i < nr; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
 }
 
 static int attach_probe(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
@@ -159,6 +201,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	if (!t)
 		return EXIT_FAIL;
 	t->nr_probes = t->nr_total = pl->nr;
+	t->pl = pl;
+	t->pid = pid;
 	if (calibration) {
 		if (calib_self_probes(t->calib, pl->nr))
 			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
@@ -297,48 +341,55 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 	return err;
 }
 
+int tracer_pause(struct tracer *t)
+{
+	if (t->paused)
+		return 0;
+	detach_all(t->links, 2 * t->nr_probes);
+	memset(t->links, 0, 2 * t->nr_probes * sizeof(*t->links));
+	t->skel->bss->generation++;
+	t->paused = true;
+	return 0;
+}
+
+int tracer_resume(struct tracer *t)
+{
+	size_t i;
+	int err = 0;
+
+	if (!t->paused)
+		return 0;
+	for (i = 0; i < t->nr_probes && !err; i++) {
+		err = attach_one(t, &t->pl->probes[i], t->pid, true);
+		if (!err)
+			err = attach_one(t, &t->pl->probes[i], t->pid, false);
+	}
+	t->paused = false;
+	return err;
+}
+
+bool tracer_paused(const struct tracer *t)
+{
+	return t->paused;
+}
+
+double tracer_peek_probe_ns(struct tracer *t, const double cost_ns[SITE_NR])
+{
+	struct fn_stats s;
+	double ns = 0;
+	__u32 i;
+
+	for (i = 0; i < t->nr_probes; i++) {
+		memset(&s, 0, sizeof(s));
+		if (!read_stats(t, t->epoch * t->nr_total + i, &s, false))
+			ns += s.calls * cost_ns[t->pl->probes[i].kind];
+	}
+	return ns;
+}
+
 double tracer_attach_seconds(const struct tracer *t)
 {
 	return t->attach_s;
-}
-
-struct detacher {
-	struct bpf_link **links;
-	size_t from, to;
-};
-
-static void *detach_range(void *arg)
-{
-	struct detacher *d = arg;
-	size_t i;
-
-	for (i = d->from; i < d->to; i++)
-		bpf_link__destroy(d->links[i]);
-	return NULL;
-}
-
-/*
- * Each uprobe detach waits for an RCU grace period (~0.2 s here); detaching
- * from many threads at once lets them share grace periods instead of paying
- * one per probe in turn.
- */
-static void detach_all(struct bpf_link **links, size_t n)
-{
-	enum { MAX_THREADS = 64 };
-	struct detacher d[MAX_THREADS];
-	pthread_t th[MAX_THREADS];
-	size_t i, nr = n < MAX_THREADS ? n : MAX_THREADS;
-	bool started[MAX_THREADS] = {};
-
-	for (i = 0; i < nr; i++) {
-		d[i] = (struct detacher){ .links = links, .from = n * i / nr, .to = n * (i + 1) / nr };
-		started[i] = !pthread_create(&th[i], NULL, detach_range, &d[i]);
-		if (!started[i])
-			detach_range(&d[i]);
-	}
-	for (i = 0; i < nr; i++)
-		if (started[i])
-			pthread_join(th[i], NULL);
 }
 
 void tracer_stop(struct tracer *t)

@@ -17,6 +17,7 @@
  *   hammer P           touch_pages(P) in a loop until killed (a noisy neighbour, not traced)
  *   nestpages P N      N calls of pages_outer(P): touches 16 pages itself, then touch_pages(P)
  *   reads N            N calls of read_zero(): 16 reads of 64 KiB from /dev/zero (mostly kernel time)
+ *   rate N US          N times: US microseconds of untraced work, then one call of tiny()
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -202,6 +203,15 @@ NOINLINE unsigned long read_zero(void)
 	return sum;
 }
 
+/* Work between traced calls, in a function nobody traces. */
+NOINLINE void busy_us(unsigned int us)
+{
+	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC);
+
+	while (clock_ns(CLOCK_MONOTONIC) - w0 < us * 1000ULL)
+		;
+}
+
 static unsigned long threads_n;
 
 static void *thread_main(void *arg)
@@ -292,6 +302,15 @@ int main(int argc, char **argv)
 		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
 			sum += read_zero();
 		printf("read %lu bytes\n", sum);
+	} else if (!strcmp(mode, "rate")) {
+		unsigned long long t0 = clock_ns(CLOCK_MONOTONIC);
+
+		for (i = 0, n = arg(argc, argv, 2); i < n; i++) {
+			busy_us(arg(argc, argv, 3));
+			sum += tiny(i);
+		}
+		fprintf(stderr, "truth rate calls=%lu elapsed_ns=%llu\n", n, clock_ns(CLOCK_MONOTONIC) - t0);
+		printf("rate sum %lu\n", sum);
 	} else if (!strcmp(mode, "hammer")) {
 		printf("ready\n");
 		fflush(stdout);
