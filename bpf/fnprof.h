@@ -31,7 +31,7 @@
 
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: call not timed */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: the kernel drops the return */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
@@ -91,7 +91,7 @@ struct ctr_reading {
 
 /* Per-thread state, in task storage. */
 struct thread_state {
-	__u32 depth;         /* may exceed FNPROF_MAX_DEPTH: frames beyond are not stored */
+	__u32 depth;         /* frames in use, at most FNPROF_MAX_DEPTH */
 	__u32 out_runnable;  /* state when last switched out */
 	__u64 out_ns;        /* when last switched out inside a traced call, 0 if running */
 	__u64 runq_cum;      /* ns spent runnable-but-not-running inside traced calls */

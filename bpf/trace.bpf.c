@@ -155,8 +155,11 @@ int BPF_KPROBE(fn_entry)
 	}
 	d = ts->depth;
 	if (d >= FNPROF_MAX_DEPTH) {
-		/* Still counted in depth, so that the matching return is recognised. */
-		ts->depth = d + 1;
+		/*
+		 * The kernel keeps at most 64 pending uretprobe returns per task
+		 * (MAX_URETPROBE_DEPTH): this call's return will never be seen.
+		 * Count it and push nothing, so that the outer 64 still match.
+		 */
 		count_drop(DROP_DEPTH);
 		return 0;
 	}
@@ -350,10 +353,6 @@ int BPF_KRETPROBE(fn_exit)
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
-	if (d > FNPROF_MAX_DEPTH) {
-		ts->depth = d - 1;  /* its entry was counted as DROP_DEPTH */
-		return 0;
-	}
 	id = bpf_get_attach_cookie(ctx);
 	k = match_frame(ts, d, id, PT_REGS_SP(ctx));
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,6 +63,9 @@ struct run {
 	bool target_gone, child_reaped;
 	int child_status;
 	unsigned int nr_reports;
+	dev_t exe_dev;              /* the program being traced, to notice an exec */
+	ino_t exe_ino;
+	bool exe_seen;
 	double attached_s;          /* seconds the probes were attached (burst mode) */
 	const char *note;
 };
@@ -128,6 +133,22 @@ static int setup_target(struct run *r)
 	return 0;
 }
 
+/* The program the probes are for: what /proc/PID/exe must stay. */
+static void remember_exe(struct run *r)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (r->o->cmd)
+		find_in_path(r->o->cmd[0], path, sizeof(path));
+	else
+		snprintf(path, sizeof(path), "/proc/%d/exe", r->pid);
+	if (!stat(path, &st)) {
+		r->exe_dev = st.st_dev;
+		r->exe_ino = st.st_ino;
+	}
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -137,6 +158,7 @@ static int start_tracing(struct run *r)
 	err = resolve_probes(r->o, r->pid, &r->pl);
 	if (err)
 		return err;
+	remember_exe(r);
 	r->interval = calloc(r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->pl.nr, sizeof(*r->total));
 	if (!r->interval || !r->total) {
@@ -245,6 +267,33 @@ static int report(struct run *r, bool final)
 	return 0;
 }
 
+/*
+ * After an exec of another program the probes no longer apply (they are on
+ * the old program's file): the run ends there. A launched command counts as
+ * started once its own executable shows.
+ */
+static void check_exec(struct run *r)
+{
+	char path[64], now[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", r->pid);
+	if (stat(path, &st))
+		return;
+	if (st.st_dev == r->exe_dev && st.st_ino == r->exe_ino) {
+		r->exe_seen = true;
+		return;
+	}
+	if (!r->exe_seen)
+		return;
+	n = readlink(path, now, sizeof(now) - 1);
+	now[n > 0 ? n : 0] = 0;
+	log_info("process %d exec'd %s: the probes were on the program it replaced", r->pid, now);
+	r->target_gone = true;
+	r->note = "target exec'd another program";
+}
+
 /* Waits until the next report, the end of the run, a signal or the target's exit. */
 static void wait_event(struct run *r, double deadline)
 {
@@ -260,6 +309,8 @@ static void wait_event(struct run *r, double deadline)
 	}
 	/* Keep the CPU reading fresh: it is gone once the target exits. */
 	update_cpu(r);
+	if (r->exe_ino)
+		check_exec(r);
 }
 
 /* In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one stops fnprof. */
@@ -343,6 +394,11 @@ static int child_exit_code(struct run *r)
 {
 	if (!r->o->cmd || !r->child.released)
 		return EXIT_OK;
+	if (!r->child_reaped && r->exe_seen && r->target_gone) {
+		/* It exec'd another program: still the command the user started, so wait for it. */
+		if (waitpid(r->pid, &r->child_status, 0) == r->pid)
+			r->child_reaped = true;
+	}
 	if (!r->child_reaped) {
 		log_info("detached; command %d keeps running", r->pid);
 		return EXIT_OK;

@@ -8,7 +8,7 @@
 
 /* JSON keys of the drop counters; the table uses drop_text. */
 const char *const drop_names[DROP_NR] = {
-	[DROP_DEPTH] = "depth",
+	[DROP_DEPTH] = "returns_lost",
 	[DROP_NO_STATE] = "no_thread_state",
 	[DROP_ORPHAN_RET] = "orphan_returns",
 	[DROP_ABANDONED] = "abandoned_frames",
@@ -17,7 +17,7 @@ const char *const drop_names[DROP_NR] = {
 };
 
 static const char *const drop_text[DROP_NR] = {
-	[DROP_DEPTH] = "calls nested deeper than 64 traced frames (counted, not timed)",
+	[DROP_DEPTH] = "returns lost: calls nested deeper than 64 traced frames, whose return the kernel does not report (not timed)",
 	[DROP_NO_STATE] = "calls not timed: per-thread state could not be allocated",
 	[DROP_ORPHAN_RET] = "returns without a recorded entry (call was in flight at attach)",
 	[DROP_ABANDONED] = "frames abandoned by longjmp or unwinding (not timed)",

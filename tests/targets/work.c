@@ -18,12 +18,15 @@
  *   nestpages P N      N calls of pages_outer(P): touches 16 pages itself, then touch_pages(P)
  *   reads N            N calls of read_zero(): 16 reads of 64 KiB from /dev/zero (mostly kernel time)
  *   rate N US          N times: US microseconds of untraced work, then one call of tiny()
+ *   exec MS PROG ARGS  spin_us(50) for MS milliseconds, then exec PROG ARGS
+ *   fork MS            spin_us(50) for MS milliseconds in a parent and a forked child
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -311,6 +314,20 @@ int main(int argc, char **argv)
 		}
 		fprintf(stderr, "truth rate calls=%lu elapsed_ns=%llu\n", n, clock_ns(CLOCK_MONOTONIC) - t0);
 		printf("rate sum %lu\n", sum);
+	} else if (!strcmp(mode, "exec") || !strcmp(mode, "fork")) {
+		unsigned long long t0 = clock_ns(CLOCK_MONOTONIC);
+		pid_t child = !strcmp(mode, "fork") ? fork() : -1;
+
+		while (clock_ns(CLOCK_MONOTONIC) - t0 < arg(argc, argv, 2) * 1000000ULL)
+			spin_us(50);
+		if (!strcmp(mode, "exec")) {
+			print_truth(&t_spin);
+			execv(argv[3], &argv[3]);
+			return 127;
+		}
+		if (child > 0)
+			waitpid(child, NULL, 0);
+		printf("%s spun\n", child ? "parent" : "child");
 	} else if (!strcmp(mode, "hammer")) {
 		printf("ready\n");
 		fflush(stdout);
