@@ -26,6 +26,12 @@
 #define FNPROF_HIST_BUCKETS \
 	(FNPROF_HIST_SUB + (FNPROF_HIST_MAX_POW - FNPROF_HIST_SUB_BITS) * FNPROF_HIST_SUB)
 
+/*
+ * Attach cookie: the function id, and this bit on the probes placed on a
+ * function's ret instructions (--exit=ret) rather than a uretprobe.
+ */
+#define FNPROF_COOKIE_AT_RET (1U << 31)
+
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
 

@@ -75,6 +75,17 @@ static __always_inline void count_drops(__u32 reason, __u64 nr)
 
 #define count_drop(reason) count_drops(reason, 1)
 
+/*
+ * A frame index already known to be below FNPROF_MAX_DEPTH, masked so that
+ * the verifier sees the bound too (the barrier keeps clang from dropping the
+ * mask as redundant).
+ */
+static __always_inline __u32 frame_idx(__u32 i)
+{
+	__asm__ volatile("" : "+r"(i));
+	return i & (FNPROF_MAX_DEPTH - 1);
+}
+
 static __always_inline bool is_tgid(__u32 tgid)
 {
 	return !target_tgid || tgid == target_tgid || tgid == self_tgid;
@@ -134,6 +145,28 @@ static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
 	}
 }
 
+/*
+ * Frames that the stack has already unwound past (a C++ exception, longjmp,
+ * a return we never saw) sit at or below the new call's stack pointer: a
+ * live caller's frame is always above it. They are dropped and counted.
+ */
+static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
+{
+	__u32 d = ts->depth, n = 0, i;
+
+	for (i = 0; i < FNPROF_MAX_DEPTH; i++) {
+		if (!d || ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)].sp > sp)
+			break;
+		d--;
+		n++;
+	}
+	if (n) {
+		count_drops(DROP_ABANDONED, n);
+		ts->depth = d;
+	}
+	return d;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -153,7 +186,7 @@ int BPF_KPROBE(fn_entry)
 		ts->gen = generation;
 		ts->depth = 0;
 	}
-	d = ts->depth;
+	d = drop_dead_frames(ts, PT_REGS_SP(ctx));
 	if (d >= FNPROF_MAX_DEPTH) {
 		/*
 		 * The kernel keeps at most 64 pending uretprobe returns per task
@@ -164,7 +197,7 @@ int BPF_KPROBE(fn_entry)
 		return 0;
 	}
 	id = bpf_get_attach_cookie(ctx);
-	f = &ts->frames[d];
+	f = &ts->frames[frame_idx(d)];
 	if (nr_events) {
 		/* Outside any traced call the thread's reading is stale: restart it. */
 		ctr_read(ts, d > 0);
@@ -340,7 +373,8 @@ int BPF_KRETPROBE(fn_exit)
 	struct fn_frame *f, *parent = NULL;
 	struct thread_state *ts;
 	struct call c = {};
-	__u32 d, id;
+	__u32 d, id, cookie;
+	__u64 sp;
 	int k;
 
 	if (!is_target())
@@ -353,8 +387,14 @@ int BPF_KRETPROBE(fn_exit)
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
-	id = bpf_get_attach_cookie(ctx);
-	k = match_frame(ts, d, id, PT_REGS_SP(ctx));
+	cookie = bpf_get_attach_cookie(ctx);
+	id = cookie & ~FNPROF_COOKIE_AT_RET;
+	/*
+	 * A uretprobe fires after ret popped the return address; a probe on the
+	 * ret instruction fires before, with the stack pointer as at entry.
+	 */
+	sp = PT_REGS_SP(ctx) + (cookie & FNPROF_COOKIE_AT_RET ? 8 : 0);
+	k = match_frame(ts, d, id, sp);
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;

@@ -74,7 +74,8 @@ def test_sleep_is_off_cpu():
 
 
 def test_recursion_counts_and_cpu():
-    rep, _ = traced(["-f", "recurse"], target("work"), "recurse", 10, 2000)
+    # Raw figures: the structure (counts, self < wall) without the probe-bias estimate.
+    rep, _ = traced(["--raw", "-f", "recurse"], target("work"), "recurse", 10, 2000)
     f = func(rep, "recurse")
     check(f["calls"] == 11 * 2000, f"calls {f['calls']} != 22000")
     # Outermost activations only: CPU% cannot exceed one core for a single thread.
@@ -95,7 +96,7 @@ def test_nested_functions_self_time():
     self_truth = to["wall_avg_ns"] - ti["wall_avg_ns"]
     check(within(fo["self_ns"]["avg"], self_truth, abs_=PROBE_SLACK_NS),
           f"outer self {fo['self_ns']['avg']:.0f} vs {self_truth:.0f}")
-    check(fi["self_ns"]["total"] == fi["wall_ns"]["total"], "inner has no traced callee")
+    check(abs(fi["self_ns"]["total"] - fi["wall_ns"]["total"]) <= fi["calls"], "inner has no traced callee")
 
 
 def test_threads_all_counted():

@@ -36,6 +36,9 @@ static const char usage_text[] =
 "  -o, --output FILE      write reports to FILE (default: stderr)\n"
 "      --raw              do not subtract the probes' own time (the bias) from the figures\n"
 "      --calibrate        measure and print the probe bias of this machine, then exit\n"
+"      --exit=MODE        how returns are seen: auto (default), uretprobe, or ret (uprobes on\n"
+"                         the ret instructions: safe with C++ exceptions, Rust, Go)\n"
+"      --entry-only       count calls only (no return probes, no latency)\n"
 "      --max-overhead PCT keep the probes' cost under PCT% of the target's CPU time: attach\n"
 "                         them in bursts and extrapolate (figures marked as estimates)\n"
 "\n"
@@ -65,7 +68,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
-	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD,
+	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 };
 
 static const struct option long_opts[] = {
@@ -90,6 +93,8 @@ static const struct option long_opts[] = {
 	{ "calibrate", no_argument, NULL, OPT_CALIBRATE },
 	{ "raw", no_argument, NULL, OPT_RAW },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
+	{ "exit", required_argument, NULL, OPT_EXIT },
+	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{},
 };
 
@@ -181,6 +186,17 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_LIST_EVENTS: o->list_events = true; break;
 	case OPT_CALIBRATE: o->calibrate = true; break;
 	case OPT_RAW: o->raw = true; break;
+	case OPT_EXIT:
+		if (!strcmp(arg, "auto"))
+			o->exit_mode = EXIT_AUTO;
+		else if (!strcmp(arg, "uretprobe"))
+			o->exit_mode = EXIT_URETPROBE;
+		else if (!strcmp(arg, "ret"))
+			o->exit_mode = EXIT_RET;
+		else
+			return usage_error("invalid --exit '%s' (auto, uretprobe or ret)", arg);
+		break;
+	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_MAX_OVERHEAD:
 		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < 0.1 ||
 		    o->max_overhead_pct > 100)

@@ -9,6 +9,14 @@
 
 #define MAX_FUNC_SPECS 256
 
+/* How the return of a traced function is seen. */
+enum exit_mode {
+	EXIT_AUTO,        /* ret where a uretprobe is unsafe (C++, Rust, Go), else uretprobe */
+	EXIT_URETPROBE,   /* the kernel's return probe: one probe, but it rewrites the return address */
+	EXIT_RET,         /* uprobes on the function's ret instructions, found by disassembly */
+	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
+};
+
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
 	char **cmd;                /* after "--": command to launch, NULL-terminated */
@@ -24,6 +32,7 @@ struct opts {
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
 	double max_overhead_pct;   /* --max-overhead: 0 = trace every call */
+	enum exit_mode exit_mode;  /* --exit, --entry-only */
 	/* sampling (issue: sampling profiler) */
 	bool sample;               /* --sample, or implied when no -f is given */
 	unsigned int freq_hz;      /* -F */

@@ -466,7 +466,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_avg_total(j, "offcpu_ns", g.offcpu_avg, g.offcpu_total);
 	json_avg_total(j, "runq_ns", g.runq_avg, s->runq_sum);
 	json_avg_total(j, "blocked_ns", g.blocked_avg, s->blocked_sum);
-	json_avg_total(j, "self_ns", g.self_avg, s->self_sum);
+	json_avg_total(j, "self_ns", g.self_avg, (__u64)(g.self_avg * s->calls + 0.5));
 	json_f64(j, "cpu_pct", g.cpu_pct);
 	if (g.proc_pct >= 0)
 		json_f64(j, "proc_pct", g.proc_pct);

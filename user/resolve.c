@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "disasm.h"
 #include "log.h"
 #include "procmaps.h"
 #include "resolve.h"
@@ -34,6 +35,7 @@ struct resolver {
 	struct obj_cache cache;
 	struct probe_list *out;
 	size_t cap;
+	bool process_unwinds;     /* the program uses C++ exceptions, Rust panics or Go */
 };
 
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name)
@@ -275,6 +277,13 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return SITE_STEPPED;
 }
 
+const char *exit_mode_name(enum exit_mode m)
+{
+	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };
+
+	return m <= EXIT_NONE ? names[m] : "?";
+}
+
 const char *site_kind_name(enum site_kind k)
 {
 	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
@@ -296,7 +305,51 @@ static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 	return site_kind_of(insn, n > 0 ? n : 0);
 }
 
-static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path)
+/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without any. */
+static void find_ret_exits(struct probe *p)
+{
+	__u64 offs[MAX_EXITS];
+	unsigned char *code;
+	int fd, n = -1;
+
+	code = p->size <= (1 << 20) ? malloc(p->size) : NULL;
+	fd = open(p->open_path, O_RDONLY | O_CLOEXEC);
+	if (code && fd >= 0 && pread(fd, code, p->size, p->offset) == (ssize_t)p->size)
+		n = find_exits(code, p->size, p->addr, offs, MAX_EXITS);
+	if (fd >= 0)
+		close(fd);
+	free(code);
+	if (n <= 0) {
+		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
+			 n < 0 ? "its code does not disassemble cleanly" : "it only tail-calls or never returns");
+		p->exit = EXIT_NONE;
+		return;
+	}
+	p->exits = malloc(n * sizeof(*p->exits));
+	if (!p->exits) {
+		p->exit = EXIT_NONE;
+		return;
+	}
+	for (p->nr_exits = 0; p->nr_exits < n; p->nr_exits++)
+		p->exits[p->nr_exits] = p->offset + offs[p->nr_exits];
+}
+
+/* --exit=auto: a uretprobe only where nothing unwinds through return addresses or moves stacks. */
+static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st)
+{
+	p->exit = r->o->exit_mode;
+	if (p->exit == EXIT_AUTO) {
+		bool risky = st->unwinds || r->process_unwinds;
+
+		p->exit = risky ? EXIT_RET : EXIT_URETPROBE;
+		p->exit_why = risky ? "C++ exceptions, Rust panics or Go in the process" : NULL;
+	}
+	if (p->exit == EXIT_RET)
+		find_ret_exits(p);
+}
+
+static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,
+		     const struct symtab *st)
 {
 	struct probe_list *pl = r->out;
 	struct probe *p;
@@ -323,6 +376,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
 	pl->nr++;
+	choose_exit(r, p, st);
 	return 0;
 }
 
@@ -354,6 +408,24 @@ static const char *refusal(const struct sym *s)
 	return NULL;
 }
 
+/* Does the program unwind or move stacks? Its executable, or a C++ runtime it maps, says so. */
+static int check_unwinding(struct resolver *r)
+{
+	struct symtab *exe;
+	size_t i;
+
+	if (r->o->exit_mode != EXIT_AUTO)
+		return 0;
+	exe = load_object(r, r->exe, r->exe_open);
+	if (!exe)
+		return EXIT_FAIL;
+	r->process_unwinds = exe->unwinds;
+	for (i = 0; r->pm && i < r->pm->nr; i++)
+		if (lib_name_matches(r->pm->maps[i].path, "libstdc++"))
+			r->process_unwinds = true;
+	return 0;
+}
+
 static int resolve_spec(struct resolver *r, const char *spec)
 {
 	char objname[PATH_MAX], path[PATH_MAX], open_path[PATH_MAX];
@@ -374,7 +446,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
 		if (!why) {
-			err = add_probe(r, m[i], path, open_path);
+			err = add_probe(r, m[i], path, open_path, st);
 			added++;
 		} else if (!pattern_is_glob(name)) {
 			log_err("cannot trace '%s' in %s: %s", m[i]->name, path, why);
@@ -407,6 +479,8 @@ int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
 		}
 	}
 	err = locate_exe(&r);
+	if (!err)
+		err = check_unwinding(&r);
 	for (i = 0; i < o->nr_funcs && !err; i++)
 		err = resolve_spec(&r, o->funcs[i]);
 	for (i = 0; i < r.cache.nr; i++) {
@@ -428,6 +502,7 @@ void probe_list_free(struct probe_list *pl)
 		free(pl->probes[i].name);
 		free(pl->probes[i].object);
 		free(pl->probes[i].open_path);
+		free(pl->probes[i].exits);
 	}
 	free(pl->probes);
 	memset(pl, 0, sizeof(*pl));

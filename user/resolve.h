@@ -24,6 +24,7 @@ enum site_kind {
 /* The kind of probe site that the function's first bytes make. */
 enum site_kind site_kind_of(const unsigned char *insn, size_t len);
 const char *site_kind_name(enum site_kind k);
+const char *exit_mode_name(enum exit_mode m);
 
 struct probe {
 	char *name;       /* function */
@@ -35,6 +36,10 @@ struct probe {
 	__u64 offset;     /* file offset: where the uprobe goes */
 	__u32 id;         /* index: the BPF attach cookie */
 	enum site_kind kind;
+	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */
+	const char *exit_why; /* why that mode (auto) */
+	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */
+	int nr_exits;
 };
 
 struct probe_list {

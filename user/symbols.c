@@ -173,6 +173,47 @@ static void sort_and_merge(struct symtab *st)
 			st->syms[i].size = st->syms[i + 1].addr - st->syms[i].addr;
 }
 
+/*
+ * Whether the object takes part in unwinding that walks return addresses
+ * (C++ exceptions, Rust panics) or moves stacks (Go): a uretprobe replaces
+ * the return address on the stack, which such code cannot cope with.
+ */
+static bool has_unwind_markers(Elf *elf)
+{
+	static const char *const sections[] = { ".gcc_except_table", ".gopclntab", ".go.buildinfo" };
+	static const char *const symbols[] = { "__cxa_throw", "__gxx_personality_v0", "_Unwind_RaiseException",
+					       "rust_panic", "__rust_start_panic", "runtime.goexit" };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, i, k;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		Elf_Data *data;
+		GElf_Sym sym;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		for (k = 0; name && k < sizeof(sections) / sizeof(sections[0]); k++)
+			if (!strcmp(name, sections[k]))
+				return true;
+		if ((sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *sname = gelf_getsym(data, i, &sym) ? elf_strptr(elf, sh.sh_link, sym.st_name) : NULL;
+
+			for (k = 0; sname && k < sizeof(symbols) / sizeof(symbols[0]); k++)
+				if (!strcmp(sname, symbols[k]))
+					return true;
+		}
+	}
+	return false;
+}
+
 static int load_elf(Elf *elf, struct symtab *st)
 {
 	GElf_Ehdr eh;
@@ -203,6 +244,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 		}
 	}
 	sort_and_merge(st);
+	st->unwinds = has_unwind_markers(elf);
 	return 0;
 }
 

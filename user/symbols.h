@@ -33,6 +33,7 @@ struct symtab {
 	size_t nr;
 	enum sym_source source;
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
+	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
 };
