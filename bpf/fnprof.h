@@ -31,6 +31,8 @@
  * function's ret instructions (--exit=ret) rather than a uretprobe.
  */
 #define FNPROF_COOKIE_AT_RET (1U << 31)
+/* On an entry probe: --entry-only, count the call and keep no frame. */
+#define FNPROF_COOKIE_ENTRY_ONLY (1U << 30)
 
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8

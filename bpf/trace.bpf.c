@@ -167,15 +167,32 @@ static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
 	return d;
 }
 
+/* --entry-only: a call counted, nothing else kept. */
+static __always_inline void count_entry(__u32 id)
+{
+	__u32 idx = (epoch & 1) * nr_funcs + id;
+	struct fn_stats *st;
+
+	st = id < nr_funcs ? bpf_map_lookup_elem(&stats, &idx) : NULL;
+	if (st)
+		__sync_fetch_and_add(&st->calls, 1);
+	else
+		count_drop(DROP_NO_STATS);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
+	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *ts;
 	struct fn_frame *f;
-	__u32 d, i, id;
 
 	if (!is_target())
 		return 0;
+	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
+		count_entry(cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
+		return 0;
+	}
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
@@ -196,7 +213,7 @@ int BPF_KPROBE(fn_entry)
 		count_drop(DROP_DEPTH);
 		return 0;
 	}
-	id = bpf_get_attach_cookie(ctx);
+	id = cookie;
 	f = &ts->frames[frame_idx(d)];
 	if (nr_events) {
 		/* Outside any traced call the thread's reading is stale: restart it. */

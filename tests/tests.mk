@@ -6,7 +6,8 @@ TARGET_SRCS := $(wildcard tests/targets/*.c)
 TARGET_LIB_SRCS := $(wildcard tests/targets/lib*.c)
 TARGET_PROG_SRCS := $(filter-out $(TARGET_LIB_SRCS),$(TARGET_SRCS))
 TARGET_LIBS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%.so,$(TARGET_LIB_SRCS))
-TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS))
+TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS)) \
+	$(patsubst tests/targets/%.cpp,$(TEST_BIN)/%,$(wildcard tests/targets/*.cpp))
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(TEST_BIN)/unit/%,$(UNIT_SRCS))
@@ -26,6 +27,10 @@ $(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -o $@ -L$(TEST_BIN) -Wl,-rpath,'$$ORIGIN' \
 		$(if $(findstring uselib,$*),-ltarget) -lpthread -lm
+
+$(TEST_BIN)/%: tests/targets/%.cpp | $(TEST_BIN)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(TARGET_CFLAGS) $< -o $@
 
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.
 $(ASAN_OBJS): $(SKELS)

@@ -35,14 +35,14 @@ void burst_init(struct burst *b, double budget_pct, const struct calibration *ca
 		.phase_len = FIRST_ON_S, .pid = pid, .cal = cal, .taken_at = now,
 	};
 	b->cpu0 = b->cpu_taken = target_cpu(b, 0);
-	b->probe0 = tracer_peek_probe_ns(t, cal->cost_ns);
+	b->probe0 = tracer_peek_probe_ns(t, cal);
 }
 
 /* Adds what the target did since the last boundary to the accumulators. */
 static void settle(struct burst *b, struct tracer *t)
 {
 	__u64 cpu = target_cpu(b, b->cpu0);
-	double probe = b->on ? tracer_peek_probe_ns(t, b->cal->cost_ns) - b->probe0 : 0;
+	double probe = b->on ? tracer_peek_probe_ns(t, b->cal) - b->probe0 : 0;
 
 	if (b->on) {
 		b->phase_cpu += cpu - b->cpu0;
@@ -51,7 +51,7 @@ static void settle(struct burst *b, struct tracer *t)
 		b->probe_all += probe;
 	}
 	b->cpu0 = cpu;
-	b->probe0 = tracer_peek_probe_ns(t, b->cal->cost_ns);
+	b->probe0 = tracer_peek_probe_ns(t, b->cal);
 }
 
 /* At the end of an on-phase: how much did the probes slow the target's own work? */
@@ -138,5 +138,5 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
-	b->probe0 = tracer_peek_probe_ns(t, b->cal->cost_ns);
+	b->probe0 = tracer_peek_probe_ns(t, b->cal);
 }

@@ -13,29 +13,42 @@
 #include "tracer.h"
 
 /*
- * Empty functions, one per kind of probe site, written in assembly so that
- * their first instruction is exactly the kind being measured.
+ * Empty functions written in assembly, so that their first instruction is
+ * exactly the kind being measured. The last two, like the first, start with
+ * push %rbp; they measure the exit modes other than the uretprobe.
  */
+#define CALIB_FN(name, body) \
+	".globl " #name "\n.type " #name ",@function\n" #name ":\n" body ".size " #name ", .-" #name "\n"
+#define PUSH_POP_RET "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
+
 __asm__(".text\n"
-	".globl fnprof_calib_emulated\n.type fnprof_calib_emulated,@function\n"
-	"fnprof_calib_emulated:\n\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
-	".size fnprof_calib_emulated, .-fnprof_calib_emulated\n"
-	".globl fnprof_calib_stepped\n.type fnprof_calib_stepped,@function\n"
-	"fnprof_calib_stepped:\n\tlea 0x1(%rdi),%rax\n\tret\n"
-	".size fnprof_calib_stepped, .-fnprof_calib_stepped\n"
-	".globl fnprof_calib_nop5\n.type fnprof_calib_nop5,@function\n"
-	"fnprof_calib_nop5:\n\tnopl 0x0(%rax,%rax,1)\n\tret\n"
-	".size fnprof_calib_nop5, .-fnprof_calib_nop5\n");
+	CALIB_FN(fnprof_calib_emulated, PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_stepped, "\tlea 0x1(%rdi),%rax\n\tret\n")
+	CALIB_FN(fnprof_calib_nop5, "\tnopl 0x0(%rax,%rax,1)\n\tret\n")
+	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
 
 void fnprof_calib_emulated(void);
 void fnprof_calib_stepped(void);
 void fnprof_calib_nop5(void);
+void fnprof_calib_ret(void);
+void fnprof_calib_entry_only(void);
 
-static void (*const calib_fn[SITE_NR])(void) = {
-	[SITE_EMULATED] = fnprof_calib_emulated,
-	[SITE_STEPPED] = fnprof_calib_stepped,
-	[SITE_NOP5] = fnprof_calib_nop5,
+static const struct {
+	void (*fn)(void);
+	enum site_kind kind;
+	enum exit_mode exit;
+	const char *name;
+} cases[CAL_NR] = {
+	[CAL_EMULATED] = { fnprof_calib_emulated, SITE_EMULATED, EXIT_URETPROBE, "emulated" },
+	[CAL_STEPPED] = { fnprof_calib_stepped, SITE_STEPPED, EXIT_URETPROBE, "single-stepped" },
+	[CAL_NOP5] = { fnprof_calib_nop5, SITE_NOP5, EXIT_URETPROBE, "nop5" },
+	[CAL_RET] = { fnprof_calib_ret, SITE_EMULATED, EXIT_RET, "ret-exit" },
+	[CAL_ENTRY_ONLY] = { fnprof_calib_entry_only, SITE_EMULATED, EXIT_NONE, "entry-only" },
 };
+
+/* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in. */
+#define PUSH_POP_RET_RET_OFF 5
 
 #define CALIB_CALLS 1000
 
@@ -58,52 +71,74 @@ static double time_calls(void (*fn)(void), unsigned int n)
 	return (now_ns() - t0) / n;
 }
 
-int calib_self_probes(struct probe probes[SITE_NR], __u32 first_id)
+int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id)
 {
 	const struct mapping *m;
 	struct procmaps *pm;
 	int k, err;
 
+	memset(probes, 0, CAL_NR * sizeof(*probes));
 	err = procmaps_load(getpid(), &pm);
 	if (err)
 		return err;
-	for (k = 0; k < SITE_NR; k++) {
-		m = procmaps_find(pm, (uintptr_t)calib_fn[k]);
+	for (k = 0; k < CAL_NR && !err; k++) {
+		struct probe *p = &probes[k];
+
+		m = procmaps_find(pm, (uintptr_t)cases[k].fn);
 		if (!m) {
 			err = -ENOENT;
 			break;
 		}
-		probes[k] = (struct probe){
+		*p = (struct probe){
 			.name = (char *)"calibration", .object = strdup(m->path), .open_path = strdup(m->path),
-			.main_exe = true, .offset = (uintptr_t)calib_fn[k] - m->start + m->pgoff,
-			.id = first_id + k, .kind = k,
+			.main_exe = true, .offset = (uintptr_t)cases[k].fn - m->start + m->pgoff,
+			.id = first_id + k, .kind = cases[k].kind, .exit = cases[k].exit,
 		};
+		if (p->exit == EXIT_RET) {
+			p->exits = malloc(sizeof(*p->exits));
+			p->nr_exits = p->exits ? 1 : 0;
+			if (p->exits)
+				p->exits[0] = p->offset + PUSH_POP_RET_RET_OFF;
+		}
+		if (!p->object || !p->open_path || (p->exit == EXIT_RET && !p->exits))
+			err = -ENOMEM;
 	}
 	procmaps_free(pm);
 	return err;
 }
 
+void calib_free_probes(struct probe probes[CAL_NR])
+{
+	int k;
+
+	for (k = 0; k < CAL_NR; k++) {
+		free(probes[k].object);
+		free(probes[k].open_path);
+		free(probes[k].exits);
+	}
+}
+
 int calibrate(struct tracer *t, struct calibration *c)
 {
-	double t0 = now_ns();
 	struct fn_stats *st = calloc(1, sizeof(*st));
 	int k, err = st ? 0 : -ENOMEM;
+	double t0 = now_ns();
 
 	memset(c, 0, sizeof(*c));
 	c->calls = CALIB_CALLS;
-	for (k = 0; k < SITE_NR && !err; k++) {
+	for (k = 0; k < CAL_NR && !err; k++) {
 		/*
-		 * Untraced, a call takes ~1 ns (one instruction and ret): what is
+		 * Untraced, a call takes ~1 ns (a few instructions and ret): what is
 		 * measured, outside and inside the interval, is the probes' own time.
 		 */
-		time_calls(calib_fn[k], 50);  /* warm up */
+		time_calls(cases[k].fn, 50);  /* warm up */
 		tracer_calibration_stats(t, k, st);
-		c->cost_ns[k] = time_calls(calib_fn[k], CALIB_CALLS);
+		c->cost_ns[k] = time_calls(cases[k].fn, CALIB_CALLS);
 		err = tracer_calibration_stats(t, k, st);
 		if (!err && st->calls < CALIB_CALLS)
 			err = -EIO;
-		if (err)
-			break;
+		if (err || cases[k].exit == EXIT_NONE)
+			continue;
 		c->bias_ns[k] = hist_percentile(st->hist, st->wall_min, st->wall_max, 50, 0);
 		c->min_ns[k] = st->wall_min;
 	}
@@ -116,16 +151,47 @@ int calibrate(struct tracer *t, struct calibration *c)
 	return err;
 }
 
+/* Exit modes other than the uretprobe: their difference from it, measured on an emulated entry. */
+static double exit_delta(const double *v, enum exit_mode m)
+{
+	if (m == EXIT_RET)
+		return v[CAL_RET] - v[CAL_EMULATED];
+	if (m == EXIT_NONE)
+		return v[CAL_ENTRY_ONLY] - v[CAL_EMULATED];
+	return 0;
+}
+
+double calib_bias(const struct calibration *c, const struct probe *p)
+{
+	double b = c->bias_ns[p->kind] + exit_delta(c->bias_ns, p->exit);
+
+	return p->exit == EXIT_NONE || b < 0 ? 0 : b;
+}
+
+double calib_cost(const struct calibration *c, const struct probe *p)
+{
+	double v = c->cost_ns[p->kind] + exit_delta(c->cost_ns, p->exit);
+
+	return v < 0 ? 0 : v;
+}
+
+const char *calib_case_name(enum calib_case k)
+{
+	return k < CAL_NR ? cases[k].name : "?";
+}
+
 void calibration_print(const struct calibration *c, FILE *f)
 {
 	char b[3][16];
 	int k;
 
-	fprintf(f, "probe calibration (%u calls per kind, %.0f ms):\n", c->calls, c->took_ms);
-	fprintf(f, "  %-16s %12s %12s %14s\n", "ENTRY", "BIAS", "MIN", "COST/CALL");
-	for (k = 0; k < SITE_NR; k++)
-		fprintf(f, "  %-16s %12s %12s %14s\n", site_kind_name(k), fmt_ns(c->bias_ns[k], b[0], 16),
-			fmt_ns(c->min_ns[k], b[1], 16), fmt_ns(c->cost_ns[k], b[2], 16));
+	fprintf(f, "probe calibration (%u calls per case, %.0f ms):\n", c->calls, c->took_ms);
+	fprintf(f, "  %-16s %-10s %10s %10s %12s\n", "ENTRY", "EXIT", "BIAS", "MIN", "COST/CALL");
+	for (k = 0; k < CAL_NR; k++)
+		fprintf(f, "  %-16s %-10s %10s %10s %12s\n", site_kind_name(cases[k].kind),
+			exit_mode_name(cases[k].exit), fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->bias_ns[k], b[0], 16),
+			fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->min_ns[k], b[1], 16),
+			fmt_ns(c->cost_ns[k], b[2], 16));
 	fprintf(f, "  BIAS: time the probes add inside the measured interval (subtracted from every call);\n"
 		   "  COST/CALL: time they add to the traced program per call (the overhead).\n");
 }

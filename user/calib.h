@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Probe bias: what the probes add inside the interval they measure, per kind
- * of probe site, measured on this machine by tracing fnprof's own empty
- * functions. The report subtracts it.
+ * of probe site and exit mode, measured on this machine by tracing fnprof's
+ * own empty functions with the same probes. The report subtracts it.
  */
 #ifndef FNPROF_CALIB_H
 #define FNPROF_CALIB_H
@@ -12,28 +12,43 @@
 
 #include "resolve.h"
 
+/* The cases measured: each entry kind with a uretprobe, then the other exit modes. */
+enum calib_case {
+	CAL_EMULATED = SITE_EMULATED,
+	CAL_STEPPED = SITE_STEPPED,
+	CAL_NOP5 = SITE_NOP5,
+	CAL_RET,          /* emulated entry, exit probed on the ret instruction */
+	CAL_ENTRY_ONLY,   /* emulated entry, no exit probe */
+	CAL_NR,
+};
+
 struct calibration {
 	bool valid;
-	double bias_ns[SITE_NR];  /* inside the measured interval, per call: the entry trap after
-				     the timestamp plus the return path before it (median) */
-	double min_ns[SITE_NR];   /* the fastest call: the spread shows how noisy the machine is */
-	double cost_ns[SITE_NR];  /* whole cost per call added to the traced program */
-	unsigned int calls;       /* calls per kind */
+	double bias_ns[CAL_NR];  /* inside the measured interval, per call (median): the entry trap
+				    after the timestamp plus the exit path before it */
+	double min_ns[CAL_NR];   /* the fastest call: the spread shows how noisy the machine is */
+	double cost_ns[CAL_NR];  /* whole cost per call added to the traced program */
+	unsigned int calls;      /* calls per case */
 	double took_ms;
 };
 
 struct tracer;
 
-/* Probes at fnprof's own calibration functions, one per site kind, ids from first_id. */
-int calib_self_probes(struct probe probes[SITE_NR], __u32 first_id);
+/* Probes at fnprof's own calibration functions, one per case, ids from first_id. */
+int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id);
+void calib_free_probes(struct probe probes[CAL_NR]);
 
 /*
- * Measures the bias of every kind of probe site, by calling fnprof's own
- * empty functions under t's probes (t started with calibration). 0, or
- * -errno (then no correction).
+ * Measures every case by calling fnprof's own empty functions under t's
+ * probes (t started with calibration). 0, or -errno (then no correction).
  */
 int calibrate(struct tracer *t, struct calibration *c);
 
+/* The bias and the cost of one traced function's probes, from its entry kind and exit mode. */
+double calib_bias(const struct calibration *c, const struct probe *p);
+double calib_cost(const struct calibration *c, const struct probe *p);
+
 void calibration_print(const struct calibration *c, FILE *f);
+const char *calib_case_name(enum calib_case k);
 
 #endif /* FNPROF_CALIB_H */

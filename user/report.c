@@ -34,11 +34,9 @@ void report_prepare(struct report *r)
 	if (!r->cal)
 		return;
 	for (i = 0; i < r->pl->nr; i++) {
-		enum site_kind k = r->pl->probes[i].kind;
-
 		calls += r->stats[i].calls;
-		cost += r->stats[i].calls * r->cal->cost_ns[k];
-		bias += r->stats[i].calls * r->cal->bias_ns[k];
+		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
+		bias += r->stats[i].calls * calib_bias(r->cal, &r->pl->probes[i]);
 	}
 	if (calls) {
 		r->cost_avg = cost / calls;
@@ -55,11 +53,11 @@ static double sub0(double a, double b)
  * The probes' time inside this function's calls: its own entry/return bias
  * per call, plus the whole cost of every traced call made beneath it.
  */
-static double probe_time_inside(const struct report *r, const struct fn_stats *s, enum site_kind k)
+static double probe_time_inside(const struct report *r, const struct fn_stats *s, const struct probe *p)
 {
 	if (!r->cal)
 		return 0;
-	return s->calls * r->cal->bias_ns[k] + s->desc_calls * r->cost_avg;
+	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg;
 }
 
 /* Burst mode: measured counts stand for 1/fraction as many. */
@@ -75,7 +73,7 @@ static bool estimated(const struct report *r)
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
 {
-	enum site_kind k = r->pl->probes[s - r->stats].kind;
+	const struct probe *p = &r->pl->probes[s - r->stats];
 	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self, est = extrapolation(r);
 
 	memset(fig, 0, sizeof(*fig));
@@ -85,7 +83,8 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 		fig->calls_per_s = fig->calls / r->interval_s;
 	if (!s->calls)
 		return;
-	inside = probe_time_inside(r, s, k);
+	fig->timed = p->exit != EXIT_NONE;
+	inside = probe_time_inside(r, s, p);
 	fig->bias_ns = inside / n;
 	fig->offcpu_total = s->runq_sum + s->blocked_sum;
 	if (fig->offcpu_total > s->wall_sum)
@@ -102,7 +101,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	/* Self: callees' walls are out already; what stays is their probes' time outside those walls. */
 	self = s->self_sum;
 	if (r->cal)
-		self = sub0(self, s->calls * r->cal->bias_ns[k] + s->child_calls * sub0(r->cost_avg, r->bias_avg));
+		self = sub0(self, s->calls * calib_bias(r->cal, p) + s->child_calls * sub0(r->cost_avg, r->bias_avg));
 	fig->self_avg = self / n;
 	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, fig->bias_ns);
 	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, fig->bias_ns);
@@ -189,7 +188,7 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = g.wall_max;
 	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
-		fmt_ns(s->calls ? v[k] : -1.0, b[k], sizeof(b[k]));
+		fmt_ns(s->calls && g.timed ? v[k] : -1.0, b[k], sizeof(b[k]));
 	if (g.proc_pct >= 0)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
@@ -208,7 +207,7 @@ static double probe_overhead_ns(const struct report *r)
 	size_t i;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++)
-		ns += r->stats[i].calls * r->cal->cost_ns[r->pl->probes[i].kind];
+		ns += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
 	return ns;
 }
 
@@ -440,6 +439,34 @@ static void json_counters(struct json *j, const struct report *r, const struct f
 	json_obj_end(j);
 }
 
+static void json_latency(struct json *j, const struct fn_stats *s, const struct fn_figures *g)
+{
+	json_obj_begin(j, "wall_ns");
+	json_f64(j, "avg", g->wall_avg);
+	json_u64(j, "min", (__u64)(g->wall_min + 0.5));
+	json_u64(j, "max", (__u64)(g->wall_max + 0.5));
+	json_u64(j, "p50", (__u64)(g->p50 + 0.5));
+	json_u64(j, "p90", (__u64)(g->p90 + 0.5));
+	json_u64(j, "p99", (__u64)(g->p99 + 0.5));
+	json_u64(j, "total", (__u64)(g->wall_avg * g->calls + 0.5));
+	json_obj_end(j);
+	json_avg_total(j, "oncpu_ns", g->oncpu_avg, g->oncpu_total);
+	json_avg_total(j, "offcpu_ns", g->offcpu_avg, g->offcpu_total);
+	json_avg_total(j, "runq_ns", g->runq_avg, s->runq_sum);
+	json_avg_total(j, "blocked_ns", g->blocked_avg, s->blocked_sum);
+	json_avg_total(j, "self_ns", g->self_avg, (__u64)(g->self_avg * s->calls + 0.5));
+}
+
+/* --entry-only: no latency was measured, and the keys say so rather than show zeros. */
+static void json_untimed(struct json *j)
+{
+	static const char *const keys[] = { "wall_ns", "oncpu_ns", "offcpu_ns", "runq_ns", "blocked_ns", "self_ns" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		json_null(j, keys[i]);
+}
+
 static void json_function(struct json *j, const struct report *r, size_t i)
 {
 	const struct fn_stats *s = &r->stats[i];
@@ -453,26 +480,17 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_u64(j, "calls", (__u64)(g.calls + 0.5));
 	json_u64(j, "calls_measured", s->calls);
 	json_f64(j, "calls_per_s", g.calls_per_s);
-	json_obj_begin(j, "wall_ns");
-	json_f64(j, "avg", g.wall_avg);
-	json_u64(j, "min", (__u64)(g.wall_min + 0.5));
-	json_u64(j, "max", (__u64)(g.wall_max + 0.5));
-	json_u64(j, "p50", (__u64)(g.p50 + 0.5));
-	json_u64(j, "p90", (__u64)(g.p90 + 0.5));
-	json_u64(j, "p99", (__u64)(g.p99 + 0.5));
-	json_u64(j, "total", (__u64)(g.wall_avg * g.calls + 0.5));
-	json_obj_end(j);
-	json_avg_total(j, "oncpu_ns", g.oncpu_avg, g.oncpu_total);
-	json_avg_total(j, "offcpu_ns", g.offcpu_avg, g.offcpu_total);
-	json_avg_total(j, "runq_ns", g.runq_avg, s->runq_sum);
-	json_avg_total(j, "blocked_ns", g.blocked_avg, s->blocked_sum);
-	json_avg_total(j, "self_ns", g.self_avg, (__u64)(g.self_avg * s->calls + 0.5));
+	if (g.timed)
+		json_latency(j, s, &g);
+	else
+		json_untimed(j);
 	json_f64(j, "cpu_pct", g.cpu_pct);
 	if (g.proc_pct >= 0)
 		json_f64(j, "proc_pct", g.proc_pct);
 	else
 		json_null(j, "proc_pct");
 	json_str(j, "site", site_kind_name(p->kind));
+	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);
 	json_obj_begin(j, "raw_wall_ns");
 	json_f64(j, "avg", s->calls ? (double)s->wall_sum / s->calls : 0);
@@ -508,8 +526,8 @@ static void json_overhead(struct json *j, const struct report *r)
 		json_f64(j, "pct_of_process_cpu", 100.0 * ns / r->proc_cpu_ns);
 	json_obj_end(j);
 	json_obj_begin(j, "calibration");
-	for (k = 0; k < SITE_NR; k++) {
-		json_obj_begin(j, site_kind_name(k));
+	for (k = 0; k < CAL_NR; k++) {
+		json_obj_begin(j, calib_case_name(k));
 		json_f64(j, "bias_ns", r->cal->bias_ns[k]);
 		json_f64(j, "min_ns", r->cal->min_ns[k]);
 		json_f64(j, "cost_ns", r->cal->cost_ns[k]);

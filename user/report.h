@@ -34,6 +34,7 @@ void report_prepare(struct report *r);
 
 /* Figures derived from one function's aggregate, shared by every printer. */
 struct fn_figures {
+	bool timed;                 /* false for --entry-only functions: calls only */
 	double calls;               /* extrapolated in burst mode */
 	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
 	double wall_min, wall_max;

@@ -369,7 +369,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	}
 	p = &pl->probes[pl->nr];
 	*p = (struct probe){
-		.name = strdup(s->name), .object = strdup(path), .open_path = strdup(open_path),
+		.name = strdup(sym_display_name(s)), .object = strdup(path), .open_path = strdup(open_path),
 		.main_exe = !strcmp(path, r->exe), .addr = s->addr, .size = s->size,
 		.offset = s->offset, .id = pl->nr, .kind = probe_site_kind(open_path, s->offset),
 	};
@@ -405,6 +405,9 @@ static const char *refusal(const struct sym *s)
 		return "it is an IFUNC resolver, not the function it selects (trace the implementation)";
 	if (!s->size)
 		return "it has no size, so it is not a proper function symbol";
+	/* gcc's hot/cold splitting: the cold part is jumped to, never called. */
+	if (strstr(s->name, ".cold"))
+		return "it is the cold part of a split function, not a function entry";
 	return NULL;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "symbols.h"
 
 static int read_segments(Elf *elf, struct symtab *st)
@@ -83,6 +84,8 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 	e->name = strdup(name);
 	if (!e->name)
 		return -ENOMEM;
+	e->pretty = demangle(name);
+	e->base = demangle_base(name);
 	e->addr = s->st_value;
 	e->size = s->st_size;
 	e->offset = off;
@@ -163,6 +166,8 @@ static void sort_and_merge(struct symtab *st)
 	for (i = 0; i < st->nr; i++) {
 		if (j && st->syms[j - 1].addr == st->syms[i].addr) {
 			free(st->syms[i].name);
+			free(st->syms[i].pretty);
+			free(st->syms[i].base);
 			continue;
 		}
 		st->syms[j++] = st->syms[i];
@@ -285,8 +290,11 @@ void symtab_free(struct symtab *st)
 
 	if (!st)
 		return;
-	for (i = 0; i < st->nr; i++)
+	for (i = 0; i < st->nr; i++) {
 		free(st->syms[i].name);
+		free(st->syms[i].pretty);
+		free(st->syms[i].base);
+	}
 	free(st->syms);
 	free(st->segs);
 	free(st->path);
@@ -312,6 +320,16 @@ const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr)
 	return NULL;
 }
 
+static bool name_matches(const char *pattern, bool glob, const char *name)
+{
+	return name && (glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name));
+}
+
+const char *sym_display_name(const struct sym *s)
+{
+	return s->pretty ? s->pretty : s->name;
+}
+
 bool pattern_is_glob(const char *pattern)
 {
 	return strpbrk(pattern, "*?[") != NULL;
@@ -329,10 +347,11 @@ size_t symtab_match(const struct symtab *st, const char *pattern, const struct s
 		return 0;
 	}
 	for (i = 0; i < st->nr; i++) {
-		const char *name = st->syms[i].name;
+		const struct sym *sym = &st->syms[i];
 
-		if (glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name))
-			res[n++] = &st->syms[i];
+		if (name_matches(pattern, glob, sym->name) || name_matches(pattern, glob, sym->pretty) ||
+		    name_matches(pattern, glob, sym->base))
+			res[n++] = sym;
 	}
 	*out = res;
 	return n;
@@ -374,7 +393,7 @@ size_t symtab_suggest(const struct symtab *st, const char *name, const char **ou
 	if (max > 16)
 		max = 16;
 	for (i = 0; i < st->nr; i++) {
-		const char *cand = st->syms[i].name;
+		const char *cand = st->syms[i].base ? st->syms[i].base : st->syms[i].name;
 		unsigned int d = edit_distance(name, cand);
 
 		/* A name that contains what was typed is a good guess too. */

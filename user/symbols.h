@@ -14,7 +14,9 @@ enum sym_source {
 };
 
 struct sym {
-	char *name;
+	char *name;    /* as in the symbol table (mangled for C++) */
+	char *pretty;  /* demangled ("app::middle(int)"), or NULL for C names */
+	char *base;    /* demangled without parameters ("app::middle"), or NULL */
 	__u64 addr;    /* st_value: link-time virtual address */
 	__u64 size;
 	__u64 offset;  /* file offset of addr, from the executable PT_LOAD that holds it */
@@ -50,7 +52,8 @@ int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr);
 
 /*
  * Functions whose name matches pattern (fnmatch glob, or exact when it has no
- * glob characters). Fills out (caller frees the array, not the entries).
+ * glob characters): the symbol name, or for C++ the demangled name with or
+ * without its parameters. Fills out (caller frees the array, not the entries).
  */
 size_t symtab_match(const struct symtab *st, const char *pattern, const struct sym ***out);
 
@@ -58,5 +61,8 @@ size_t symtab_match(const struct symtab *st, const char *pattern, const struct s
 size_t symtab_suggest(const struct symtab *st, const char *name, const char **out, size_t max);
 
 bool pattern_is_glob(const char *pattern);
+
+/* The name to show: demangled for C++. */
+const char *sym_display_name(const struct sym *s);
 
 #endif /* FNPROF_SYMBOLS_H */

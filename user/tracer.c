@@ -14,12 +14,18 @@
 #include "trace.skel.h"
 #include "tracer.h"
 
+struct link_list {
+	struct bpf_link **v;
+	size_t n, cap;
+};
+
 struct tracer {
 	struct trace_bpf *skel;
-	struct bpf_link **links;   /* two per probe: [2i] return, [2i+1] entry */
+	struct link_list links;    /* the target's probes */
+	struct link_list calib_links;
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
-	struct probe calib[SITE_NR];
+	struct probe calib[CAL_NR];
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
 	__u64 *drops_percpu;
@@ -123,28 +129,55 @@ static void detach_all(struct bpf_link **links, size_t n)
 			pthread_join(th[i], NULL);
 }
 
-static int attach_probe(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
+/* Attaches prog at one file offset of p's object; the link joins t's list. */
+static int attach_at(struct tracer *t, const struct probe *p, pid_t pid, struct bpf_program *prog,
+		     __u64 offset, bool retprobe, __u32 cookie)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = p->id, .retprobe = ret);
-	struct bpf_program *prog = ret ? t->skel->progs.fn_exit : t->skel->progs.fn_entry;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = retprobe);
+	struct link_list *ll = p->id >= t->nr_probes ? &t->calib_links : &t->links;
 	struct bpf_link *l;
 
-	l = bpf_program__attach_uprobe_opts(prog, pid, p->open_path, p->offset, &uo);
+	if (ll->n == ll->cap) {
+		size_t ncap = ll->cap ? 2 * ll->cap : 64;
+		struct bpf_link **n = realloc(ll->v, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		ll->v = n;
+		ll->cap = ncap;
+	}
+	l = bpf_program__attach_uprobe_opts(prog, pid, p->open_path, offset, &uo);
 	if (!l) {
 		int err = -errno;
 
-		log_err("failed to attach %s to '%s' in %s (offset 0x%llx): %s", ret ? "uretprobe" : "uprobe",
-			p->name, p->object, (unsigned long long)p->offset, strerror(-err));
+		log_err("failed to attach %s to '%s' in %s (offset 0x%llx): %s",
+			retprobe ? "uretprobe" : "uprobe", p->name, p->object, (unsigned long long)offset,
+			strerror(-err));
 		return err;
 	}
-	t->links[2 * p->id + !ret] = l;
+	ll->v[ll->n++] = l;
 	return 0;
 }
 
-static int attach_one(struct tracer *t, const struct probe *p, pid_t pid, bool ret)
+/*
+ * The probes of one function. Return probes first: a call entered between
+ * the attachments then has no frame, rather than one whose return is never seen.
+ */
+static int attach_function(struct tracer *t, const struct probe *p)
 {
+	struct bpf_program *exit = t->skel->progs.fn_exit;
 	/* Calibration probes are in fnprof's own process. */
-	return attach_probe(t, p, p->id >= t->nr_probes ? getpid() : pid, ret);
+	pid_t pid = p->id >= t->nr_probes ? getpid() : t->pid;
+	__u32 entry_cookie = p->id;
+	int i, err = 0;
+
+	if (p->exit == EXIT_URETPROBE)
+		err = attach_at(t, p, pid, exit, p->offset, true, p->id);
+	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits && !err; i++)
+		err = attach_at(t, p, pid, exit, p->exits[i], false, p->id | FNPROF_COOKIE_AT_RET);
+	if (p->exit == EXIT_NONE)
+		entry_cookie |= FNPROF_COOKIE_ENTRY_ONLY;
+	return err ? err : attach_at(t, p, pid, t->skel->progs.fn_entry, p->offset, false, entry_cookie);
 }
 
 static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const char *what)
@@ -159,7 +192,7 @@ static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const cha
 	return 0;
 }
 
-static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid, bool syscalls)
+static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
 	struct trace_bpf *skel = t->skel;
 	double t0 = now_s();
@@ -173,19 +206,12 @@ static int attach(struct tracer *t, const struct probe_list *pl, pid_t pid, bool
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
 	if (err)
 		return err;
-	/*
-	 * Return probe first: a call entered between the two attachments then
-	 * has no frame, rather than a frame whose return is never seen.
-	 */
-	for (i = 0; i < t->nr_total; i++) {
-		const struct probe *p = i < pl->nr ? &pl->probes[i] : &t->calib[i - pl->nr];
-
-		err = attach_one(t, p, pid, true);
-		if (!err)
-			err = attach_one(t, p, pid, false);
-		if (err)
-			return err;
-	}
+	for (i = 0; i < pl->nr && !err; i++)
+		err = attach_function(t, &pl->probes[i]);
+	for (i = 0; i < t->nr_total - pl->nr && !err; i++)
+		err = attach_function(t, &t->calib[i]);
+	if (err)
+		return err;
 	t->attach_s = now_s() - t0;
 	log_debug("attached %zu probes in %.1f ms", pl->nr, t->attach_s * 1e3);
 	return 0;
@@ -207,20 +233,20 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		if (calib_self_probes(t->calib, pl->nr))
 			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
 		else
-			t->nr_total += SITE_NR;
+			t->nr_total += CAL_NR;
 	}
 	t->nr_cpus = libbpf_num_possible_cpus();
-	t->links = calloc(2 * t->nr_total, sizeof(*t->links));
+
 	t->percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(*t->percpu));
 	t->drops_percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(__u64));
-	if (t->nr_cpus <= 0 || !t->links || !t->percpu || !t->drops_percpu) {
+	if (t->nr_cpus <= 0 || !t->percpu || !t->drops_percpu) {
 		log_err("out of memory");
 		tracer_stop(t);
 		return EXIT_FAIL;
 	}
 	err = load(t, pid, evs);
 	if (!err)
-		err = attach(t, pl, pid, evs != NULL);
+		err = attach(t, pl, evs != NULL);
 	if (err) {
 		tracer_stop(t);
 		return EXIT_FAIL;
@@ -345,8 +371,8 @@ int tracer_pause(struct tracer *t)
 {
 	if (t->paused)
 		return 0;
-	detach_all(t->links, 2 * t->nr_probes);
-	memset(t->links, 0, 2 * t->nr_probes * sizeof(*t->links));
+	detach_all(t->links.v, t->links.n);
+	t->links.n = 0;
 	t->skel->bss->generation++;
 	t->paused = true;
 	return 0;
@@ -359,11 +385,8 @@ int tracer_resume(struct tracer *t)
 
 	if (!t->paused)
 		return 0;
-	for (i = 0; i < t->nr_probes && !err; i++) {
-		err = attach_one(t, &t->pl->probes[i], t->pid, true);
-		if (!err)
-			err = attach_one(t, &t->pl->probes[i], t->pid, false);
-	}
+	for (i = 0; i < t->nr_probes && !err; i++)
+		err = attach_function(t, &t->pl->probes[i]);
 	t->paused = false;
 	return err;
 }
@@ -373,7 +396,7 @@ bool tracer_paused(const struct tracer *t)
 	return t->paused;
 }
 
-double tracer_peek_probe_ns(struct tracer *t, const double cost_ns[SITE_NR])
+double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal)
 {
 	struct fn_stats s;
 	double ns = 0;
@@ -382,7 +405,7 @@ double tracer_peek_probe_ns(struct tracer *t, const double cost_ns[SITE_NR])
 	for (i = 0; i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
 		if (!read_stats(t, t->epoch * t->nr_total + i, &s, false))
-			ns += s.calls * cost_ns[t->pl->probes[i].kind];
+			ns += s.calls * calib_cost(cal, &t->pl->probes[i]);
 	}
 	return ns;
 }
@@ -394,18 +417,14 @@ double tracer_attach_seconds(const struct tracer *t)
 
 void tracer_stop(struct tracer *t)
 {
-	size_t k;
-
 	if (!t)
 		return;
-	if (t->links)
-		detach_all(t->links, 2 * t->nr_total);
+	detach_all(t->links.v, t->links.n);
+	detach_all(t->calib_links.v, t->calib_links.n);
 	trace_bpf__destroy(t->skel);
-	for (k = 0; k < SITE_NR; k++) {
-		free(t->calib[k].object);
-		free(t->calib[k].open_path);
-	}
-	free(t->links);
+	calib_free_probes(t->calib);
+	free(t->links.v);
+	free(t->calib_links.v);
 	free(t->percpu);
 	free(t->drops_percpu);
 	free(t);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+#include "calib.h"
 #include "events.h"
 #include "fnprof.h"
 #include "resolve.h"
@@ -43,9 +44,9 @@ bool tracer_paused(const struct tracer *t);
 
 /*
  * What the target's calls in the current buffer so far (not drained) cost in
- * probe time, at cost_ns per call for each kind of probe site.
+ * probe time, at the calibrated cost per call of each function's probes.
  */
-double tracer_peek_probe_ns(struct tracer *t, const double cost_ns[SITE_NR]);
+double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal);
 
 void tracer_stop(struct tracer *t);
 

@@ -1,0 +1,66 @@
+"""Targets that break return probes: C++ exceptions, longjmp; the target's output never changes."""
+import subprocess
+
+from harness import check, final_report, func, run_fnprof, target, truth
+
+
+def plain_output(*cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
+
+
+def traced(args, *cmd):
+    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    return final_report(p.stderr), p
+
+
+def test_cxx_exception_through_traced_function():
+    want = plain_output(target("cxx_throw"), 3000)
+    rep, p = traced(["-f", "app::middle"], target("cxx_throw"), 3000)
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    f = func(rep, "app::middle(int)")
+    check(f["exit"] == "ret", f"auto mode chose {f['exit']} for a C++ program")
+    check(f["calls"] == 2000, f"{f['calls']} timed calls; 2000 returned normally")
+    check(rep["dropped"]["abandoned_frames"] >= 999, f"{rep['dropped']}: 1000 frames were unwound")
+
+
+def test_cxx_exception_with_glob_and_mangled_name():
+    want = plain_output(target("cxx_throw"), 300)
+    rep, p = traced(["-f", "app::*", "-f", "_ZN3app6middleEi"], target("cxx_throw"), 300)
+    check(p.stdout == want, "output changed")
+    names = {f["name"] for f in rep["functions"]}
+    check(names == {"app::middle(int)", "app::thrower(int)"}, f"matched {names}")
+    check(func(rep, "app::thrower(int)")["calls"] == 200, "thrower returns 200 times")
+
+
+def test_longjmp_past_traced_frames():
+    want = plain_output(target("jump"), 1000)
+    for mode in ("uretprobe", "ret"):
+        rep, p = traced(["--exit", mode, "-f", "top", "-f", "mid", "-f", "leaf"], target("jump"), 1000)
+        check(p.stdout == want, f"--exit={mode}: output changed: {p.stdout!r} vs {want!r}")
+        for name in ("top", "mid", "leaf"):
+            check(func(rep, name)["calls"] == 500, f"--exit={mode}: {name} returned 500 times")
+        check(rep["dropped"]["abandoned_frames"] >= 3 * 500 - 3, f"--exit={mode}: {rep['dropped']}")
+
+
+def test_ret_mode_latency_matches_truth():
+    rep, p = traced(["--exit", "ret", "-f", "spin_us"], target("work"), "spin", 50, 1000)
+    t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
+    check(f["exit"] == "ret" and f["calls"] == 1000, f"{f['exit']} {f['calls']}")
+    check(abs(f["wall_ns"]["avg"] - t["wall_avg_ns"]) <= 0.03 * t["wall_avg_ns"] + 1000,
+          f"ret mode: {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f}")
+
+
+def test_entry_only_counts_calls():
+    rep, p = traced(["--entry-only", "-f", "tiny"], target("work"), "count", 10000)
+    f = func(rep, "tiny")
+    check(f["calls"] == 10000 and f["exit"] == "none", f"{f['calls']} {f['exit']}")
+    check(f["wall_ns"] is None, "entry-only must not show a latency")
+    text = run_fnprof(["--entry-only", "-f", "tiny", "--", target("work"), "count", "100"]).stderr
+    row = [l for l in text.splitlines() if l.startswith("tiny")][0]
+    check(" - " in row and "100" in row, row)
+
+
+def test_c_program_keeps_uretprobe():
+    rep, _ = traced(["-f", "spin_us"], target("work"), "spin", 10, 10)
+    check(func(rep, "spin_us")["exit"] == "uretprobe", "a plain C program needs no ret probes")
