@@ -64,3 +64,45 @@ def test_entry_only_counts_calls():
 def test_c_program_keeps_uretprobe():
     rep, _ = traced(["-f", "spin_us"], target("work"), "spin", 10, 10)
     check(func(rep, "spin_us")["exit"] == "uretprobe", "a plain C program needs no ret probes")
+
+
+def make_root(root, prog):
+    """A container-style root holding prog and the libraries it loads (from ldd)."""
+    import os
+    import shutil
+    libs = subprocess.run(["ldd", prog], capture_output=True, text=True).stdout
+    paths = [prog] + [w for w in libs.split() if w.startswith("/")]
+    for path in paths:
+        dest = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy2(os.path.realpath(path), dest)
+    return "/" + prog.lstrip("/")
+
+
+def test_container_root_with_planted_symlink():
+    # The target runs chrooted; then its binary's path inside the root is replaced by a
+    # symlink that points, absolutely, at a host file. fnprof must trace the mapped file
+    # itself, never follow the planted link out of the root.
+    import os
+    import shutil
+    import tempfile
+    from harness import Target
+    root = tempfile.mkdtemp(prefix="fnprof-root-")
+    try:
+        inside = make_root(root, target("work"))
+        proc = subprocess.Popen(["chroot", root, inside, "loop"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            check("ready" in proc.stdout.readline(), "chrooted target did not start")
+            os.rename(root + inside, root + inside + ".moved")
+            os.symlink("/etc/passwd", root + inside)
+            p = run_fnprof(["-p", str(proc.pid), "-f", "spin_us", "-d", "1", "--json"])
+            check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
+            f = func(final_report(p.stderr), "spin_us")
+            # /proc/PID/maps names files as fnprof sees them: the moved original, on the host side.
+            check(f["calls"] > 10 and f["object"].endswith(inside + ".moved"), f"{f['calls']} calls in {f['object']}")
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+    finally:
+        shutil.rmtree(root)

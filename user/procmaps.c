@@ -121,6 +121,20 @@ const char *procmaps_find_object(const struct procmaps *pm, const char *name)
 	return NULL;
 }
 
+int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++) {
+		if (strcmp(pm->maps[i].path, path))
+			continue;
+		snprintf(buf, size, "/proc/%d/map_files/%llx-%llx", pm->pid,
+			 (unsigned long long)pm->maps[i].start, (unsigned long long)pm->maps[i].end);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int proc_root_path(pid_t pid, const char *path, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "/proc/%d/root%s", pid, path);

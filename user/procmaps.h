@@ -39,6 +39,13 @@ const char *procmaps_find_object(const struct procmaps *pm, const char *name);
 /* Whether the base name of path designates the short library name. */
 bool lib_name_matches(const char *path, const char *name);
 
+/*
+ * A path to the very file mapped at path, immune to what has been renamed,
+ * replaced or symlinked there since: "/proc/PID/map_files/START-END" of its
+ * first mapping. 0, or -ENOENT when nothing is mapped from path.
+ */
+int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, size_t size);
+
 /* Path to open a file that the target sees at path: "/proc/PID/root" + path. */
 int proc_root_path(pid_t pid, const char *path, char *buf, size_t size);
 

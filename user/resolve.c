@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "disasm.h"
@@ -197,6 +199,37 @@ static int find_system_lib(const char *name, char *buf, size_t size)
 	return -ENOENT;
 }
 
+/*
+ * Opens path as the target would see it, without escaping its root through
+ * "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), and keeps the file
+ * open: open_path becomes /proc/FNPROF_PID/fd/N, which the kernel resolves to
+ * that very file when the probes are attached.
+ */
+static int open_in_root(struct resolver *r, const char *path, char *open_path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	char root[64];
+	int rfd, fd;
+
+	if (r->out->nr_held == MAX_HELD_FDS) {
+		log_err("too many objects outside the target's mappings (at most %d)", MAX_HELD_FDS);
+		return EXIT_FAIL;
+	}
+	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = rfd < 0 ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	if (fd < 0) {
+		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(errno));
+		if (rfd >= 0)
+			close(rfd);
+		return EXIT_FAIL;
+	}
+	close(rfd);
+	r->out->held_fds[r->out->nr_held++] = fd;
+	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
+	return 0;
+}
+
 /* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
 static int locate_object(struct resolver *r, const char *objname, char *path, char *open_path)
 {
@@ -225,9 +258,11 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 			objname, r->pid, r->pid);
 		return EXIT_FAIL;
 	}
-	/* An absolute path not mapped yet (dlopen later) is still a valid probe site. */
 	snprintf(path, PATH_MAX, "%s", p ? p : objname);
-	return proc_root_path(r->pid, path, open_path, PATH_MAX) ? EXIT_FAIL : 0;
+	/* Mapped: the mapped file itself. Not mapped yet (dlopen later): looked up inside the target's root. */
+	if (p && !procmaps_file_path(r->pm, p, open_path, PATH_MAX))
+		return 0;
+	return open_in_root(r, path, open_path);
 }
 
 /* The main executable, as the mapping whose inode is /proc/PID/exe's. */
@@ -255,7 +290,7 @@ static int locate_exe(struct resolver *r)
 	for (i = 0; i < r->pm->nr; i++) {
 		if (r->pm->maps[i].inode == st.st_ino) {
 			snprintf(r->exe, sizeof(r->exe), "%s", r->pm->maps[i].path);
-			return proc_root_path(r->pid, r->exe, r->exe_open, sizeof(r->exe_open)) ? EXIT_FAIL : 0;
+			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open)) ? EXIT_FAIL : 0;
 		}
 	}
 	/* Not in the maps (deleted or replaced file): the kernel's own reference still works. */
@@ -501,6 +536,8 @@ void probe_list_free(struct probe_list *pl)
 {
 	size_t i;
 
+	for (i = 0; i < pl->nr_held; i++)
+		close(pl->held_fds[i]);
 	for (i = 0; i < pl->nr; i++) {
 		free(pl->probes[i].name);
 		free(pl->probes[i].object);

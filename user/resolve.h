@@ -42,9 +42,13 @@ struct probe {
 	int nr_exits;
 };
 
+#define MAX_HELD_FDS 16
+
 struct probe_list {
 	struct probe *probes;
 	size_t nr;
+	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
+	size_t nr_held;
 };
 
 /*
