@@ -39,8 +39,9 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 DEBIAN_PKGS := clang llvm make gcc libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev
-# What the tests use besides: the harness, strip, setpriv, and go tool pprof to read pprof files.
-TEST_PKGS := python3 binutils util-linux golang-go
+# What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
+# a C++ compiler for the C++ target, and libFuzzer.
+TEST_PKGS := python3 binutils util-linux golang-go g++ libclang-rt-14-dev
 
 .PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:

@@ -48,7 +48,19 @@ $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_B
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(ASAN_LIB_OBJS) $(LDLIBS) -o $@
 
-test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS)
+# libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := user/symbols.c user/demangle.c
+$(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h | $(TEST_BIN)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
+		-lelf -lstdc++ -o $@
+
+fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
+	mkdir -p $(TEST_BIN)/fuzz-corpus && cp $(TARGET_PROGS) $(TARGET_LIBS) $(TEST_BIN)/fuzz-corpus/
+	$(TEST_BIN)/fuzz_symbols -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(TEST_BIN)/fuzz-corpus
+
+test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(TEST_BIN)/fuzz_symbols
 
 # Unit and integration tests run from one harness, which prints "N passed, N failed".
 test: test-build
@@ -60,4 +72,4 @@ demo: fnprof $(TEST_BIN)/demo
 bench: fnprof $(TARGET_PROGS)
 	$(Q)bench/run.sh
 
-.PHONY: test-build
+.PHONY: test-build fuzz
