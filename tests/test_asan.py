@@ -1,0 +1,40 @@
+"""fnprof itself under AddressSanitizer and UndefinedBehaviorSanitizer (the fnprof-asan build)."""
+import os
+import subprocess
+
+from harness import ROOT, check, final_report, func, target
+
+ASAN = os.path.join(ROOT, "fnprof-asan")
+
+
+def run_asan(args):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    p = subprocess.run([ASAN] + args, capture_output=True, text=True, timeout=120, env=env)
+    for word in ("AddressSanitizer", "LeakSanitizer", "runtime error"):
+        check(word not in p.stderr, f"{word} in fnprof-asan {' '.join(args)}:\n{p.stderr[-4000:]}")
+    return p
+
+
+def test_asan_trace_counters_hist_json():
+    p = run_asan(["-f", "touch_pages", "-e", "page-faults,cycles", "--hist", "--json", "-i", "0.05",
+                  "--", target("work"), "pages", "8", "400"])
+    check(p.returncode == 0, p.stderr[-2000:])
+    check(func(final_report(p.stderr), "touch_pages")["calls"] == 400, "calls")
+
+
+def test_asan_table_ret_mode_cxx():
+    p = run_asan(["-f", "app::*", "--hist", "--", target("cxx_throw"), "300"])
+    check(p.returncode == 0 and "app::middle(int)" in p.stderr, p.stderr[-2000:])
+
+
+def test_asan_errors_and_lists():
+    check(run_asan(["-f", "nope", "--", target("work"), "count", "1"]).returncode == 1, "not found")
+    check(run_asan(["--list", "-f", "*", "--", target("work"), "count", "1"]).returncode == 0, "--list")
+    check(run_asan(["--list-events"]).returncode == 0, "--list-events")
+    check(run_asan(["-p", "x"]).returncode == 2, "usage")
+
+
+def test_asan_bursts_and_calibration():
+    p = run_asan(["-f", "tiny", "--max-overhead", "5", "--", target("work"), "rate", "20000", "20"])
+    check(p.returncode == 0, p.stderr[-2000:])
+    check(run_asan(["--calibrate"]).returncode == 0, "--calibrate")
