@@ -1,0 +1,128 @@
+/*
+ * Benchmark target. Prints the runtime address of the function under test, waits for one byte on
+ * stdin (the tool attaches meanwhile), then calls the function N times and prints its own figures:
+ *
+ *   addr <hex address of FUNC in this process>
+ *   result calls=N total_ns=T ns_per_call=T/N truth_avg=.. truth_p50=.. truth_p99=..
+ *
+ * truth_*: the latency the function measured of itself (clock_gettime at its start and end), for
+ * spin and sleep; for nop there is nothing to measure inside a 2 ns function (truth_* = 0).
+ *
+ * usage: bt nop N | bt spin N NS | bt sleep N NS | bt work SECONDS NS  (work: spin calls for SECONDS)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noipa, used))
+
+static inline unsigned long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static unsigned long long *truth;
+
+/* ~2 ns. The volatile store keeps the body (and, at -O2, makes it the first instruction). */
+NOINLINE void target_nop(void)
+{
+	volatile long x = 0;
+	(void)x;
+}
+
+/* Busy-waits NS ns and records how long it took, from inside. */
+NOINLINE void target_spin(unsigned long long ns, unsigned long i)
+{
+	unsigned long long t0 = now_ns(), t;
+	do
+		t = now_ns();
+	while (t - t0 < ns);
+	if (truth)
+		truth[i] = t - t0;
+}
+
+/* Sleeps NS ns (clock_nanosleep) and records how long it took, from inside. */
+NOINLINE void target_sleep(unsigned long long ns, unsigned long i)
+{
+	unsigned long long t0 = now_ns(), t;
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+	t = now_ns();
+	if (truth)
+		truth[i] = t - t0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const unsigned long long *v, unsigned long n, double p)
+{
+	double r = p * (double)(n - 1);
+	unsigned long k = (unsigned long)r;
+	if (k + 1 >= n)
+		return (double)v[n - 1];
+	return (double)v[k] + (r - (double)k) * (double)(v[k + 1] - v[k]);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s nop N | spin N NS | sleep N NS | work SECONDS NS\n", argv[0]);
+		return 2;
+	}
+	const char *mode = argv[1];
+	unsigned long n = strtoul(argv[2], NULL, 0);
+	unsigned long long ns = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
+	void *fn = !strcmp(mode, "nop") ? (void *)target_nop
+		 : !strcmp(mode, "sleep") ? (void *)target_sleep : (void *)target_spin;
+	char c;
+
+	if (strcmp(mode, "nop") && strcmp(mode, "work"))
+		truth = calloc(n, sizeof(*truth));
+	printf("addr %lx\n", (unsigned long)fn);
+	fflush(stdout);
+	if (read(0, &c, 1) < 0)
+		return 1;
+
+	unsigned long long t0 = now_ns(), t1;
+	unsigned long i = 0;
+	if (!strcmp(mode, "nop")) {
+		for (i = 0; i < n; i++)
+			target_nop();
+	} else if (!strcmp(mode, "spin")) {
+		for (i = 0; i < n; i++)
+			target_spin(ns, i);
+	} else if (!strcmp(mode, "sleep")) {
+		for (i = 0; i < n; i++)
+			target_sleep(ns, i);
+	} else if (!strcmp(mode, "work")) {  /* n = seconds */
+		unsigned long long end = t0 + n * 1000000000ull;
+		for (i = 0; now_ns() < end; i++)
+			target_spin(ns, 0);
+	} else {
+		fprintf(stderr, "bad mode %s\n", mode);
+		return 2;
+	}
+	t1 = now_ns();
+
+	double avg = 0, p50 = 0, p99 = 0;
+	if (truth && i) {
+		unsigned long long sum = 0;
+		for (unsigned long k = 0; k < i; k++)
+			sum += truth[k];
+		qsort(truth, i, sizeof(*truth), cmp);
+		avg = (double)sum / (double)i;
+		p50 = pct(truth, i, 0.50);
+		p99 = pct(truth, i, 0.99);
+	}
+	printf("result calls=%lu total_ns=%llu ns_per_call=%.3f truth_avg=%.1f truth_p50=%.1f truth_p99=%.1f\n",
+	       i, t1 - t0, (double)(t1 - t0) / (double)i, avg, p50, p99);
+	return 0;
+}
