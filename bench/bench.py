@@ -58,7 +58,7 @@ TOOL_LABEL = {
 
 TARGET_TIMEOUT = 120
 ATTACH_TIMEOUT = 30
-STOP_GRACE = 2.0
+STOP_GRACE = 0.5   # fnprof and the floor exit with the target; the others get SIGINT
 INT_TIMEOUT = 15
 
 
@@ -189,11 +189,11 @@ class Target:
         finally:
             os.close(self.mem)
         m = re.search(r"result calls=(\d+) total_ns=(\d+) ns_per_call=([\d.]+) truth_avg=([\d.]+) "
-                      r"truth_p50=([\d.]+) truth_p99=([\d.]+)", out.decode())
+                      r"truth_p50=([\d.]+) truth_p99=([\d.]+)(?: entry=([0-9a-f]+))?", out.decode())
         if not m:
             raise RuntimeError("target printed no result")
         return dict(calls=int(m[1]), total_ns=int(m[2]), ns_per_call=float(m[3]),
-                    truth_avg=float(m[4]), truth_p50=float(m[5]), truth_p99=float(m[6]))
+                    truth_avg=float(m[4]), truth_p50=float(m[5]), truth_p99=float(m[6]), entry=m[7])
 
     def abort(self):
         self.proc.kill()
@@ -546,14 +546,17 @@ def build_report(runs, meta):
                  f"medians.")
 
     # 1. per-call overhead on the 2 ns function
-    hdr = ["build (first instruction)", "untraced", "floor", "bpftrace (hist)", "bpftrace (stats)",
+    hdr = ["build (first instruction)", "entry when probed", "untraced", "floor", "bpftrace (hist)", "bpftrace (stats)",
            "funclatency", "fnprof", "fnprof - floor"]
     rows = []
     for case in NOP_CASES:
         c = next(x for x in CASES if x[0] == case)
         base = med([r["ns_per_call"] for r in res.ok(case, "none")])
         fl = res.overhead(case, "floor")
-        row = [f"{c[5].split(', ')[1]} (`{first_insn(c[1], 'target_nop')}`)", fmt_ns(base)]
+        entries = [r.get("entry") for r in res.ok(case, "floor") if r.get("entry")]
+        ent = max(set(entries), key=entries.count) if entries else None
+        ent = {"cc": "int3", "e8": "call (optimized)"}.get(ent, ent or "-")
+        row = [f"{c[5].split(', ')[1]} (`{first_insn(c[1], 'target_nop')}`)", ent, fmt_ns(base)]
         for tool in ["floor", "bpftrace_hist", "bpftrace", "funclatency", "fnprof"]:
             f = cell_fail(res, case, tool)
             o = res.overhead(case, tool)
@@ -569,7 +572,9 @@ def build_report(runs, meta):
         row.append(fmt_ns(fo - fl, True) if fo is not None and fl is not None else "-")
         rows.append(row)
     parts.append("### Per-call cost added to a 2 ns function\n\n"
-                 "(traced ns/call - untraced ns/call of the same repeat; in brackets: ratio to the floor)\n\n"
+                 "(traced ns/call - untraced ns/call of the same repeat; in brackets: ratio to the floor; "
+                 "entry when probed: the function's first byte as the target reads it after the loop, under "
+                 "the floor)\n\n"
                  + table(hdr, rows))
 
     # 2. latency error
@@ -733,6 +738,11 @@ def versions():
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--report":   # re-render the tables from a runs.json
+        with open(sys.argv[2]) as f:
+            d = json.load(f)
+        print(build_report(d["runs"], d["meta"]))
+        return 0
     if os.geteuid() != 0:
         log("bench: needs root (uprobes, BPF)")
         return 1

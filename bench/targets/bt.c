@@ -3,10 +3,12 @@
  * stdin (the tool attaches meanwhile), then calls the function N times and prints its own figures:
  *
  *   addr <hex address of FUNC in this process>
- *   result calls=N total_ns=T ns_per_call=T/N truth_avg=.. truth_p50=.. truth_p99=..
+ *   result calls=N total_ns=T ns_per_call=T/N truth_avg=.. truth_p50=.. truth_p99=.. entry=XX
  *
  * truth_*: the latency the function measured of itself (clock_gettime at its start and end), for
  * spin and sleep; for nop there is nothing to measure inside a 2 ns function (truth_* = 0).
+ * entry: the first byte of the function after the loop, as this process sees it (cc: the uprobe's int3;
+ * e8: a call, the kernel's optimized uprobe on a 5-byte nop).
  *
  * usage: bt nop N | bt spin N NS | bt sleep N NS | bt work SECONDS NS  (work: spin calls for SECONDS)
  */
@@ -122,7 +124,8 @@ int main(int argc, char **argv)
 		p50 = pct(truth, i, 0.50);
 		p99 = pct(truth, i, 0.99);
 	}
-	printf("result calls=%lu total_ns=%llu ns_per_call=%.3f truth_avg=%.1f truth_p50=%.1f truth_p99=%.1f\n",
-	       i, t1 - t0, (double)(t1 - t0) / (double)i, avg, p50, p99);
+	printf("result calls=%lu total_ns=%llu ns_per_call=%.3f truth_avg=%.1f truth_p50=%.1f truth_p99=%.1f "
+	       "entry=%02x\n", i, t1 - t0, (double)(t1 - t0) / (double)i, avg, p50, p99,
+	       *(volatile unsigned char *)fn);
 	return 0;
 }
