@@ -117,4 +117,23 @@ struct thread_state {
 	struct fn_frame frames[FNPROF_MAX_DEPTH];
 };
 
+/* --- Sampling (profile.bpf.c) --------------------------------------------- */
+
+#define FNPROF_STACK_DEPTH 127   /* PERF_MAX_STACK_DEPTH */
+
+/* Samples are counted per (thread, user stack, kernel stack). */
+struct sample_key {
+	__u32 tid;          /* 0 unless --per-thread */
+	__s32 ustack;       /* stack map ids; negative: none */
+	__s32 kstack;
+	__u32 pad;
+};
+
+enum sample_drop {
+	SDROP_USTACK,       /* user stack lost: stack map full or hash collision */
+	SDROP_KSTACK,       /* kernel stack lost, same reasons */
+	SDROP_COUNTS_FULL,  /* the counts map was full: sample not counted */
+	SDROP_NR,
+};
+
 #endif /* FNPROF_H */

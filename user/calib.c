@@ -24,7 +24,7 @@
 __asm__(".text\n"
 	CALIB_FN(fnprof_calib_emulated, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_stepped, "\tlea 0x1(%rdi),%rax\n\tret\n")
-	CALIB_FN(fnprof_calib_nop5, "\tnopl 0x0(%rax,%rax,1)\n\tret\n")
+	CALIB_FN(fnprof_calib_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
 

@@ -307,8 +307,9 @@ static void wait_event(struct run *r, double deadline)
 		r->note = "target exited";
 		return;
 	}
-	/* Keep the CPU reading fresh: it is gone once the target exits. */
+	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
+	sampler_refresh(r->sampler);
 	if (r->exe_ino)
 		check_exec(r);
 }

@@ -26,7 +26,7 @@ static int add_mapping(struct procmaps *pm, size_t *cap, const struct mapping *m
 	return 0;
 }
 
-/* One line: "start-end perms pgoff maj:min inode   path". Only file-backed ones count. */
+/* One line: "start-end perms pgoff maj:min inode   path". File-backed ones and the vDSO count. */
 static bool parse_line(char *line, struct mapping *m)
 {
 	char perms[8];
@@ -39,7 +39,8 @@ static bool parse_line(char *line, struct mapping *m)
 	line[strcspn(line, "\n")] = 0;
 	m->path = line + n;
 	m->exec = perms[2] == 'x';
-	return m->path[0] == '/';
+	/* Files, and the vDSO: code that samples land in. */
+	return m->path[0] == '/' || !strcmp(m->path, "[vdso]");
 }
 
 int procmaps_load(pid_t pid, struct procmaps **out)

@@ -1,26 +1,575 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Placeholder until the sampling profiler lands: sampling is refused clearly. */
+/*
+ * The sampling profiler: loads profile.bpf.c, opens one sampling perf event
+ * per CPU, and turns the kernel's per-stack counts into the top-functions
+ * table, JSON, folded stacks and pprof.
+ */
 #include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "fnprof.h"
+#include "json.h"
 #include "log.h"
+#include "outfile.h"
+#include "pprof.h"
+#include "profile.skel.h"
 #include "sample.h"
+#include "symbolize.h"
+
+/* A stack's frames, symbolized once: leaf first, kernel frames before user ones. */
+struct stack {
+	int nr;
+	struct frame_info *f;
+	__u64 *ips;
+};
+
+struct entry {
+	struct sample_key key;
+	__u64 count;        /* since the start */
+	__u64 delta;        /* in the interval being reported */
+};
+
+struct sampler {
+	const struct opts *o;
+	pid_t pid;
+	struct profile_bpf *skel;
+	struct bpf_link **links;
+	int nr_links;
+	const char *event;           /* "cycles" or "cpu-clock" */
+	struct symbolizer *sym;
+	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
+	struct entry *prev;          /* counts at the last report, sorted by key */
+	size_t nr_prev;
+	__u64 drops_prev[SDROP_NR + 1];
+	double run_s;                /* seconds sampled so far */
+	char comm[64];               /* the process's name, read while it runs */
+};
+
+/* --- perf events ----------------------------------------------------------- */
+
+static int open_sampling_event(__u32 type, __u64 config, unsigned int hz, int cpu)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr), .type = type, .config = config, .freq = 1, .sample_freq = hz,
+	};
+
+	return syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+/* cycles where a PMU exists, else cpu-clock, on every online CPU. */
+static int attach_events(struct sampler *s)
+{
+	int cpu, fd, nr = libbpf_num_possible_cpus();
+	bool hw = true;
+
+	s->links = calloc(nr > 0 ? nr : 1, sizeof(*s->links));
+	if (!s->links)
+		return -ENOMEM;
+	fd = open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, 0);
+	if (fd < 0)
+		hw = false;
+	else
+		close(fd);
+	s->event = hw ? "cycles" : "cpu-clock";
+	log_debug("sampling %s at %u Hz on %d CPUs", s->event, s->o->freq_hz, nr);
+	for (cpu = 0; cpu < nr; cpu++) {
+		fd = hw ? open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, cpu)
+			: open_sampling_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, s->o->freq_hz, cpu);
+		if (fd < 0) {
+			if (errno == ENODEV)  /* offline CPU */
+				continue;
+			log_err("failed to open a %s sampling event on CPU %d: %s", s->event, cpu, strerror(errno));
+			return -errno;
+		}
+		s->links[s->nr_links] = bpf_program__attach_perf_event(s->skel->progs.on_sample, fd);
+		if (!s->links[s->nr_links]) {
+			log_err("failed to attach the sampling program on CPU %d: %s", cpu, strerror(errno));
+			close(fd);
+			return -errno;
+		}
+		s->nr_links++;
+	}
+	return 0;
+}
 
 int sampler_start(const struct opts *o, pid_t pid, struct sampler **out)
 {
-	log_err("sampling is not implemented yet: give -f FUNC to trace functions");
-	return -ENOSYS;
+	struct sampler *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->o = o;
+	s->pid = pid;
+	s->skel = profile_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		log_err("failed to open the sampling BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	s->skel->rodata->target_tgid = pid;
+	s->skel->rodata->per_thread = o->per_thread;
+	err = profile_bpf__load(s->skel);
+	if (err) {
+		log_err("failed to load the sampling BPF program: %s", strerror(-err));
+		goto fail;
+	}
+	s->sym = symbolizer_new(pid);
+	s->ustacks = calloc(16384, sizeof(*s->ustacks));
+	s->kstacks = calloc(16384, sizeof(*s->kstacks));
+	err = s->sym && s->ustacks && s->kstacks ? attach_events(s) : -ENOMEM;
+	if (err)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	sampler_stop(s);
+	return err;
 }
 
-int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
+static void free_stacks(struct stack *st)
 {
-	return 0;
-}
+	int i;
 
-int sampler_write_files(struct sampler *s)
-{
-	return 0;
+	for (i = 0; st && i < 16384; i++) {
+		free(st[i].f);
+		free(st[i].ips);
+	}
+	free(st);
 }
 
 void sampler_stop(struct sampler *s)
 {
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nr_links; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	profile_bpf__destroy(s->skel);
+	free_stacks(s->ustacks);
+	free_stacks(s->kstacks);
+	symbolizer_free(s->sym);
+	free(s->prev);
+	free(s);
+}
+
+static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size);
+
+void sampler_refresh(struct sampler *s)
+{
+	char comm[64];
+
+	if (!s)
+		return;
+	symbolizer_refresh(s->sym);
+	thread_comm(s->pid, 0, comm, sizeof(comm));
+	if (strcmp(comm, "[process]"))
+		snprintf(s->comm, sizeof(s->comm), "%s", comm);
+}
+
+/* --- reading and symbolizing ----------------------------------------------- */
+
+static int cmp_key(const void *a, const void *b)
+{
+	return memcmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key, sizeof(struct sample_key));
+}
+
+/* Every (thread, stacks) count so far, sorted by key. */
+static struct entry *read_counts(struct sampler *s, size_t *nr)
+{
+	int fd = bpf_map__fd(s->skel->maps.counts);
+	struct sample_key key, next, *cur = NULL;
+	struct entry *e = NULL, *n;
+	size_t cap = 0;
+
+	*nr = 0;
+	while (!bpf_map_get_next_key(fd, cur, &next)) {
+		key = next;
+		cur = &key;
+		if (*nr == cap) {
+			cap = cap ? 2 * cap : 1024;
+			n = realloc(e, cap * sizeof(*e));
+			if (!n)
+				break;
+			e = n;
+		}
+		e[*nr].key = key;
+		if (!bpf_map_lookup_elem(fd, &key, &e[*nr].count))
+			(*nr)++;
+	}
+	if (*nr)
+		qsort(e, *nr, sizeof(*e), cmp_key);
+	return e;
+}
+
+static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
+{
+	struct stack *st = kernel ? s->kstacks : s->ustacks, *t;
+	__u64 ips[FNPROF_STACK_DEPTH] = {};
+	int i, n;
+
+	if (id < 0 || id >= 16384)
+		return NULL;
+	t = &st[id];
+	if (t->f)
+		return t;
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
+		return NULL;
+	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
+		;
+	t->f = calloc(n ? n : 1, sizeof(*t->f));
+	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
+	if (!t->f || !t->ips)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		/* Above the leaf, a frame holds a return address: the call is one byte before. */
+		__u64 ip = i ? ips[i] - 1 : ips[i];
+
+		if (kernel)
+			symbolize_kernel(s->sym, ip, &t->f[i]);
+		else
+			symbolize_user(s->sym, ip, &t->f[i]);
+		t->ips[i] = ips[i];
+	}
+	t->nr = n;
+	return t;
+}
+
+/* The frames of one sample, leaf first (kernel frames first): up to max. */
+static int sample_frames(struct sampler *s, const struct sample_key *k, const struct frame_info **out,
+			 __u64 *ips, int max)
+{
+	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
+	const struct stack *ks = get_stack(s, k->kstack, true), *us = get_stack(s, k->ustack, false);
+	int n = 0, i;
+
+	for (i = 0; ks && i < ks->nr && n < max; i++, n++)
+		out[n] = &ks->f[i], ips[n] = ks->ips[i];
+	for (i = 0; us && i < us->nr && n < max; i++, n++)
+		out[n] = &us->f[i], ips[n] = us->ips[i];
+	if (!us && n < max)  /* never drop a sample: show that its user stack is missing */
+		out[n] = &lost, ips[n++] = 0;
+	return n;
+}
+
+/* --- per-function aggregation ---------------------------------------------- */
+
+struct fn_agg {
+	const char *func, *object;
+	__u32 tid;
+	__u64 self, total;
+};
+
+struct agg_table {
+	struct fn_agg *v;
+	size_t cap, nr;
+	__u64 samples;
+};
+
+static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, __u32 tid)
+{
+	size_t h = ((uintptr_t)f->func * 31 + (uintptr_t)f->object * 7 + tid) & (t->cap - 1);
+
+	for (; t->v[h].func; h = (h + 1) & (t->cap - 1))
+		if (t->v[h].func == f->func && t->v[h].object == f->object && t->v[h].tid == tid)
+			return &t->v[h];
+	t->v[h] = (struct fn_agg){ .func = f->func, .object = f->object, .tid = tid };
+	t->nr++;
+	return &t->v[h];
+}
+
+/* Self samples go to the leaf, total samples once to every function on the stack. */
+static void agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
+{
+	int i, j;
+
+	t->samples += cnt;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (fr[j]->func == fr[i]->func && fr[j]->object == fr[i]->object)
+				break;
+		if (j < i)
+			continue;  /* recursion: counted once */
+		agg_slot(t, fr[i], tid)->total += cnt;
+	}
+	if (n)
+		agg_slot(t, fr[0], tid)->self += cnt;
+}
+
+static int cmp_self(const void *a, const void *b)
+{
+	const struct fn_agg *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return x->total > y->total ? -1 : x->total < y->total;
+}
+
+/* The interval's functions, sorted by thread, then self samples. */
+static int aggregate(struct sampler *s, const struct entry *e, size_t nr, struct agg_table *t)
+{
+	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
+	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
+	size_t i, k, want = 64;
+
+	for (i = 0; i < nr; i++)
+		want += 2 * FNPROF_STACK_DEPTH + 2;
+	for (t->cap = 64; t->cap < want; t->cap *= 2)
+		;
+	t->v = calloc(t->cap, sizeof(*t->v));
+	if (!t->v)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		int n;
+
+		if (!e[i].delta)
+			continue;
+		n = sample_frames(s, &e[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+		agg_stack(t, fr, n, e[i].key.tid, e[i].delta);
+	}
+	for (i = 0, k = 0; i < t->cap; i++)
+		if (t->v[i].func)
+			t->v[k++] = t->v[i];
+	qsort(t->v, k, sizeof(*t->v), cmp_self);
+	return 0;
+}
+
+/* --- reports ------------------------------------------------------------------ */
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), tid ? "/proc/%d/task/%u/comm" : "/proc/%d/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, size, f))
+		snprintf(buf, size, tid ? "[exited]" : "[process]");
+	buf[strcspn(buf, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+static void print_table(struct sampler *s, FILE *out, const struct agg_table *t, double span,
+			const __u64 *drops, bool final)
+{
+	double per_core = s->o->freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
+	__u32 tid = (__u32)-1;
+	unsigned int shown = 0;
+	char comm[64];
+	size_t i;
+
+	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
+		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)t->samples, s->o->freq_hz,
+		s->event, t->samples / per_core);
+	for (i = 0; i < t->nr; i++) {
+		const struct fn_agg *a = &t->v[i];
+
+		if (a->tid != tid) {
+			tid = a->tid;
+			shown = 0;
+			if (s->o->per_thread) {
+				thread_comm(s->pid, tid, comm, sizeof(comm));
+				fprintf(out, "\nthread %u (%s):\n", tid, comm);
+			}
+			fprintf(out, "%-40s %-20s %7s %7s %8s %6s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
+				"SAMPLES", "CORES");
+		}
+		if (!a->self || shown++ >= s->o->top)
+			continue;
+		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
+			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
+	}
+	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL])
+		fprintf(out, "dropped: %llu samples not counted (map full), stacks lost: %llu user, %llu kernel "
+			     "(stack map full or collision)\n", (unsigned long long)drops[SDROP_COUNTS_FULL],
+			(unsigned long long)drops[SDROP_USTACK], (unsigned long long)drops[SDROP_KSTACK]);
+	fflush(out);
+}
+
+static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, double span,
+		       const __u64 *drops)
+{
+	double per_core = s->o->freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
+	struct json j;
+	size_t i;
+
+	json_init(&j, out);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "mode", "sample");
+	json_i64(&j, "pid", s->pid);
+	json_f64(&j, "interval_s", span);
+	json_u64(&j, "freq_hz", s->o->freq_hz);
+	json_str(&j, "event", s->event);
+	json_u64(&j, "samples", t->samples);
+	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL]);
+	json_obj_begin(&j, "stacks_lost");
+	json_u64(&j, "user", drops[SDROP_USTACK]);
+	json_u64(&j, "kernel", drops[SDROP_KSTACK]);
+	json_obj_end(&j);
+	json_arr_begin(&j, "functions");
+	for (i = 0; i < t->nr; i++) {
+		const struct fn_agg *a = &t->v[i];
+
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", a->func);
+		json_str(&j, "object", a->object);
+		if (s->o->per_thread)
+			json_u64(&j, "tid", a->tid);
+		json_f64(&j, "self_pct", a->self * pct);
+		json_f64(&j, "total_pct", a->total * pct);
+		json_u64(&j, "self_samples", a->self);
+		json_u64(&j, "total_samples", a->total);
+		json_f64(&j, "cpu_cores", a->self / per_core);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
+/* Counts since the last report: the current ones less those seen then. */
+static void compute_deltas(struct sampler *s, struct entry *e, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		const struct entry *p = s->nr_prev ? bsearch(&e[i], s->prev, s->nr_prev, sizeof(*e), cmp_key) : NULL;
+
+		e[i].delta = e[i].count - (p ? p->count : 0);
+	}
+}
+
+static void read_drops(struct sampler *s, __u64 *now)
+{
+	int fd = bpf_map__fd(s->skel->maps.sdrops), c, nr = libbpf_num_possible_cpus();
+	__u64 *v = calloc(nr > 0 ? nr : 1, sizeof(*v));
+	__u32 k;
+
+	for (k = 0; v && k <= SDROP_NR; k++) {
+		now[k] = 0;
+		if (!bpf_map_lookup_elem(fd, &k, v))
+			for (c = 0; c < nr; c++)
+				now[k] += v[c];
+	}
+	free(v);
+}
+
+int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
+{
+	__u64 drops[SDROP_NR + 1], d[SDROP_NR + 1];
+	struct agg_table t = {};
+	struct entry *e;
+	size_t nr;
+	int k;
+
+	e = read_counts(s, &nr);
+	read_drops(s, drops);
+	for (k = 0; k <= SDROP_NR; k++)
+		d[k] = drops[k] - s->drops_prev[k];
+	compute_deltas(s, e, nr);
+	if (aggregate(s, e, nr, &t)) {
+		free(e);
+		return -ENOMEM;
+	}
+	if (s->o->json)
+		print_json(s, out, &t, interval_s, d);
+	else
+		print_table(s, out, &t, interval_s, d, final);
+	free(t.v);
+	free(s->prev);
+	s->prev = e;
+	s->nr_prev = nr;
+	memcpy(s->drops_prev, drops, sizeof(drops));
+	s->run_s += interval_s;
+	return 0;
+}
+
+/* --- files -------------------------------------------------------------------- */
+
+/* folded: "comm;root;...;leaf count" per stack, root first, kernel frames marked _[k]. */
+static int write_folded(struct sampler *s, const char *path)
+{
+	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
+	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
+	char comm[64], *buf = NULL;
+	size_t i, len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int n, err;
+
+	if (!f)
+		return -ENOMEM;
+	for (i = 0; i < s->nr_prev; i++) {
+		const struct entry *e = &s->prev[i];
+
+		if (e->key.tid)
+			thread_comm(s->pid, e->key.tid, comm, sizeof(comm));
+		else
+			snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
+		/* flamegraph.pl splits frames on ';' and the count off at the last space. */
+		comm[strcspn(comm, "; ")] = 0;
+		fputs(comm[0] ? comm : "[process]", f);
+		n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+		while (n--)
+			fprintf(f, ";%s%s", fr[n]->func, !strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
+		fprintf(f, " %llu\n", (unsigned long long)e->count);
+	}
+	fclose(f);
+	err = buf ? write_file_atomic(path, buf, len) : -ENOMEM;
+	free(buf);
+	return err;
+}
+
+static int write_pprof(struct sampler *s, const char *path)
+{
+	struct pprof *p = pprof_new(1000000000ULL / s->o->freq_hz, (__u64)(s->run_s * 1e9));
+	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
+	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
+	unsigned char *data = NULL;
+	size_t i, len;
+	int n, k, err = p ? 0 : -ENOMEM;
+
+	for (i = 0; !err && i < s->nr_prev; i++) {
+		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+		for (k = 0; k < n; k++)
+			locs[k] = pprof_location(p, ips[k], fr[k]->func, fr[k]->object, fr[k]->map_start,
+						 fr[k]->map_limit, fr[k]->map_pgoff);
+		err = pprof_sample(p, locs, n, s->prev[i].count);
+	}
+	if (!err)
+		err = pprof_encode(p, &data, &len);
+	if (!err)
+		err = write_file_atomic(path, data, len);
+	free(data);
+	pprof_free(p);
+	return err;
+}
+
+int sampler_write_files(struct sampler *s)
+{
+	int err = 0;
+
+	if (s->o->folded_path && (err = write_folded(s, s->o->folded_path)))
+		log_err("cannot write folded stacks to %s: %s", s->o->folded_path, strerror(-err));
+	if (!err && s->o->pprof_path && (err = write_pprof(s, s->o->pprof_path)))
+		log_err("cannot write the pprof profile to %s: %s", s->o->pprof_path, strerror(-err));
+	return err;
 }

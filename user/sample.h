@@ -28,6 +28,9 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 /* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
 int sampler_write_files(struct sampler *s);
 
+/* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
+void sampler_refresh(struct sampler *s);
+
 /* Detaches and frees; safe with NULL. */
 void sampler_stop(struct sampler *s);
 

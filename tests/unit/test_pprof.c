@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The pprof encoder, decoded again; the symbolizer on this very process. */
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof.h"
+#include "symbolize.h"
+#include "unit.h"
+
+static size_t gunzip(const unsigned char *in, size_t len, unsigned char *out, size_t cap)
+{
+	z_stream z = { .next_in = (unsigned char *)in, .avail_in = len, .next_out = out, .avail_out = cap };
+
+	if (inflateInit2(&z, 15 + 32) != Z_OK)
+		return 0;
+	inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	return z.total_out;
+}
+
+static uint64_t varint(const unsigned char **p, const unsigned char *end)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	while (*p < end) {
+		unsigned char c = *(*p)++;
+
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+		shift += 7;
+	}
+	return v;
+}
+
+struct counts {
+	int fields[16];
+	char strings[8][32];
+	int nr_strings;
+};
+
+/* The top-level fields of a Profile message, and its first string_table entries. */
+static void walk(const unsigned char *p, const unsigned char *end, struct counts *c)
+{
+	while (p < end) {
+		uint64_t key = varint(&p, end), len;
+
+		if ((key & 7) == 0) {
+			varint(&p, end);
+		} else {
+			len = varint(&p, end);
+			if ((key >> 3) == 6 && c->nr_strings < 8)
+				snprintf(c->strings[c->nr_strings++], 32, "%.*s", (int)len, p);
+			p += len;
+		}
+		if ((key >> 3) < 16)
+			c->fields[key >> 3]++;
+	}
+}
+
+static void encodes_a_readable_profile(void)
+{
+	static unsigned char raw[65536];
+	struct pprof *p = pprof_new(10000000, 2000000000);
+	unsigned char *gz = NULL;
+	struct counts c = {};
+	__u64 locs[2];
+	size_t len = 0, n;
+
+	CHECK(p);
+	locs[0] = pprof_location(p, 0x401000, "leaf", "/bin/x", 0x400000, 0x500000, 0);
+	locs[1] = pprof_location(p, 0x402000, "root", "/bin/x", 0x400000, 0x500000, 0);
+	CHECK(locs[0] == 1 && locs[1] == 2);
+	CHECK(pprof_location(p, 0x401000, "leaf", "/bin/x", 0x400000, 0x500000, 0) == 1);
+	CHECK(!pprof_sample(p, locs, 2, 5));
+	CHECK(!pprof_sample(p, locs + 1, 1, 3));
+	CHECK(!pprof_encode(p, &gz, &len));
+	CHECK(gz[0] == 0x1f && gz[1] == 0x8b);
+	n = gunzip(gz, len, raw, sizeof(raw));
+	CHECK(n > 0);
+	walk(raw, raw + n, &c);
+	CHECK(c.fields[1] == 2);   /* sample_type: samples/count, cpu/nanoseconds */
+	CHECK(c.fields[2] == 2);   /* two samples */
+	CHECK(c.fields[3] == 1);   /* one mapping */
+	CHECK(c.fields[4] == 2);   /* two locations */
+	CHECK(c.fields[5] == 2);   /* two functions */
+	CHECK(c.fields[11] == 1 && c.fields[12] == 1);  /* period type and period */
+	CHECK(c.nr_strings > 3 && !strcmp(c.strings[0], ""));
+	free(gz);
+	pprof_free(p);
+}
+
+__attribute__((noinline)) int unit_marker_function(int x);
+__attribute__((noinline)) int unit_marker_function(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+static void symbolizes_own_process(void)
+{
+	struct symbolizer *s = symbolizer_new(getpid());
+	struct frame_info fi;
+
+	CHECK(s);
+	symbolize_user(s, (uintptr_t)unit_marker_function + 1, &fi);
+	CHECK(fi.known && !strcmp(fi.func, "unit_marker_function"));
+	CHECK(strstr(fi.object, "test_pprof"));
+	symbolize_user(s, (uintptr_t)memcpy, &fi);
+	CHECK(strstr(fi.object, "libc") || strstr(fi.object, "asan"));
+	symbolize_user(s, 16, &fi);
+	CHECK(!fi.known && !strcmp(fi.func, "[unknown]") && !strcmp(fi.object, "[unknown]"));
+	symbolizer_free(s);
+}
+
+int main(void)
+{
+	RUN(encodes_a_readable_profile);
+	RUN(symbolizes_own_process);
+	UNIT_EXIT();
+}

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * profile.proto, field numbers as in github.com/google/pprof/proto/profile.proto:
+ * Profile{1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
+ * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period}.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "pprof.h"
+
+/* A growable byte buffer, and the protobuf wire format on it. */
+struct buf {
+	unsigned char *p;
+	size_t len, cap;
+	int err;
+};
+
+static void put(struct buf *b, const void *data, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n > b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		unsigned char *np;
+
+		while (ncap < b->len + n)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (!np) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+}
+
+static void put_varint(struct buf *b, __u64 v)
+{
+	unsigned char c[10];
+	int n = 0;
+
+	do {
+		c[n++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	put(b, c, n);
+}
+
+/* Field with a varint (wire type 0); zero values are left out, as proto3 does. */
+static void pb_uint(struct buf *b, int field, __u64 v)
+{
+	if (!v)
+		return;
+	put_varint(b, (__u64)field << 3);
+	put_varint(b, v);
+}
+
+/* Field with bytes (wire type 2): strings, nested messages, packed arrays. */
+static void pb_bytes(struct buf *b, int field, const void *data, size_t n)
+{
+	put_varint(b, (__u64)field << 3 | 2);
+	put_varint(b, n);
+	put(b, data, n);
+}
+
+static void pb_msg(struct buf *b, int field, struct buf *m)
+{
+	pb_bytes(b, field, m->p, m->len);
+	if (m->err)
+		b->err = m->err;
+	m->len = 0;
+}
+
+static void pb_packed(struct buf *b, int field, const __u64 *v, int n, struct buf *tmp)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		put_varint(tmp, v[i]);
+	pb_msg(b, field, tmp);
+}
+
+/* Interned strings, functions, mappings and locations, each with its pprof id (index + 1). */
+struct str_tab {
+	char **s;
+	size_t nr, cap;
+	size_t *hash;   /* open addressing: index + 1, 0 = empty */
+	size_t hcap;
+};
+
+struct function { __u64 name; };
+struct mapping_ent { __u64 start, limit, pgoff, file; };
+struct location { __u64 ip, mapping, function; };
+
+struct pprof {
+	struct str_tab strs;
+	struct function *funcs;
+	size_t nr_funcs, cap_funcs;
+	struct mapping_ent *maps;
+	size_t nr_maps, cap_maps;
+	struct location *locs;
+	size_t nr_locs, cap_locs;
+	struct buf samples;   /* encoded Sample messages, field 2 each */
+	struct buf tmp, tmp2;
+	__u64 period_ns, duration_ns;
+};
+
+static __u64 fnv(const char *s)
+{
+	__u64 h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+static int str_grow(struct str_tab *t)
+{
+	size_t i, ncap = t->hcap ? t->hcap * 2 : 1024;
+	size_t *nh = calloc(ncap, sizeof(*nh));
+
+	if (!nh)
+		return -ENOMEM;
+	for (i = 0; i < t->nr; i++) {
+		size_t h = fnv(t->s[i]) & (ncap - 1);
+
+		while (nh[h])
+			h = (h + 1) & (ncap - 1);
+		nh[h] = i + 1;
+	}
+	free(t->hash);
+	t->hash = nh;
+	t->hcap = ncap;
+	return 0;
+}
+
+/* Index of s in the string table (string_table[0] is ""). */
+static __u64 intern(struct pprof *p, const char *s)
+{
+	struct str_tab *t = &p->strs;
+	size_t h;
+
+	if ((t->nr + 1) * 2 > t->hcap && str_grow(t))
+		return 0;
+	for (h = fnv(s) & (t->hcap - 1); t->hash[h]; h = (h + 1) & (t->hcap - 1))
+		if (!strcmp(t->s[t->hash[h] - 1], s))
+			return t->hash[h] - 1;
+	if (t->nr == t->cap) {
+		size_t ncap = t->cap ? 2 * t->cap : 256;
+		char **n = realloc(t->s, ncap * sizeof(*n));
+
+		if (!n)
+			return 0;
+		t->s = n;
+		t->cap = ncap;
+	}
+	t->s[t->nr] = strdup(s);
+	if (!t->s[t->nr])
+		return 0;
+	t->hash[h] = t->nr + 1;
+	return t->nr++;
+}
+
+/* Appends one element to a growable array: 0, or -ENOMEM. */
+static int grow(void **arr, size_t *nr, size_t *cap, size_t size)
+{
+	if (*nr == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 256;
+		void *n = realloc(*arr, ncap * size);
+
+		if (!n)
+			return -ENOMEM;
+		*arr = n;
+		*cap = ncap;
+	}
+	(*nr)++;
+	return 0;
+}
+
+struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
+{
+	struct pprof *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->period_ns = period_ns;
+	p->duration_ns = duration_ns;
+	intern(p, "");
+	return p;
+}
+
+void pprof_free(struct pprof *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->strs.nr; i++)
+		free(p->strs.s[i]);
+	free(p->strs.s);
+	free(p->strs.hash);
+	free(p->funcs);
+	free(p->maps);
+	free(p->locs);
+	free(p->samples.p);
+	free(p->tmp.p);
+	free(p->tmp2.p);
+	free(p);
+}
+
+static __u64 function_id(struct pprof *p, const char *name)
+{
+	__u64 n = intern(p, name);
+	size_t i;
+
+	for (i = p->nr_funcs; i > 0; i--)  /* recent first: stacks repeat their functions */
+		if (p->funcs[i - 1].name == n)
+			return i;
+	if (grow((void **)&p->funcs, &p->nr_funcs, &p->cap_funcs, sizeof(*p->funcs)))
+		return 0;
+	p->funcs[p->nr_funcs - 1].name = n;
+	return p->nr_funcs;
+}
+
+static __u64 mapping_id(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff)
+{
+	__u64 file = intern(p, object);
+	size_t i;
+
+	if (!start)
+		return 0;
+	for (i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].start == start && p->maps[i].file == file)
+			return i + 1;
+	if (grow((void **)&p->maps, &p->nr_maps, &p->cap_maps, sizeof(*p->maps)))
+		return 0;
+	p->maps[p->nr_maps - 1] = (struct mapping_ent){ start, limit, pgoff, file };
+	return p->nr_maps;
+}
+
+__u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
+		     __u64 map_limit, __u64 map_pgoff)
+{
+	__u64 fid = function_id(p, func), mid = mapping_id(p, object, map_start, map_limit, map_pgoff);
+	size_t i;
+
+	for (i = p->nr_locs; i > 0; i--)
+		if (p->locs[i - 1].ip == ip && p->locs[i - 1].function == fid)
+			return i;
+	if (grow((void **)&p->locs, &p->nr_locs, &p->cap_locs, sizeof(*p->locs)))
+		return 0;
+	p->locs[p->nr_locs - 1] = (struct location){ ip, mid, fid };
+	return p->nr_locs;
+}
+
+int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count)
+{
+	__u64 values[2] = { count, count * p->period_ns };
+	struct buf *m = &p->tmp;
+
+	pb_packed(m, 1, locs, nr, &p->tmp2);
+	pb_packed(m, 2, values, 2, &p->tmp2);
+	pb_msg(&p->samples, 2, m);
+	return p->samples.err;
+}
+
+static void value_type(struct pprof *p, struct buf *out, int field, const char *type, const char *unit)
+{
+	struct buf *m = &p->tmp;
+
+	pb_uint(m, 1, intern(p, type));
+	pb_uint(m, 2, intern(p, unit));
+	pb_msg(out, field, m);
+}
+
+static void encode_tables(struct pprof *p, struct buf *out)
+{
+	struct buf *m = &p->tmp, *line = &p->tmp2;
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++) {
+		pb_uint(m, 1, i + 1);
+		pb_uint(m, 2, p->maps[i].start);
+		pb_uint(m, 3, p->maps[i].limit);
+		pb_uint(m, 4, p->maps[i].pgoff);
+		pb_uint(m, 5, p->maps[i].file);
+		pb_uint(m, 7, 1);  /* has_functions */
+		pb_msg(out, 3, m);
+	}
+	for (i = 0; i < p->nr_locs; i++) {
+		pb_uint(m, 1, i + 1);
+		pb_uint(m, 2, p->locs[i].mapping);
+		pb_uint(m, 3, p->locs[i].ip);
+		pb_uint(line, 1, p->locs[i].function);
+		pb_msg(m, 4, line);
+		pb_msg(out, 4, m);
+	}
+	for (i = 0; i < p->nr_funcs; i++) {
+		pb_uint(m, 1, i + 1);
+		pb_uint(m, 2, p->funcs[i].name);
+		pb_uint(m, 3, p->funcs[i].name);
+		pb_msg(out, 5, m);
+	}
+}
+
+static int gzip(const struct buf *in, unsigned char **out, size_t *len)
+{
+	z_stream z = {};
+	uLong cap = compressBound(in->len) + 64;
+	int ret;
+
+	*out = malloc(cap);
+	/* windowBits 15 + 16: a gzip header and trailer, as pprof readers expect. */
+	if (!*out || deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(*out);
+		return -ENOMEM;
+	}
+	z.next_in = in->p;
+	z.avail_in = in->len;
+	z.next_out = *out;
+	z.avail_out = cap;
+	ret = deflate(&z, Z_FINISH);
+	*len = z.total_out;
+	deflateEnd(&z);
+	if (ret != Z_STREAM_END) {
+		free(*out);
+		return -EIO;
+	}
+	return 0;
+}
+
+int pprof_encode(struct pprof *p, unsigned char **out, size_t *len)
+{
+	struct buf b = {};
+	struct timespec ts;
+	size_t i;
+	int err;
+
+	value_type(p, &b, 1, "samples", "count");
+	value_type(p, &b, 1, "cpu", "nanoseconds");
+	put(&b, p->samples.p, p->samples.len);
+	encode_tables(p, &b);
+	value_type(p, &b, 11, "cpu", "nanoseconds");
+	pb_uint(&b, 12, p->period_ns);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pb_uint(&b, 9, ts.tv_sec * 1000000000ULL + ts.tv_nsec - p->duration_ns);
+	pb_uint(&b, 10, p->duration_ns);
+	/* Last: the strings interned while encoding the rest are all there. */
+	for (i = 0; i < p->strs.nr; i++)
+		pb_bytes(&b, 6, p->strs.s[i], strlen(p->strs.s[i]));
+	err = b.err ? b.err : p->samples.err ? p->samples.err : gzip(&b, out, len);
+	free(b.p);
+	return err;
+}

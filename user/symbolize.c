@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ksyms.h"
+#include "procmaps.h"
+#include "symbolize.h"
+#include "symbols.h"
+
+#define MAX_OBJECTS 512
+
+struct symbolizer {
+	pid_t pid;
+	struct procmaps *pm;
+	struct ksyms *ksyms;
+	bool ksyms_tried;
+	struct {
+		char *path;
+		struct symtab *st;  /* NULL: could not be read */
+	} objs[MAX_OBJECTS];
+	size_t nr_objs;
+};
+
+struct symbolizer *symbolizer_new(pid_t pid)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->pid = pid;
+		symbolizer_refresh(s);
+	}
+	return s;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nr_objs; i++) {
+		free(s->objs[i].path);
+		symtab_free(s->objs[i].st);
+	}
+	procmaps_free(s->pm);
+	ksyms_free(s->ksyms);
+	free(s);
+}
+
+static struct symtab *object_symtab(struct symbolizer *s, const struct mapping *m);
+
+void symbolizer_refresh(struct symbolizer *s)
+{
+	struct procmaps *pm;
+	size_t i;
+
+	if (procmaps_load(s->pid, &pm))
+		return;
+	procmaps_free(s->pm);
+	s->pm = pm;
+	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].exec)
+			object_symtab(s, &pm->maps[i]);
+}
+
+/*
+ * The vDSO is no file: its ELF image is copied out of the process's memory
+ * into a memfd, which then reads like one.
+ */
+static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symtab **st)
+{
+	size_t len = m->end - m->start;
+	char path[64], *buf = malloc(len);
+	int mem, fd = -1, err = -EIO;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", s->pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (buf && mem >= 0 && pread(mem, buf, len, m->start) == (ssize_t)len) {
+		fd = memfd_create("vdso", MFD_CLOEXEC);
+		if (fd >= 0 && write(fd, buf, len) == (ssize_t)len) {
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			err = symtab_load(path, st);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (mem >= 0)
+		close(mem);
+	free(buf);
+	return err;
+}
+
+/* The object's symbols, read through the mapping itself while the process lives. */
+static struct symtab *object_symtab(struct symbolizer *s, const struct mapping *m)
+{
+	char path[64];
+	size_t i;
+
+	for (i = 0; i < s->nr_objs; i++)
+		if (!strcmp(s->objs[i].path, m->path))
+			return s->objs[i].st;
+	if (s->nr_objs == MAX_OBJECTS)
+		return NULL;
+	s->objs[s->nr_objs].path = strdup(m->path);
+	if (!s->objs[s->nr_objs].path)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &s->objs[s->nr_objs].st) :
+	    symtab_load(path, &s->objs[s->nr_objs].st) && symtab_load(m->path, &s->objs[s->nr_objs].st))
+		s->objs[s->nr_objs].st = NULL;
+	return s->objs[s->nr_objs++].st;
+}
+
+void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
+{
+	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	const struct sym *sym = NULL;
+	struct symtab *st;
+	__u64 vaddr;
+
+	memset(out, 0, sizeof(*out));
+	out->func = "[unknown]";
+	out->object = "[unknown]";
+	if (!m)
+		return;
+	out->object = m->path;
+	out->map_start = m->start;
+	out->map_limit = m->end;
+	out->map_pgoff = m->pgoff;
+	st = object_symtab(s, m);
+	if (st && !symtab_off_to_vaddr(st, ip - m->start + m->pgoff, &vaddr))
+		sym = symtab_lookup(st, vaddr);
+	if (sym) {
+		out->func = sym_display_name(sym);
+		out->known = true;
+	}
+}
+
+void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out)
+{
+	const char *name;
+
+	if (!s->ksyms_tried) {
+		s->ksyms = ksyms_load();
+		s->ksyms_tried = true;
+	}
+	name = ksyms_lookup(s->ksyms, ip);
+	memset(out, 0, sizeof(*out));
+	out->func = name ? name : "[unknown]";
+	out->object = "[kernel.kallsyms]";
+	out->known = name != NULL;
+}

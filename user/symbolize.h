@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Addresses of a process -> (function, object): its mappings (kept after it
+ * exits, refreshed while it runs), each object's symbols read once.
+ */
+#ifndef FNPROF_SYMBOLIZE_H
+#define FNPROF_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct symbolizer;
+
+struct frame_info {
+	const char *func;    /* function, demangled; "[unknown]" when not known */
+	const char *object;  /* object path ("[kernel.kallsyms]" for the kernel); "[unknown]" if unmapped */
+	__u64 map_start, map_limit, map_pgoff;  /* its mapping, for pprof (0 if none) */
+	bool known;
+};
+
+struct symbolizer *symbolizer_new(pid_t pid);
+void symbolizer_free(struct symbolizer *s);
+
+/* Re-reads /proc/PID/maps if the process still runs; the old mappings stay otherwise. */
+void symbolizer_refresh(struct symbolizer *s);
+
+/* The function holding a user address; the strings live as long as the symbolizer. */
+void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out);
+void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out);
+
+#endif /* FNPROF_SYMBOLIZE_H */
