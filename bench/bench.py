@@ -59,7 +59,7 @@ TOOL_LABEL = {
 TARGET_TIMEOUT = 120
 ATTACH_TIMEOUT = 30
 STOP_GRACE = 0.5   # fnprof and the floor exit with the target; the others get SIGINT
-INT_TIMEOUT = 15
+INT_TIMEOUT = 60   # detaching can wait on RCU grace periods; SIGKILL does not make it faster
 
 
 def log(msg):
@@ -133,14 +133,14 @@ class Tool:
         self.out.seek(0)
         return self.out.read().decode(errors="replace")
 
-    def stop(self, grace=STOP_GRACE):
+    def stop(self, grace=STOP_GRACE, int_timeout=INT_TIMEOUT):
         how = "exited"
         if self.result is None:
             r = reap(self.pid, grace)
             if r is None:
                 how = "SIGINT"
                 kill_quiet(self.pid, signal.SIGINT)
-                r = reap(self.pid, INT_TIMEOUT)
+                r = reap(self.pid, int_timeout)
             if r is None:
                 how = "killed"
                 kill_quiet(self.pid, signal.SIGKILL)
@@ -205,6 +205,43 @@ class Target:
             os.close(self.mem)
         except OSError:
             pass
+
+
+def perf_fds(pid):
+    """perf_event file descriptors of pid: each uprobe or uretprobe a tool attaches is one."""
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
+def extra_perf_fds(tool):
+    """perf_event fds a tool holds besides its probes: bpftrace's perf buffer has one per CPU."""
+    return os.cpu_count() if tool.startswith("bpftrace") else 0
+
+
+def wait_ready(t, nprobes, timeout):
+    """After the first int3: until the tool holds a perf event for each of its nprobes probes (the
+    int3 appears with the first of them), then until it is idle."""
+    end = now() + timeout
+    while perf_fds(t.pid) < nprobes:
+        if not t.alive():
+            out, _, _, _, _ = t.stop()
+            raise RuntimeError("exited while attaching: " + first_line_reason(out))
+        if now() > end:
+            raise RuntimeError(f"fewer than {nprobes} probes after {timeout} s")
+        time.sleep(0.002)
+    wait_idle(t.pid)
+    if not t.alive():
+        out, _, _, _, _ = t.stop()
+        raise RuntimeError("exited after attaching: " + first_line_reason(out))
 
 
 def wait_idle(pid, max_s=5.0):
@@ -336,10 +373,7 @@ def run_one(case, tool):
                 if now() - t.t0 > ATTACH_TIMEOUT:
                     raise RuntimeError(f"no breakpoint after {ATTACH_TIMEOUT} s")
                 time.sleep(0.001)
-            wait_idle(t.pid)
-            if not t.alive():
-                out, _, _, _, _ = t.stop()
-                raise RuntimeError("exited after attaching: " + first_line_reason(out))
+            wait_ready(t, 2 + extra_perf_fds(tool), ATTACH_TIMEOUT)
         tgt.release()
         res.update(tgt.finish())
         if t:
@@ -352,6 +386,8 @@ def run_one(case, tool):
             res["tool_wall_s"] = wall
             rep = parse_report(tool, out, fn)
             res.update({"tool_" + k: v for k, v in rep.items()})
+            if rep.get("calls") is not None and rep["calls"] != res["calls"]:
+                raise RuntimeError(f"counted {rep['calls']} of {res['calls']} calls")
     except Exception as e:   # noqa: BLE001 -- a tool's failure is a cell, not the end of the bench
         res["error"] = str(e) or type(e).__name__
         tgt.abort()
@@ -389,15 +425,29 @@ def run_many(tool, nfuncs=1000):
             if now() - t.t0 > (90 if not QUICK else 45):
                 raise RuntimeError(f"{k}/{nfuncs} breakpoints after {90 if not QUICK else 45} s")
             time.sleep(0.001)
-        wait_idle(t.pid)
+        wait_ready(t, 2 * nfuncs + extra_perf_fds(tool), 90)
         tgt.release()
         tgt.proc.communicate(timeout=30)
         os.close(tgt.mem)
-        out, ru, wall, how, status = t.stop()
+        t_exit = now()
+        # fnprof exits with the target; bpftrace gets SIGINT. Either then detaches 2000 probes.
+        r = reap(t.pid, 5)
+        if r is None and tool != "fnprof":
+            kill_quiet(t.pid, signal.SIGINT)
+        cap = 60 if QUICK else 150
+        r = r or reap(t.pid, cap)
+        res["exit_s"] = now() - t_exit
+        if r is None:   # still detaching: leave it be (SIGKILL would not end it sooner)
+            res["exit_note"] = f"> {cap} s, still detaching"
+            t.result = ((0, None), now())
+            ru = None
+        else:
+            t.result = (r, now())
+            out, ru, wall, how, status = t.stop()
         if ru:
             res["cpu_ms"] = (ru.ru_utime + ru.ru_stime) * 1e3
             res["rss_kb"] = ru.ru_maxrss
-        if tool == "fnprof":
+        if tool == "fnprof" and ru is not None:
             for line in out.splitlines():
                 if line.startswith("{") and '"functions"' in line:
                     rep = json.loads(line)
@@ -543,7 +593,9 @@ def build_report(runs, meta):
     parts = []
     parts.append(f"Machine: {meta['machine']}  \nDate: {meta['date']}; fnprof {meta['fnprof']}; "
                  f"{meta['versions']}; repeats: {meta['repeats']}{' (BENCH_QUICK)' if QUICK else ''}; "
-                 f"medians.")
+                 f"medians." + (f"  \nAt the start, {meta['busy_at_start']} tasks were blocked in uprobe "
+                                f"(de)registration (another tracer detaching): attach times suffer."
+                                if meta.get("busy_at_start") else ""))
 
     # 1. per-call overhead on the 2 ns function
     hdr = ["build (first instruction)", "entry when probed", "untraced", "floor", "bpftrace (hist)", "bpftrace (stats)",
@@ -617,7 +669,8 @@ def build_report(runs, meta):
                  + table(hdr, rows))
 
     # 3. attach time and tool resources
-    hdr = ["tool", "attach, 1 function", "attach, 1000 functions (f_*)", "CPU per run", "peak RSS"]
+    hdr = ["tool", "attach, 1 function", "attach, 1000 functions (f_*)", "exit after target, 1000 functions",
+           "CPU per run", "peak RSS"]
     rows = []
     for tool in TOOLS[1:]:
         rs = [r for r in runs if r["tool"] == tool and r["case"] in [c[0] for c in CASES] and "error" not in r]
@@ -626,12 +679,15 @@ def build_report(runs, meta):
         row = [TOOL_LABEL[tool], f"{a:.1f} ms" if a is not None else (f"failed: {errs[0]}" if errs else "-")]
         mrs = [r for r in runs if r["case"] == "many" and r["tool"] == tool]
         if not mrs:
-            row.append("not run")
+            row += ["not run", "-"]
         elif all("error" in r for r in mrs):
-            row.append("failed: " + mrs[0]["error"])
+            row += ["failed: " + mrs[0]["error"], "-"]
         else:
             ok = [r for r in mrs if "error" not in r]
             row.append(f"{med([r['attach_ms'] for r in ok]):.0f} ms")
+            ex = med([r.get("exit_s") for r in ok])
+            notes_ = [r["exit_note"] for r in ok if r.get("exit_note")]
+            row.append(notes_[0] if notes_ else (f"{ex:.1f} s" if ex is not None else "-"))
         cpu = med([r.get("cpu_ms") for r in rs])
         rss = med([r.get("rss_kb") for r in rs])
         row.append(f"{cpu:.0f} ms" if cpu is not None else "-")
@@ -639,7 +695,8 @@ def build_report(runs, meta):
         rows.append(row)
     parts.append("### Attach time and the tools' own cost\n\n"
                  "(attach: tool start until the int3 is in the target's memory at the function's entry, polled "
-                 "every ~1 ms in /proc/PID/mem; for 1000 functions, until the last of the 1000 has it. "
+                 "every ~1 ms in /proc/PID/mem; for 1000 functions, until the last of the 1000 has it; exit: "
+                 "from the target's exit (fnprof) or SIGINT (bpftrace) until the tool has exited, detaching. "
                  "CPU: the tool's utime+stime over a whole run, start to exit, median over all cases; "
                  "peak RSS: ru_maxrss = VmHWM)\n\n" + table(hdr, rows))
 
@@ -709,6 +766,26 @@ def build_report(runs, meta):
     return "\n\n".join(parts) + "\n"
 
 
+def busy_uprobe_tasks():
+    """Tasks blocked in the kernel's uprobe/perf teardown or attach (another tool detaching, say)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if not f.read(1):
+                    continue   # kernel thread
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                    w = f.read()
+                if "uprobe" in w or w in ("wait_rcu_gp", "synchronize_rcu_normal"):
+                    n += 1
+        except OSError:
+            pass
+    return n
+
+
 def machine():
     model = "?"
     try:
@@ -752,7 +829,10 @@ def main():
                              text=True, timeout=10).stdout.strip()
     except Exception:   # noqa: BLE001
         rev = "?"
-    meta = dict(machine=machine(), date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+    busy = busy_uprobe_tasks()
+    if busy:
+        log(f"bench: warning: {busy} tasks are inside uprobe (de)registration now; attach times will suffer")
+    meta = dict(busy_at_start=busy, machine=machine(), date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
                 fnprof=rev or "?", versions=versions(), repeats=REPEATS)
     runs = []
     for rep in range(REPEATS):
@@ -767,14 +847,6 @@ def main():
                        f"{r['ns_per_call']:10.1f} ns/call" + (f"  attach {r['attach_ms']:.1f} ms"
                                                             if "attach_ms" in r else "")
                        + (f"  read {r['tool_avg']:.0f} ns" if r.get("tool_avg") is not None else "")))
-    for rep in range(1 if QUICK else 3):
-        for tool in ["fnprof", "bpftrace"]:
-            if tool == "bpftrace" and (QUICK or rep > 0):
-                continue   # bpftrace takes long to attach 2000 probes: once
-            r = run_many(tool)
-            r["rep"] = rep
-            runs.append(r)
-            log(f"[{now() - t_start:6.1f}s] many: {tool}: " + (r.get("error") or f"{r['attach_ms']:.0f} ms"))
     secs = 2 if QUICK else 5
     for rep in range(1 if QUICK else 3):
         for tool in ["none", "fnprof"]:
@@ -788,6 +860,15 @@ def main():
                 break
         if runs[-1].get("error", "").startswith("n/a"):
             break
+    # Last: 1000 functions. Detaching 2000 perf-event uprobes waits for RCU grace periods one by one on
+    # this kernel and slows every uprobe attach on the machine meanwhile, so it goes after the rest, once.
+    many_tools = ["fnprof"] + (["bpftrace"] if os.environ.get("BENCH_MANY_BPFTRACE") else [])
+    for tool in many_tools:
+        r = run_many(tool)
+        r["rep"] = 0
+        runs.append(r)
+        log(f"[{now() - t_start:6.1f}s] many: {tool}: " + (r.get("error") or f"{r['attach_ms']:.0f} ms")
+            + (f", exit {r['exit_s']:.1f} s after the target" if "exit_s" in r else ""))
     with open(os.path.join(OUT, "runs.json"), "w") as f:
         json.dump(dict(meta=meta, runs=runs), f, indent=1)
     report = build_report(runs, meta)
