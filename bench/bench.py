@@ -773,9 +773,9 @@ def busy_uprobe_tasks():
         if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if not f.read(1):
-                    continue   # kernel thread
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[6]) & 0x00200000:
+                    continue   # PF_KTHREAD
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/wchan") as f:
                     w = f.read()
