@@ -5,6 +5,7 @@
  * table, JSON, folded stacks and pprof.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,11 +73,14 @@ static int attach_events(struct sampler *s)
 	s->links = calloc(nr > 0 ? nr : 1, sizeof(*s->links));
 	if (!s->links)
 		return -ENOMEM;
+	/* Without a PMU (most VMs) cycles fails with ENOENT; cpu-clock is a timer and always works. */
 	fd = open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, 0);
-	if (fd < 0)
+	if (fd < 0) {
 		hw = false;
-	else
+		log_debug("no cycles event (%s): sampling cpu-clock instead", strerror(errno));
+	} else {
 		close(fd);
+	}
 	s->event = hw ? "cycles" : "cpu-clock";
 	log_debug("sampling %s at %u Hz on %d CPUs", s->event, s->o->freq_hz, nr);
 	for (cpu = 0; cpu < nr; cpu++) {
@@ -275,11 +279,44 @@ struct agg_table {
 	__u64 samples;
 };
 
+static size_t agg_hash(const struct agg_table *t, const char *func, const char *object, __u32 tid)
+{
+	return ((uintptr_t)func * 31 + (uintptr_t)object * 7 + tid) & (t->cap - 1);
+}
+
+/* Doubles the table: it stays at most half full, so that probing stays short. */
+static int agg_grow(struct agg_table *t)
+{
+	size_t i, h, cap = t->cap ? 2 * t->cap : 256;
+	struct agg_table n = { .cap = cap, .nr = t->nr, .samples = t->samples };
+
+	n.v = calloc(cap, sizeof(*n.v));
+	if (!n.v)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->v[i].func)
+			continue;
+		for (h = agg_hash(&n, t->v[i].func, t->v[i].object, t->v[i].tid); n.v[h].func;
+		     h = (h + 1) & (cap - 1))
+			;
+		n.v[h] = t->v[i];
+	}
+	free(t->v);
+	*t = n;
+	return 0;
+}
+
+/*
+ * The function's row; names are compared as pointers, the symbolizer hands
+ * out one string per function. NULL when out of memory.
+ */
 static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, __u32 tid)
 {
-	size_t h = ((uintptr_t)f->func * 31 + (uintptr_t)f->object * 7 + tid) & (t->cap - 1);
+	size_t h;
 
-	for (; t->v[h].func; h = (h + 1) & (t->cap - 1))
+	if (2 * (t->nr + 1) > t->cap && agg_grow(t))
+		return NULL;
+	for (h = agg_hash(t, f->func, f->object, tid); t->v[h].func; h = (h + 1) & (t->cap - 1))
 		if (t->v[h].func == f->func && t->v[h].object == f->object && t->v[h].tid == tid)
 			return &t->v[h];
 	t->v[h] = (struct fn_agg){ .func = f->func, .object = f->object, .tid = tid };
@@ -288,8 +325,9 @@ static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, 
 }
 
 /* Self samples go to the leaf, total samples once to every function on the stack. */
-static void agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
+static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
 {
+	struct fn_agg *a;
 	int i, j;
 
 	t->samples += cnt;
@@ -299,10 +337,14 @@ static void agg_stack(struct agg_table *t, const struct frame_info **fr, int n, 
 				break;
 		if (j < i)
 			continue;  /* recursion: counted once */
-		agg_slot(t, fr[i], tid)->total += cnt;
+		a = agg_slot(t, fr[i], tid);
+		if (!a)
+			return -ENOMEM;
+		a->total += cnt;
+		if (!i)
+			a->self += cnt;
 	}
-	if (n)
-		agg_slot(t, fr[0], tid)->self += cnt;
+	return 0;
 }
 
 static int cmp_self(const void *a, const void *b)
@@ -321,22 +363,17 @@ static int aggregate(struct sampler *s, const struct entry *e, size_t nr, struct
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	size_t i, k, want = 64;
+	size_t i, k;
+	int n;
 
-	for (i = 0; i < nr; i++)
-		want += 2 * FNPROF_STACK_DEPTH + 2;
-	for (t->cap = 64; t->cap < want; t->cap *= 2)
-		;
-	t->v = calloc(t->cap, sizeof(*t->v));
-	if (!t->v)
+	if (agg_grow(t))
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
-		int n;
-
 		if (!e[i].delta)
 			continue;
 		n = sample_frames(s, &e[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		agg_stack(t, fr, n, e[i].key.tid, e[i].delta);
+		if (agg_stack(t, fr, n, e[i].key.tid, e[i].delta))
+			return -ENOMEM;
 	}
 	for (i = 0, k = 0; i < t->cap; i++)
 		if (t->v[i].func)
@@ -487,6 +524,8 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 		d[k] = drops[k] - s->drops_prev[k];
 	compute_deltas(s, e, nr);
 	if (aggregate(s, e, nr, &t)) {
+		log_err("cannot aggregate %zu sampled stacks: %s", nr, strerror(ENOMEM));
+		free(t.v);
 		free(e);
 		return -ENOMEM;
 	}
@@ -505,12 +544,25 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 
 /* --- files -------------------------------------------------------------------- */
 
+/*
+ * A frame's name in folded stacks and pprof: its function, or for an address
+ * without a symbol the object's name in brackets ("[libc.so.6]"), as perf's
+ * stackcollapse does, so that unknown frames of different objects stay apart.
+ */
+static const char *frame_name(const struct frame_info *f, char *buf, size_t size)
+{
+	if (f->known || !strcmp(f->object, "[unknown]") || !strcmp(f->object, "[kernel.kallsyms]"))
+		return f->func;
+	snprintf(buf, size, "[%s]", base_name(f->object));
+	return buf;
+}
+
 /* folded: "comm;root;...;leaf count" per stack, root first, kernel frames marked _[k]. */
 static int write_folded(struct sampler *s, const char *path)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	char comm[64], *buf = NULL;
+	char comm[64], name[PATH_MAX + 2], *buf = NULL;
 	size_t i, len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	int n, err;
@@ -529,7 +581,7 @@ static int write_folded(struct sampler *s, const char *path)
 		fputs(comm[0] ? comm : "[process]", f);
 		n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 		while (n--)
-			fprintf(f, ";%s%s", fr[n]->func, !strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
+			fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)), !strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
 		fprintf(f, " %llu\n", (unsigned long long)e->count);
 	}
 	fclose(f);
@@ -543,6 +595,7 @@ static int write_pprof(struct sampler *s, const char *path)
 	struct pprof *p = pprof_new(1000000000ULL / s->o->freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
+	char name[PATH_MAX + 2];
 	unsigned char *data = NULL;
 	size_t i, len;
 	int n, k, err = p ? 0 : -ENOMEM;
@@ -550,7 +603,7 @@ static int write_pprof(struct sampler *s, const char *path)
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 		for (k = 0; k < n; k++)
-			locs[k] = pprof_location(p, ips[k], fr[k]->func, fr[k]->object, fr[k]->map_start,
+			locs[k] = pprof_location(p, ips[k], frame_name(fr[k], name, sizeof(name)), fr[k]->object, fr[k]->map_start,
 						 fr[k]->map_limit, fr[k]->map_pgoff);
 		err = pprof_sample(p, locs, n, s->prev[i].count);
 	}
