@@ -88,6 +88,7 @@ def test_pprof_opens_in_go_tool():
         rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
         check(rows and rows[0].split()[-1] == "burn_a", f"hot function not first:\n{top.stdout}")
         check("Type: cpu" in top.stdout, top.stdout)
+        check("File: burn" in top.stdout, f"the program's mapping must come first:\n{top.stdout}")
     finally:
         shutil.rmtree(d)
 
@@ -133,6 +134,8 @@ def test_per_thread_table():
     p = run_fnprof(["--per-thread", "-F", "499", "--", target("work"), "threads", "2", "20000"])
     check(p.returncode == 0, p.stderr)
     check(p.stderr.count("thread ") >= 2, f"no per-thread sections:\n{p.stderr[-2000:]}")
+    # The threads have exited by the final report: their names were read while they ran.
+    check(re.search(r"thread \d+ \(work\)", p.stderr), f"thread names:\n{p.stderr[-2000:]}")
 
 
 def test_trace_and_sample_together():

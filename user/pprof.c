@@ -315,6 +315,11 @@ static __u64 mapping_id(struct pprof *p, const char *object, __u64 start, __u64 
 	return p->nr_maps;
 }
 
+void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff)
+{
+	mapping_id(p, object, start, limit, pgoff);
+}
+
 __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
 		     __u64 map_limit, __u64 map_pgoff)
 {

@@ -4,6 +4,7 @@
  * per CPU, and turns the kernel's per-stack counts into the top-functions
  * table, JSON, folded stacks and pprof.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/perf_event.h>
@@ -51,6 +52,13 @@ struct sampler {
 	__u64 drops_prev[SDROP_NR + 1];
 	double run_s;                /* seconds sampled so far */
 	char comm[64];               /* the process's name, read while it runs */
+	struct thread_name *threads; /* --per-thread: names seen while the threads ran */
+	size_t nr_threads, cap_threads;
+};
+
+struct thread_name {
+	__u32 tid;
+	char comm[16];  /* TASK_COMM_LEN */
 };
 
 /* --- perf events ----------------------------------------------------------- */
@@ -162,11 +170,67 @@ void sampler_stop(struct sampler *s)
 	free_stacks(s->ustacks);
 	free_stacks(s->kstacks);
 	symbolizer_free(s->sym);
+	free(s->threads);
 	free(s->prev);
 	free(s);
 }
 
 static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size);
+
+static void remember_thread(struct sampler *s, __u32 tid)
+{
+	struct thread_name *t;
+	size_t i;
+
+	for (i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].tid == tid)
+			return;
+	if (s->nr_threads == s->cap_threads) {
+		size_t ncap = s->cap_threads ? 2 * s->cap_threads : 64;
+
+		t = realloc(s->threads, ncap * sizeof(*t));
+		if (!t)
+			return;
+		s->threads = t;
+		s->cap_threads = ncap;
+	}
+	t = &s->threads[s->nr_threads];
+	thread_comm(s->pid, tid, t->comm, sizeof(t->comm));
+	if (strcmp(t->comm, "[exited]")) {
+		t->tid = tid;
+		s->nr_threads++;
+	}
+}
+
+/* Threads' names, read while they run: the report at the end comes after they exit. */
+static void remember_threads(struct sampler *s)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			remember_thread(s, strtoul(d->d_name, NULL, 10));
+	closedir(dir);
+}
+
+/* A thread's name: now, or as it was while it ran, or "[exited]". */
+static void thread_name(const struct sampler *s, __u32 tid, char *buf, size_t size)
+{
+	size_t i;
+
+	thread_comm(s->pid, tid, buf, size);
+	if (strcmp(buf, "[exited]"))
+		return;
+	for (i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].tid == tid)
+			snprintf(buf, size, "%s", s->threads[i].comm);
+}
 
 void sampler_refresh(struct sampler *s)
 {
@@ -175,6 +239,8 @@ void sampler_refresh(struct sampler *s)
 	if (!s)
 		return;
 	symbolizer_refresh(s->sym);
+	if (s->o->per_thread)
+		remember_threads(s);
 	thread_comm(s->pid, 0, comm, sizeof(comm));
 	if (strcmp(comm, "[process]"))
 		snprintf(s->comm, sizeof(s->comm), "%s", comm);
@@ -424,7 +490,7 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 			tid = a->tid;
 			shown = 0;
 			if (s->o->per_thread) {
-				thread_comm(s->pid, tid, comm, sizeof(comm));
+				thread_name(s, tid, comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
 			fprintf(out, "%-40s %-20s %7s %7s %8s %6s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
@@ -573,7 +639,7 @@ static int write_folded(struct sampler *s, const char *path)
 		const struct entry *e = &s->prev[i];
 
 		if (e->key.tid)
-			thread_comm(s->pid, e->key.tid, comm, sizeof(comm));
+			thread_name(s, e->key.tid, comm, sizeof(comm));
 		else
 			snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
 		/* flamegraph.pl splits frames on ';' and the count off at the last space. */
@@ -598,8 +664,11 @@ static int write_pprof(struct sampler *s, const char *path)
 	char name[PATH_MAX + 2];
 	unsigned char *data = NULL;
 	size_t i, len;
+	struct frame_info exe;
 	int n, k, err = p ? 0 : -ENOMEM;
 
+	if (p && symbolize_main_object(s->sym, &exe))
+		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 		for (k = 0; k < n; k++)

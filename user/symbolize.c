@@ -176,6 +176,24 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	}
 }
 
+bool symbolize_main_object(struct symbolizer *s, struct frame_info *out)
+{
+	size_t i;
+
+	/* /proc/PID/maps lists the executable first (lowest address), its code mapping among the next. */
+	for (i = 0; s->pm && i < s->pm->nr; i++) {
+		const struct mapping *m = &s->pm->maps[i];
+
+		if (strcmp(m->path, s->pm->maps[0].path))
+			break;
+		if (m->exec) {
+			symbolize_user(s, m->start, out);
+			return out->map_start != 0;
+		}
+	}
+	return false;
+}
+
 void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out)
 {
 	const char *name;
