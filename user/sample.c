@@ -623,35 +623,78 @@ static const char *frame_name(const struct frame_info *f, char *buf, size_t size
 	return buf;
 }
 
-/* folded: "comm;root;...;leaf count" per stack, root first, kernel frames marked _[k]. */
-static int write_folded(struct sampler *s, const char *path)
+struct folded_line {
+	char *frames;
+	__u64 count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->frames, ((const struct folded_line *)b)->frames);
+}
+
+/* "comm;root;...;leaf" of one counted stack, root first, kernel frames marked _[k]. NULL: no memory. */
+static char *folded_frames(struct sampler *s, const struct entry *e)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
 	char comm[64], name[PATH_MAX + 2], *buf = NULL;
-	size_t i, len = 0;
+	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int n, err;
+	int n;
 
 	if (!f)
-		return -ENOMEM;
-	for (i = 0; i < s->nr_prev; i++) {
-		const struct entry *e = &s->prev[i];
+		return NULL;
+	if (e->key.tid)
+		thread_name(s, e->key.tid, comm, sizeof(comm));
+	else
+		snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
+	/* flamegraph.pl splits frames on ';' and the count off at the last space. */
+	comm[strcspn(comm, "; ")] = 0;
+	fputs(comm[0] ? comm : "[process]", f);
+	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+	while (n--)
+		fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)),
+			!strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
+	fclose(f);
+	return buf;
+}
 
-		if (e->key.tid)
-			thread_name(s, e->key.tid, comm, sizeof(comm));
-		else
-			snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
-		/* flamegraph.pl splits frames on ';' and the count off at the last space. */
-		comm[strcspn(comm, "; ")] = 0;
-		fputs(comm[0] ? comm : "[process]", f);
-		n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		while (n--)
-			fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)), !strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
-		fprintf(f, " %llu\n", (unsigned long long)e->count);
+/*
+ * folded: "comm;root;...;leaf count". Stacks that differ only in addresses
+ * inside the same functions read the same: one line each, counts summed.
+ */
+static int write_folded(struct sampler *s, const char *path)
+{
+	struct folded_line *l = calloc(s->nr_prev ? s->nr_prev : 1, sizeof(*l));
+	size_t i, nr = 0, len = 0;
+	char *buf = NULL;
+	FILE *f = NULL;
+	int err = -ENOMEM;
+
+	for (i = 0; l && i < s->nr_prev; i++, nr++) {
+		l[nr].count = s->prev[i].count;
+		l[nr].frames = folded_frames(s, &s->prev[i]);
+		if (!l[nr].frames)
+			goto cleanup;
+	}
+	qsort(l, nr, sizeof(*l), cmp_folded);
+	f = l ? open_memstream(&buf, &len) : NULL;
+	if (!f)
+		goto cleanup;
+	for (i = 0; i < nr; i++) {
+		__u64 count = l[i].count;
+
+		while (i + 1 < nr && !strcmp(l[i].frames, l[i + 1].frames))
+			count += l[++i].count;
+		fprintf(f, "%s %llu\n", l[i].frames, (unsigned long long)count);
 	}
 	fclose(f);
 	err = buf ? write_file_atomic(path, buf, len) : -ENOMEM;
+cleanup:
+	for (i = 0; l && i < nr; i++)
+		free(l[i].frames);
+	free(l);
 	free(buf);
 	return err;
 }
