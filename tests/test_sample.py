@@ -12,11 +12,23 @@ import tempfile
 from harness import FNPROF, Skip, check, json_reports, run_fnprof, target, truth
 
 
-def sampled(args, *cmd, timeout=60):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    reps = [r for r in json_reports(p.stderr) if r.get("mode") == "sample"]
+def sampled(args, *cmd, timeout=60, fnprof=None):
+    """The last sampling report of a run. The reports go to a file (-o): a launched command
+    shares fnprof's stderr, and its lines could land inside a long JSON line there."""
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "report.json")
+        argv = list(args) + ["--json", "-o", out, "--"] + [str(c) for c in cmd]
+        if fnprof:
+            p = subprocess.run([fnprof] + argv, capture_output=True, text=True, timeout=timeout)
+        else:
+            p = run_fnprof(argv, timeout=timeout)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = [r for r in json_reports(open(out).read()) if r.get("mode") == "sample"]
+    finally:
+        shutil.rmtree(d)
     check(reps, f"no sampling report:\n{p.stderr[-2000:]}")
+    p.reports = reps
     return reps[-1], p
 
 
@@ -27,8 +39,14 @@ def fn(rep, name):
     raise AssertionError(f"{name} not sampled: {[f['name'] for f in rep['functions'][:10]]}")
 
 
+# burn alternates 3 ms in burn_a and 1 ms in burn_b (250 cycles a second). A sampling rate near
+# a multiple of that (499 Hz ~ 2 x 250) samples the same phases for seconds and skews the ratio
+# (aliasing); 347 Hz walks through all phases.
+RATIO_HZ = 347
+
+
 def test_ratio_and_common_caller():
-    rep, p = sampled(["-F", "499"], target("burn"), 3)
+    rep, p = sampled(["-F", str(RATIO_HZ)], target("burn"), 3)
     t = truth(p.stderr, "burn")
     a, b = fn(rep, "burn_a"), fn(rep, "burn_b")
     want_a = 100 * t["ratio"] / (1 + t["ratio"])
@@ -38,7 +56,7 @@ def test_ratio_and_common_caller():
     check(abs(both["total_pct"] - (a["self_pct"] + b["self_pct"])) <= 3,
           f"burn_both total {both['total_pct']:.1f}% vs {a['self_pct'] + b['self_pct']:.1f}%")
     check(fn(rep, "main")["total_pct"] > 95, "main is on every stack")
-    check(rep["samples"] > 0.8 * 499 * 3 and rep["lost"] == 0, f"{rep['samples']} samples, {rep['lost']} lost")
+    check(rep["samples"] > 0.8 * RATIO_HZ * 3 and rep["lost"] == 0, f"{rep['samples']} samples, {rep['lost']} lost")
     check(0.8 < a["cpu_cores"] / 0.75 < 1.2, f"burn_a {a['cpu_cores']} cores of 0.75")
 
 
@@ -70,6 +88,7 @@ def test_pprof_opens_in_go_tool():
         rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
         check(rows and rows[0].split()[-1] == "burn_a", f"hot function not first:\n{top.stdout}")
         check("Type: cpu" in top.stdout, top.stdout)
+        check("File: burn" in top.stdout, f"the program's mapping must come first:\n{top.stdout}")
     finally:
         shutil.rmtree(d)
 
@@ -115,6 +134,8 @@ def test_per_thread_table():
     p = run_fnprof(["--per-thread", "-F", "499", "--", target("work"), "threads", "2", "20000"])
     check(p.returncode == 0, p.stderr)
     check(p.stderr.count("thread ") >= 2, f"no per-thread sections:\n{p.stderr[-2000:]}")
+    # The threads have exited by the final report: their names were read while they ran.
+    check(re.search(r"thread \d+ \(work\)", p.stderr), f"thread names:\n{p.stderr[-2000:]}")
 
 
 def test_trace_and_sample_together():
@@ -130,3 +151,63 @@ def test_sampling_table():
     for col in ("FUNCTION", "OBJECT", "SELF%", "TOTAL%", "SAMPLES", "CORES"):
         check(col in p.stderr, f"{col} missing")
     check("burn_a" in p.stderr, p.stderr[-1500:])
+
+
+def test_reports_every_interval_without_duplicates_under_asan():
+    """Several interval reports: frames symbolized before and after a refresh of the mappings are
+    the same function (one row each), and the cached frames stay valid (ASan build)."""
+    asan = os.path.join(os.path.dirname(FNPROF), "fnprof-asan")
+    if not os.path.exists(asan):
+        raise Skip("fnprof-asan not built (make test-build)")
+    _, p = sampled(["-F", "499", "-i", "0.5"], target("burn"), 2, fnprof=asan)
+    check("ERROR: AddressSanitizer" not in p.stderr, p.stderr[-3000:])
+    reps = p.reports
+    check(len(reps) >= 3, f"{len(reps)} interval reports")
+    for r in reps:
+        keys = [(f["name"], f["object"]) for f in r["functions"]]
+        check(len(keys) == len(set(keys)), f"a function shows twice: {sorted(keys)}")
+    full = [r for r in reps if r["interval_s"] > 0.4]
+    check(all(fn(r, "burn_a")["self_pct"] > 50 for r in full), "burn_a is hot in every full interval")
+
+
+def test_leaf_right_without_frame_pointers():
+    """-O2 without frame pointers: stacks may be cut short, but the sampled function (the leaf)
+    comes from the instruction pointer and must be right."""
+    if not shutil.which("cc"):
+        raise Skip("no C compiler to build the target without frame pointers")
+    d = tempfile.mkdtemp()
+    try:
+        exe = os.path.join(d, "burn_nofp")
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "targets", "burn.c")
+        subprocess.run(["cc", "-O2", "-fomit-frame-pointer", src, "-o", exe], check=True)
+        rep, p = sampled(["-F", str(RATIO_HZ)], exe, 2)
+        t = truth(p.stderr, "burn")
+        want_a = 100 * t["ratio"] / (1 + t["ratio"])
+        a, b = fn(rep, "burn_a"), fn(rep, "burn_b")
+        check(abs(a["self_pct"] - want_a) <= 5, f"burn_a self {a['self_pct']:.1f}% vs {want_a:.1f}%")
+        check(abs(b["self_pct"] - (100 - want_a)) <= 5, f"burn_b self {b['self_pct']:.1f}%")
+        check(a["object"] == exe, f"object {a['object']}")
+    finally:
+        shutil.rmtree(d)
+
+
+def test_unknown_frames_keep_the_object():
+    """A stripped executable: its frames are [unknown] in the table/JSON with the object named,
+    and [burn_stripped] in folded stacks; none dropped."""
+    if not shutil.which("strip"):
+        raise Skip("no strip (binutils)")
+    d = tempfile.mkdtemp()
+    try:
+        exe = os.path.join(d, "burn_stripped")
+        shutil.copy(target("burn"), exe)
+        subprocess.run(["strip", exe], check=True)
+        folded = os.path.join(d, "cpu.folded")
+        rep, _ = sampled(["-F", "499", "--folded", folded], exe, 1)
+        unk = [f for f in rep["functions"] if f["name"] == "[unknown]" and f["object"] == exe]
+        check(unk and unk[0]["self_pct"] > 90, f"stripped frames: {rep['functions'][:4]}")
+        lines = open(folded).read().splitlines()
+        total = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+        check(total == rep["samples"], f"folded {total} vs {rep['samples']} samples")
+        check(any("[burn_stripped]" in l for l in lines), f"no [burn_stripped] frame: {lines[:3]}")
+    finally:
+        shutil.rmtree(d)

@@ -140,6 +140,7 @@ int calibrate(struct tracer *t, struct calibration *c)
 		if (err || cases[k].exit == EXIT_NONE)
 			continue;
 		c->bias_ns[k] = hist_percentile(st->hist, st->wall_min, st->wall_max, 50, 0);
+		c->mean_ns[k] = hist_trimmed_mean(st->hist, 99);
 		c->min_ns[k] = st->wall_min;
 	}
 	free(st);
@@ -161,11 +162,21 @@ static double exit_delta(const double *v, enum exit_mode m)
 	return 0;
 }
 
-double calib_bias(const struct calibration *c, const struct probe *p)
+static double bias_of(const double *v, const struct probe *p)
 {
-	double b = c->bias_ns[p->kind] + exit_delta(c->bias_ns, p->exit);
+	double b = v[p->kind] + exit_delta(v, p->exit);
 
 	return p->exit == EXIT_NONE || b < 0 ? 0 : b;
+}
+
+double calib_bias(const struct calibration *c, const struct probe *p)
+{
+	return bias_of(c->mean_ns, p);
+}
+
+double calib_bias_median(const struct calibration *c, const struct probe *p)
+{
+	return bias_of(c->bias_ns, p);
 }
 
 double calib_cost(const struct calibration *c, const struct probe *p)
@@ -182,16 +193,18 @@ const char *calib_case_name(enum calib_case k)
 
 void calibration_print(const struct calibration *c, FILE *f)
 {
-	char b[3][16];
+	char b[4][16];
 	int k;
 
 	fprintf(f, "probe calibration (%u calls per case, %.0f ms):\n", c->calls, c->took_ms);
-	fprintf(f, "  %-16s %-10s %10s %10s %12s\n", "ENTRY", "EXIT", "BIAS", "MIN", "COST/CALL");
+	fprintf(f, "  %-16s %-10s %10s %10s %10s %12s\n", "ENTRY", "EXIT", "BIAS", "MEAN", "MIN", "COST/CALL");
 	for (k = 0; k < CAL_NR; k++)
-		fprintf(f, "  %-16s %-10s %10s %10s %12s\n", site_kind_name(cases[k].kind),
+		fprintf(f, "  %-16s %-10s %10s %10s %10s %12s\n", site_kind_name(cases[k].kind),
 			exit_mode_name(cases[k].exit), fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->bias_ns[k], b[0], 16),
+			fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->mean_ns[k], b[3], 16),
 			fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->min_ns[k], b[1], 16),
 			fmt_ns(c->cost_ns[k], b[2], 16));
-	fprintf(f, "  BIAS: time the probes add inside the measured interval (subtracted from every call);\n"
+	fprintf(f, "  BIAS: time the probes add inside the measured interval, median (subtracted from percentiles);\n"
+		   "  MEAN: its mean over the fastest 99%% (subtracted from sums and averages);\n"
 		   "  COST/CALL: time they add to the traced program per call (the overhead).\n");
 }

@@ -26,6 +26,7 @@ struct calibration {
 	bool valid;
 	double bias_ns[CAL_NR];  /* inside the measured interval, per call (median): the entry trap
 				    after the timestamp plus the exit path before it */
+	double mean_ns[CAL_NR];  /* mean of the fastest 99%: what sums and averages lose per call */
 	double min_ns[CAL_NR];   /* the fastest call: the spread shows how noisy the machine is */
 	double cost_ns[CAL_NR];  /* whole cost per call added to the traced program */
 	unsigned int calls;      /* calls per case */
@@ -44,8 +45,13 @@ void calib_free_probes(struct probe probes[CAL_NR]);
  */
 int calibrate(struct tracer *t, struct calibration *c);
 
-/* The bias and the cost of one traced function's probes, from its entry kind and exit mode. */
+/*
+ * The bias of one traced function's probes, from its entry kind and exit
+ * mode: the mean, for sums and averages; the median, for percentiles.
+ */
 double calib_bias(const struct calibration *c, const struct probe *p);
+double calib_bias_median(const struct calibration *c, const struct probe *p);
+/* The cost per call of its probes to the traced program. */
 double calib_cost(const struct calibration *c, const struct probe *p);
 
 void calibration_print(const struct calibration *c, FILE *f);

@@ -63,6 +63,23 @@ double hist_percentile(const __u64 *hist, __u64 min, __u64 max, double p, __u64 
 	return shifted(v, bias_ns);
 }
 
+double hist_trimmed_mean(const __u64 *hist, double p)
+{
+	double keep, sum = 0, n = 0, take;
+	__u64 total = 0;
+	unsigned int b;
+
+	for (b = 0; b < FNPROF_HIST_BUCKETS; b++)
+		total += hist[b];
+	keep = p / 100.0 * total;
+	for (b = 0; b < FNPROF_HIST_BUCKETS && n < keep; b++) {
+		take = hist[b] < keep - n ? hist[b] : keep - n;
+		sum += take * (hist_bucket_lo(b) + hist_bucket_hi(b)) / 2.0;
+		n += take;
+	}
+	return n ? sum / n : 0;
+}
+
 static void print_stars(FILE *f, __u64 val, __u64 max, int width)
 {
 	int i, n = max ? (int)(val * width / max) : 0;

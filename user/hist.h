@@ -20,6 +20,9 @@ __u64 hist_bucket_hi(unsigned int b);
  */
 double hist_percentile(const __u64 *hist, __u64 min, __u64 max, double p, __u64 bias_ns);
 
+/* Mean of the values up to the p-th percentile (bucket midpoints): a mean that one outlier cannot move. */
+double hist_trimmed_mean(const __u64 *hist, double p);
+
 /* The power-of-two histogram in the "lo -> hi : count |****|" layout of bcc's print_log2_hist. */
 void hist_print_log2(FILE *f, const __u64 *hist, __u64 bias_ns);
 

@@ -99,14 +99,22 @@ struct function { __u64 name; };
 struct mapping_ent { __u64 start, limit, pgoff, file; };
 struct location { __u64 ip, mapping, function; };
 
+/* Open addressing over (a, b) pairs -> id (0 = empty): functions by name, locations by (ip, function). */
+struct id_index {
+	__u64 *id;
+	size_t cap;
+};
+
 struct pprof {
 	struct str_tab strs;
 	struct function *funcs;
 	size_t nr_funcs, cap_funcs;
+	struct id_index func_idx;
 	struct mapping_ent *maps;
 	size_t nr_maps, cap_maps;
 	struct location *locs;
 	size_t nr_locs, cap_locs;
+	struct id_index loc_idx;
 	struct buf samples;   /* encoded Sample messages, field 2 each */
 	struct buf tmp, tmp2;
 	__u64 period_ns, duration_ns;
@@ -207,26 +215,88 @@ void pprof_free(struct pprof *p)
 	free(p->strs.s);
 	free(p->strs.hash);
 	free(p->funcs);
+	free(p->func_idx.id);
 	free(p->maps);
 	free(p->locs);
+	free(p->loc_idx.id);
 	free(p->samples.p);
 	free(p->tmp.p);
 	free(p->tmp2.p);
 	free(p);
 }
 
-static __u64 function_id(struct pprof *p, const char *name)
+static size_t pair_hash(__u64 a, __u64 b, size_t cap)
 {
-	__u64 n = intern(p, name);
+	return ((a * 0x9e3779b97f4a7c15ULL) ^ (b * 0xc2b2ae3d27d4eb4fULL)) >> 17 & (cap - 1);
+}
+
+/*
+ * The id stored for (a, b) by key(), or the empty slot where it would go.
+ * key(p, id, &a, &b) gives an id's pair back, so the index holds only ids.
+ */
+typedef void (*key_fn)(const struct pprof *p, __u64 id, __u64 *a, __u64 *b);
+
+static __u64 *idx_slot(const struct pprof *p, const struct id_index *x, key_fn key, __u64 a, __u64 b)
+{
+	size_t h = pair_hash(a, b, x->cap);
+	__u64 ka, kb;
+
+	for (; x->id[h]; h = (h + 1) & (x->cap - 1)) {
+		key(p, x->id[h], &ka, &kb);
+		if (ka == a && kb == b)
+			break;
+	}
+	return &x->id[h];
+}
+
+/* Keeps the index at most half full for nr ids. 0 or -ENOMEM. */
+static int idx_reserve(const struct pprof *p, struct id_index *x, key_fn key, size_t nr)
+{
+	struct id_index n = { .cap = x->cap ? 2 * x->cap : 1024 };
+	__u64 a, b;
 	size_t i;
 
-	for (i = p->nr_funcs; i > 0; i--)  /* recent first: stacks repeat their functions */
-		if (p->funcs[i - 1].name == n)
-			return i;
+	if (2 * nr <= x->cap)
+		return 0;
+	n.id = calloc(n.cap, sizeof(*n.id));
+	if (!n.id)
+		return -ENOMEM;
+	for (i = 0; i < x->cap; i++) {
+		if (!x->id[i])
+			continue;
+		key(p, x->id[i], &a, &b);
+		*idx_slot(p, &n, key, a, b) = x->id[i];
+	}
+	free(x->id);
+	*x = n;
+	return 0;
+}
+
+static void func_key(const struct pprof *p, __u64 id, __u64 *a, __u64 *b)
+{
+	*a = p->funcs[id - 1].name;
+	*b = 0;
+}
+
+static void loc_key(const struct pprof *p, __u64 id, __u64 *a, __u64 *b)
+{
+	*a = p->locs[id - 1].ip;
+	*b = p->locs[id - 1].function;
+}
+
+static __u64 function_id(struct pprof *p, const char *name)
+{
+	__u64 n = intern(p, name), *slot;
+
+	if (idx_reserve(p, &p->func_idx, func_key, p->nr_funcs + 1))
+		return 0;
+	slot = idx_slot(p, &p->func_idx, func_key, n, 0);
+	if (*slot)
+		return *slot;
 	if (grow((void **)&p->funcs, &p->nr_funcs, &p->cap_funcs, sizeof(*p->funcs)))
 		return 0;
 	p->funcs[p->nr_funcs - 1].name = n;
-	return p->nr_funcs;
+	return *slot = p->nr_funcs;
 }
 
 static __u64 mapping_id(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff)
@@ -245,19 +315,25 @@ static __u64 mapping_id(struct pprof *p, const char *object, __u64 start, __u64 
 	return p->nr_maps;
 }
 
+void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff)
+{
+	mapping_id(p, object, start, limit, pgoff);
+}
+
 __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
 		     __u64 map_limit, __u64 map_pgoff)
 {
-	__u64 fid = function_id(p, func), mid = mapping_id(p, object, map_start, map_limit, map_pgoff);
-	size_t i;
+	__u64 fid = function_id(p, func), mid = mapping_id(p, object, map_start, map_limit, map_pgoff), *slot;
 
-	for (i = p->nr_locs; i > 0; i--)
-		if (p->locs[i - 1].ip == ip && p->locs[i - 1].function == fid)
-			return i;
+	if (idx_reserve(p, &p->loc_idx, loc_key, p->nr_locs + 1))
+		return 0;
+	slot = idx_slot(p, &p->loc_idx, loc_key, ip, fid);
+	if (*slot)
+		return *slot;
 	if (grow((void **)&p->locs, &p->nr_locs, &p->cap_locs, sizeof(*p->locs)))
 		return 0;
 	p->locs[p->nr_locs - 1] = (struct location){ ip, mid, fid };
-	return p->nr_locs;
+	return *slot = p->nr_locs;
 }
 
 int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count)

@@ -18,6 +18,9 @@ void pprof_free(struct pprof *p);
 __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
 		     __u64 map_limit, __u64 map_pgoff);
 
+/* Registers a mapping ahead of the locations: pprof readers take the first one as the program. */
+void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff);
+
 /* One stack (location ids, leaf first) seen count times. */
 int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count);
 

@@ -74,7 +74,7 @@ static bool estimated(const struct report *r)
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
 {
 	const struct probe *p = &r->pl->probes[s - r->stats];
-	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self, est = extrapolation(r);
+	double n = s->calls ? (double)s->calls : 1, inside, oncpu, self, shift, est = extrapolation(r);
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
@@ -92,8 +92,6 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	oncpu = sub0(s->wall_sum - fig->offcpu_total, inside);
 	fig->oncpu_total = oncpu;
 	fig->wall_avg = sub0(s->wall_sum, inside) / n;
-	fig->wall_min = sub0(s->wall_min, fig->bias_ns);
-	fig->wall_max = sub0(s->wall_max, fig->bias_ns);
 	fig->oncpu_avg = oncpu / n;
 	fig->offcpu_avg = fig->offcpu_total / n;
 	fig->runq_avg = s->runq_sum / n;
@@ -103,9 +101,13 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	if (r->cal)
 		self = sub0(self, s->calls * calib_bias(r->cal, p) + s->child_calls * sub0(r->cost_avg, r->bias_avg));
 	fig->self_avg = self / n;
-	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, fig->bias_ns);
-	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, fig->bias_ns);
-	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, fig->bias_ns);
+	/* Percentiles, min and max move by the typical (median) bias; the descendants' share is a mean. */
+	shift = r->cal ? calib_bias_median(r->cal, p) + s->desc_calls * r->cost_avg / n : 0;
+	fig->wall_min = sub0(s->wall_min, shift);
+	fig->wall_max = sub0(s->wall_max, shift);
+	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, shift);
+	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, shift);
+	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, shift);
 	/* CPU%: outermost activations, less their share of the probes' time. */
 	oncpu = sub0(s->outer_oncpu, inside * s->outer_calls / n);
 	if (r->interval_s > 0)
@@ -529,6 +531,7 @@ static void json_overhead(struct json *j, const struct report *r)
 	for (k = 0; k < CAL_NR; k++) {
 		json_obj_begin(j, calib_case_name(k));
 		json_f64(j, "bias_ns", r->cal->bias_ns[k]);
+		json_f64(j, "mean_ns", r->cal->mean_ns[k]);
 		json_f64(j, "min_ns", r->cal->min_ns[k]);
 		json_f64(j, "cost_ns", r->cal->cost_ns[k]);
 		json_obj_end(j);

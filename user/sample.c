@@ -4,7 +4,9 @@
  * per CPU, and turns the kernel's per-stack counts into the top-functions
  * table, JSON, folded stacks and pprof.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +52,13 @@ struct sampler {
 	__u64 drops_prev[SDROP_NR + 1];
 	double run_s;                /* seconds sampled so far */
 	char comm[64];               /* the process's name, read while it runs */
+	struct thread_name *threads; /* --per-thread: names seen while the threads ran */
+	size_t nr_threads, cap_threads;
+};
+
+struct thread_name {
+	__u32 tid;
+	char comm[16];  /* TASK_COMM_LEN */
 };
 
 /* --- perf events ----------------------------------------------------------- */
@@ -72,11 +81,14 @@ static int attach_events(struct sampler *s)
 	s->links = calloc(nr > 0 ? nr : 1, sizeof(*s->links));
 	if (!s->links)
 		return -ENOMEM;
+	/* Without a PMU (most VMs) cycles fails with ENOENT; cpu-clock is a timer and always works. */
 	fd = open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, 0);
-	if (fd < 0)
+	if (fd < 0) {
 		hw = false;
-	else
+		log_debug("no cycles event (%s): sampling cpu-clock instead", strerror(errno));
+	} else {
 		close(fd);
+	}
 	s->event = hw ? "cycles" : "cpu-clock";
 	log_debug("sampling %s at %u Hz on %d CPUs", s->event, s->o->freq_hz, nr);
 	for (cpu = 0; cpu < nr; cpu++) {
@@ -158,11 +170,67 @@ void sampler_stop(struct sampler *s)
 	free_stacks(s->ustacks);
 	free_stacks(s->kstacks);
 	symbolizer_free(s->sym);
+	free(s->threads);
 	free(s->prev);
 	free(s);
 }
 
 static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size);
+
+static void remember_thread(struct sampler *s, __u32 tid)
+{
+	struct thread_name *t;
+	size_t i;
+
+	for (i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].tid == tid)
+			return;
+	if (s->nr_threads == s->cap_threads) {
+		size_t ncap = s->cap_threads ? 2 * s->cap_threads : 64;
+
+		t = realloc(s->threads, ncap * sizeof(*t));
+		if (!t)
+			return;
+		s->threads = t;
+		s->cap_threads = ncap;
+	}
+	t = &s->threads[s->nr_threads];
+	thread_comm(s->pid, tid, t->comm, sizeof(t->comm));
+	if (strcmp(t->comm, "[exited]")) {
+		t->tid = tid;
+		s->nr_threads++;
+	}
+}
+
+/* Threads' names, read while they run: the report at the end comes after they exit. */
+static void remember_threads(struct sampler *s)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", s->pid);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.')
+			remember_thread(s, strtoul(d->d_name, NULL, 10));
+	closedir(dir);
+}
+
+/* A thread's name: now, or as it was while it ran, or "[exited]". */
+static void thread_name(const struct sampler *s, __u32 tid, char *buf, size_t size)
+{
+	size_t i;
+
+	thread_comm(s->pid, tid, buf, size);
+	if (strcmp(buf, "[exited]"))
+		return;
+	for (i = 0; i < s->nr_threads; i++)
+		if (s->threads[i].tid == tid)
+			snprintf(buf, size, "%s", s->threads[i].comm);
+}
 
 void sampler_refresh(struct sampler *s)
 {
@@ -171,6 +239,8 @@ void sampler_refresh(struct sampler *s)
 	if (!s)
 		return;
 	symbolizer_refresh(s->sym);
+	if (s->o->per_thread)
+		remember_threads(s);
 	thread_comm(s->pid, 0, comm, sizeof(comm));
 	if (strcmp(comm, "[process]"))
 		snprintf(s->comm, sizeof(s->comm), "%s", comm);
@@ -275,11 +345,44 @@ struct agg_table {
 	__u64 samples;
 };
 
+static size_t agg_hash(const struct agg_table *t, const char *func, const char *object, __u32 tid)
+{
+	return ((uintptr_t)func * 31 + (uintptr_t)object * 7 + tid) & (t->cap - 1);
+}
+
+/* Doubles the table: it stays at most half full, so that probing stays short. */
+static int agg_grow(struct agg_table *t)
+{
+	size_t i, h, cap = t->cap ? 2 * t->cap : 256;
+	struct agg_table n = { .cap = cap, .nr = t->nr, .samples = t->samples };
+
+	n.v = calloc(cap, sizeof(*n.v));
+	if (!n.v)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->v[i].func)
+			continue;
+		for (h = agg_hash(&n, t->v[i].func, t->v[i].object, t->v[i].tid); n.v[h].func;
+		     h = (h + 1) & (cap - 1))
+			;
+		n.v[h] = t->v[i];
+	}
+	free(t->v);
+	*t = n;
+	return 0;
+}
+
+/*
+ * The function's row; names are compared as pointers, the symbolizer hands
+ * out one string per function. NULL when out of memory.
+ */
 static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, __u32 tid)
 {
-	size_t h = ((uintptr_t)f->func * 31 + (uintptr_t)f->object * 7 + tid) & (t->cap - 1);
+	size_t h;
 
-	for (; t->v[h].func; h = (h + 1) & (t->cap - 1))
+	if (2 * (t->nr + 1) > t->cap && agg_grow(t))
+		return NULL;
+	for (h = agg_hash(t, f->func, f->object, tid); t->v[h].func; h = (h + 1) & (t->cap - 1))
 		if (t->v[h].func == f->func && t->v[h].object == f->object && t->v[h].tid == tid)
 			return &t->v[h];
 	t->v[h] = (struct fn_agg){ .func = f->func, .object = f->object, .tid = tid };
@@ -288,8 +391,9 @@ static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, 
 }
 
 /* Self samples go to the leaf, total samples once to every function on the stack. */
-static void agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
+static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
 {
+	struct fn_agg *a;
 	int i, j;
 
 	t->samples += cnt;
@@ -299,10 +403,14 @@ static void agg_stack(struct agg_table *t, const struct frame_info **fr, int n, 
 				break;
 		if (j < i)
 			continue;  /* recursion: counted once */
-		agg_slot(t, fr[i], tid)->total += cnt;
+		a = agg_slot(t, fr[i], tid);
+		if (!a)
+			return -ENOMEM;
+		a->total += cnt;
+		if (!i)
+			a->self += cnt;
 	}
-	if (n)
-		agg_slot(t, fr[0], tid)->self += cnt;
+	return 0;
 }
 
 static int cmp_self(const void *a, const void *b)
@@ -321,22 +429,17 @@ static int aggregate(struct sampler *s, const struct entry *e, size_t nr, struct
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	size_t i, k, want = 64;
+	size_t i, k;
+	int n;
 
-	for (i = 0; i < nr; i++)
-		want += 2 * FNPROF_STACK_DEPTH + 2;
-	for (t->cap = 64; t->cap < want; t->cap *= 2)
-		;
-	t->v = calloc(t->cap, sizeof(*t->v));
-	if (!t->v)
+	if (agg_grow(t))
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
-		int n;
-
 		if (!e[i].delta)
 			continue;
 		n = sample_frames(s, &e[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		agg_stack(t, fr, n, e[i].key.tid, e[i].delta);
+		if (agg_stack(t, fr, n, e[i].key.tid, e[i].delta))
+			return -ENOMEM;
 	}
 	for (i = 0, k = 0; i < t->cap; i++)
 		if (t->v[i].func)
@@ -387,7 +490,7 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 			tid = a->tid;
 			shown = 0;
 			if (s->o->per_thread) {
-				thread_comm(s->pid, tid, comm, sizeof(comm));
+				thread_name(s, tid, comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
 			fprintf(out, "%-40s %-20s %7s %7s %8s %6s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
@@ -487,6 +590,8 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 		d[k] = drops[k] - s->drops_prev[k];
 	compute_deltas(s, e, nr);
 	if (aggregate(s, e, nr, &t)) {
+		log_err("cannot aggregate %zu sampled stacks: %s", nr, strerror(ENOMEM));
+		free(t.v);
 		free(e);
 		return -ENOMEM;
 	}
@@ -505,35 +610,91 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 
 /* --- files -------------------------------------------------------------------- */
 
-/* folded: "comm;root;...;leaf count" per stack, root first, kernel frames marked _[k]. */
-static int write_folded(struct sampler *s, const char *path)
+/*
+ * A frame's name in folded stacks and pprof: its function, or for an address
+ * without a symbol the object's name in brackets ("[libc.so.6]"), as perf's
+ * stackcollapse does, so that unknown frames of different objects stay apart.
+ */
+static const char *frame_name(const struct frame_info *f, char *buf, size_t size)
+{
+	if (f->known || !strcmp(f->object, "[unknown]") || !strcmp(f->object, "[kernel.kallsyms]"))
+		return f->func;
+	snprintf(buf, size, "[%s]", base_name(f->object));
+	return buf;
+}
+
+struct folded_line {
+	char *frames;
+	__u64 count;
+};
+
+static int cmp_folded(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->frames, ((const struct folded_line *)b)->frames);
+}
+
+/* "comm;root;...;leaf" of one counted stack, root first, kernel frames marked _[k]. NULL: no memory. */
+static char *folded_frames(struct sampler *s, const struct entry *e)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	char comm[64], *buf = NULL;
-	size_t i, len = 0;
+	char comm[64], name[PATH_MAX + 2], *buf = NULL;
+	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int n, err;
+	int n;
 
 	if (!f)
-		return -ENOMEM;
-	for (i = 0; i < s->nr_prev; i++) {
-		const struct entry *e = &s->prev[i];
+		return NULL;
+	if (e->key.tid)
+		thread_name(s, e->key.tid, comm, sizeof(comm));
+	else
+		snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
+	/* flamegraph.pl splits frames on ';' and the count off at the last space. */
+	comm[strcspn(comm, "; ")] = 0;
+	fputs(comm[0] ? comm : "[process]", f);
+	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+	while (n--)
+		fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)),
+			!strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
+	fclose(f);
+	return buf;
+}
 
-		if (e->key.tid)
-			thread_comm(s->pid, e->key.tid, comm, sizeof(comm));
-		else
-			snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
-		/* flamegraph.pl splits frames on ';' and the count off at the last space. */
-		comm[strcspn(comm, "; ")] = 0;
-		fputs(comm[0] ? comm : "[process]", f);
-		n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		while (n--)
-			fprintf(f, ";%s%s", fr[n]->func, !strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
-		fprintf(f, " %llu\n", (unsigned long long)e->count);
+/*
+ * folded: "comm;root;...;leaf count". Stacks that differ only in addresses
+ * inside the same functions read the same: one line each, counts summed.
+ */
+static int write_folded(struct sampler *s, const char *path)
+{
+	struct folded_line *l = calloc(s->nr_prev ? s->nr_prev : 1, sizeof(*l));
+	size_t i, nr = 0, len = 0;
+	char *buf = NULL;
+	FILE *f = NULL;
+	int err = -ENOMEM;
+
+	for (i = 0; l && i < s->nr_prev; i++, nr++) {
+		l[nr].count = s->prev[i].count;
+		l[nr].frames = folded_frames(s, &s->prev[i]);
+		if (!l[nr].frames)
+			goto cleanup;
+	}
+	qsort(l, nr, sizeof(*l), cmp_folded);
+	f = l ? open_memstream(&buf, &len) : NULL;
+	if (!f)
+		goto cleanup;
+	for (i = 0; i < nr; i++) {
+		__u64 count = l[i].count;
+
+		while (i + 1 < nr && !strcmp(l[i].frames, l[i + 1].frames))
+			count += l[++i].count;
+		fprintf(f, "%s %llu\n", l[i].frames, (unsigned long long)count);
 	}
 	fclose(f);
 	err = buf ? write_file_atomic(path, buf, len) : -ENOMEM;
+cleanup:
+	for (i = 0; l && i < nr; i++)
+		free(l[i].frames);
+	free(l);
 	free(buf);
 	return err;
 }
@@ -543,14 +704,18 @@ static int write_pprof(struct sampler *s, const char *path)
 	struct pprof *p = pprof_new(1000000000ULL / s->o->freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
+	char name[PATH_MAX + 2];
 	unsigned char *data = NULL;
 	size_t i, len;
+	struct frame_info exe;
 	int n, k, err = p ? 0 : -ENOMEM;
 
+	if (p && symbolize_main_object(s->sym, &exe))
+		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 		for (k = 0; k < n; k++)
-			locs[k] = pprof_location(p, ips[k], fr[k]->func, fr[k]->object, fr[k]->map_start,
+			locs[k] = pprof_location(p, ips[k], frame_name(fr[k], name, sizeof(name)), fr[k]->object, fr[k]->map_start,
 						 fr[k]->map_limit, fr[k]->map_pgoff);
 		err = pprof_sample(p, locs, n, s->prev[i].count);
 	}

@@ -12,18 +12,23 @@
 #include "symbolize.h"
 #include "symbols.h"
 
-#define MAX_OBJECTS 512
+/*
+ * One object seen mapped: its path is the string that frames point to, so it
+ * lives as long as the symbolizer (the mappings are re-read and freed).
+ */
+struct object {
+	char *path;
+	struct symtab *st;  /* NULL: could not be read */
+};
 
 struct symbolizer {
 	pid_t pid;
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
-	struct {
-		char *path;
-		struct symtab *st;  /* NULL: could not be read */
-	} objs[MAX_OBJECTS];
-	size_t nr_objs;
+	struct object *objs;
+	size_t nr_objs, cap_objs;
+	bool missed;  /* an address was in no mapping since the last refresh */
 };
 
 struct symbolizer *symbolizer_new(pid_t pid)
@@ -47,18 +52,20 @@ void symbolizer_free(struct symbolizer *s)
 		free(s->objs[i].path);
 		symtab_free(s->objs[i].st);
 	}
+	free(s->objs);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
 	free(s);
 }
 
-static struct symtab *object_symtab(struct symbolizer *s, const struct mapping *m);
+static struct object *object_get(struct symbolizer *s, const struct mapping *m);
 
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
 	size_t i;
 
+	s->missed = false;
 	if (procmaps_load(s->pid, &pm))
 		return;
 	procmaps_free(s->pm);
@@ -66,7 +73,7 @@ void symbolizer_refresh(struct symbolizer *s)
 	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */
 	for (i = 0; i < pm->nr; i++)
 		if (pm->maps[i].exec)
-			object_symtab(s, &pm->maps[i]);
+			object_get(s, &pm->maps[i]);
 }
 
 /*
@@ -96,51 +103,95 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 	return err;
 }
 
-/* The object's symbols, read through the mapping itself while the process lives. */
-static struct symtab *object_symtab(struct symbolizer *s, const struct mapping *m)
+/* Reads the object's symbols through the mapping itself (no path lookup), else by path. */
+static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 {
+	struct symtab *st = NULL;
 	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) : symtab_load(path, &st) && symtab_load(m->path, &st))
+		return NULL;
+	return st;
+}
+
+/* The object mapped at m, its symbols read on first sight. NULL only when out of memory. */
+static struct object *object_get(struct symbolizer *s, const struct mapping *m)
+{
+	struct object *o;
 	size_t i;
 
 	for (i = 0; i < s->nr_objs; i++)
 		if (!strcmp(s->objs[i].path, m->path))
-			return s->objs[i].st;
-	if (s->nr_objs == MAX_OBJECTS)
+			return &s->objs[i];
+	if (s->nr_objs == s->cap_objs) {
+		size_t ncap = s->cap_objs ? 2 * s->cap_objs : 32;
+
+		o = realloc(s->objs, ncap * sizeof(*o));
+		if (!o)
+			return NULL;
+		s->objs = o;
+		s->cap_objs = ncap;
+	}
+	o = &s->objs[s->nr_objs];
+	o->path = strdup(m->path);
+	if (!o->path)
 		return NULL;
-	s->objs[s->nr_objs].path = strdup(m->path);
-	if (!s->objs[s->nr_objs].path)
-		return NULL;
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
-	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &s->objs[s->nr_objs].st) :
-	    symtab_load(path, &s->objs[s->nr_objs].st) && symtab_load(m->path, &s->objs[s->nr_objs].st))
-		s->objs[s->nr_objs].st = NULL;
-	return s->objs[s->nr_objs++].st;
+	o->st = read_symtab(s, m);
+	s->nr_objs++;
+	return o;
 }
 
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 {
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
 	const struct sym *sym = NULL;
+	struct object *obj;
 	struct symtab *st;
 	__u64 vaddr;
 
 	memset(out, 0, sizeof(*out));
 	out->func = "[unknown]";
 	out->object = "[unknown]";
-	if (!m)
+	if (!m && !s->missed) {
+		/* Mapped since the last refresh (dlopen)? Re-read once, not for every stray address. */
+		symbolizer_refresh(s);
+		s->missed = true;
+		m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	}
+	obj = m ? object_get(s, m) : NULL;
+	if (!obj)
 		return;
-	out->object = m->path;
+	out->object = obj->path;
 	out->map_start = m->start;
 	out->map_limit = m->end;
 	out->map_pgoff = m->pgoff;
-	st = object_symtab(s, m);
+	st = obj->st;
 	if (st && !symtab_off_to_vaddr(st, ip - m->start + m->pgoff, &vaddr))
 		sym = symtab_lookup(st, vaddr);
 	if (sym) {
 		out->func = sym_display_name(sym);
 		out->known = true;
 	}
+}
+
+bool symbolize_main_object(struct symbolizer *s, struct frame_info *out)
+{
+	size_t i;
+
+	/* /proc/PID/maps lists the executable first (lowest address), its code mapping among the next. */
+	for (i = 0; s->pm && i < s->pm->nr; i++) {
+		const struct mapping *m = &s->pm->maps[i];
+
+		if (strcmp(m->path, s->pm->maps[0].path))
+			break;
+		if (m->exec) {
+			symbolize_user(s, m->start, out);
+			return out->map_start != 0;
+		}
+	}
+	return false;
 }
 
 void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out)

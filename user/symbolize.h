@@ -27,6 +27,9 @@ void symbolizer_refresh(struct symbolizer *s);
 
 /* The function holding a user address; the strings live as long as the symbolizer. */
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out);
+/* The program's own executable mapping (the first object mapped), for pprof. false if unknown. */
+bool symbolize_main_object(struct symbolizer *s, struct frame_info *out);
+
 void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out);
 
 #endif /* FNPROF_SYMBOLIZE_H */

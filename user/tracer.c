@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,19 +9,16 @@
 #include <bpf/libbpf.h>
 
 #include "calib.h"
+#include "disasm.h"
 #include "log.h"
 #include "trace.skel.h"
 #include "tracer.h"
-
-struct link_list {
-	struct bpf_link **v;
-	size_t n, cap;
-};
+#include "uprobes.h"
 
 struct tracer {
 	struct trace_bpf *skel;
-	struct link_list links;    /* the target's probes */
-	struct link_list calib_links;
+	struct uprobe_set links;   /* the target's probes */
+	struct uprobe_set calib_links;
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
 	struct probe calib[CAL_NR];
@@ -73,6 +69,9 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	skel->rodata->target_tgid = pid;
 	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
 	skel->rodata->nr_funcs = t->nr_total;
+	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
+	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
+	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	skel->rodata->nr_events = slots;
 	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_total);
@@ -90,94 +89,63 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	return 0;
 }
 
-struct detacher {
-	struct bpf_link **links;
-	size_t from, to;
-};
-
-static void *detach_range(void *arg)
-{
-	struct detacher *d = arg;
-	size_t i;
-
-	for (i = d->from; i < d->to; i++)
-		bpf_link__destroy(d->links[i]);
-	return NULL;
-}
-
 /*
- * Each uprobe detach waits for an RCU grace period (~0.2 s here); detaching
- * from many threads at once lets them share grace periods instead of paying
- * one per probe in turn.
+ * The probes of one function: its exit probes first (a call entered between
+ * the attachments then has no frame, rather than one whose return is never
+ * seen), then its entry. Returns how many sites were written to out.
  */
-static void detach_all(struct bpf_link **links, size_t n)
+static size_t function_sites(struct tracer *t, const struct probe *p, struct uprobe_site *out)
 {
-	enum { MAX_THREADS = 64 };
-	struct detacher d[MAX_THREADS];
-	pthread_t th[MAX_THREADS];
-	size_t i, nr = n < MAX_THREADS ? n : MAX_THREADS;
-	bool started[MAX_THREADS] = {};
+	struct uprobe_site base = {
+		.prog = t->skel->progs.fn_exit, .path = p->open_path, .offset = p->offset, .cookie = p->id,
+		/* Calibration probes are in fnprof's own process. */
+		.pid = p->id >= t->nr_probes ? getpid() : t->pid, .what = p->name, .object = p->object,
+	};
+	size_t n = 0;
+	int i;
 
-	for (i = 0; i < nr; i++) {
-		d[i] = (struct detacher){ .links = links, .from = n * i / nr, .to = n * (i + 1) / nr };
-		started[i] = !pthread_create(&th[i], NULL, detach_range, &d[i]);
-		if (!started[i])
-			detach_range(&d[i]);
+	if (p->exit == EXIT_URETPROBE) {
+		out[n] = base;
+		out[n++].retprobe = true;
 	}
-	for (i = 0; i < nr; i++)
-		if (started[i])
-			pthread_join(th[i], NULL);
-}
-
-/* Attaches prog at one file offset of p's object; the link joins t's list. */
-static int attach_at(struct tracer *t, const struct probe *p, pid_t pid, struct bpf_program *prog,
-		     __u64 offset, bool retprobe, __u32 cookie)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookie, .retprobe = retprobe);
-	struct link_list *ll = p->id >= t->nr_probes ? &t->calib_links : &t->links;
-	struct bpf_link *l;
-
-	if (ll->n == ll->cap) {
-		size_t ncap = ll->cap ? 2 * ll->cap : 64;
-		struct bpf_link **n = realloc(ll->v, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		ll->v = n;
-		ll->cap = ncap;
+	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++) {
+		out[n] = base;
+		out[n].offset = p->exits[i];
+		out[n++].cookie = p->id | FNPROF_COOKIE_AT_RET;
 	}
-	l = bpf_program__attach_uprobe_opts(prog, pid, p->open_path, offset, &uo);
-	if (!l) {
-		int err = -errno;
-
-		log_err("failed to attach %s to '%s' in %s (offset 0x%llx): %s",
-			retprobe ? "uretprobe" : "uprobe", p->name, p->object, (unsigned long long)offset,
-			strerror(-err));
-		return err;
-	}
-	ll->v[ll->n++] = l;
-	return 0;
-}
-
-/*
- * The probes of one function. Return probes first: a call entered between
- * the attachments then has no frame, rather than one whose return is never seen.
- */
-static int attach_function(struct tracer *t, const struct probe *p)
-{
-	struct bpf_program *exit = t->skel->progs.fn_exit;
-	/* Calibration probes are in fnprof's own process. */
-	pid_t pid = p->id >= t->nr_probes ? getpid() : t->pid;
-	__u32 entry_cookie = p->id;
-	int i, err = 0;
-
-	if (p->exit == EXIT_URETPROBE)
-		err = attach_at(t, p, pid, exit, p->offset, true, p->id);
-	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits && !err; i++)
-		err = attach_at(t, p, pid, exit, p->exits[i], false, p->id | FNPROF_COOKIE_AT_RET);
+	out[n] = base;
+	out[n].prog = t->skel->progs.fn_entry;
 	if (p->exit == EXIT_NONE)
-		entry_cookie |= FNPROF_COOKIE_ENTRY_ONLY;
-	return err ? err : attach_at(t, p, pid, t->skel->progs.fn_entry, p->offset, false, entry_cookie);
+		out[n].cookie |= FNPROF_COOKIE_ENTRY_ONLY;
+	return n + 1;
+}
+
+/* All exits, then all entries, of probes[0..nr), into one set. */
+static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr)
+{
+	struct uprobe_site *sites, tmp[MAX_EXITS + 2];
+	size_t i, k, n = 0, cap = 0;
+	int err;
+
+	for (i = 0; i < nr; i++)
+		cap += 2 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
+	sites = calloc(cap ? cap : 1, sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		size_t m = function_sites(t, &probes[i], tmp);
+
+		for (k = 0; k + 1 < m; k++)
+			sites[n++] = tmp[k];
+	}
+	for (i = 0; i < nr; i++) {
+		size_t m = function_sites(t, &probes[i], tmp);
+
+		sites[n++] = tmp[m - 1];
+	}
+	err = uprobes_attach(set, sites, n);
+	free(sites);
+	return err;
 }
 
 static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const char *what)
@@ -196,7 +164,6 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
 	struct trace_bpf *skel = t->skel;
 	double t0 = now_s();
-	size_t i;
 	int err;
 
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
@@ -206,10 +173,9 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
 	if (err)
 		return err;
-	for (i = 0; i < pl->nr && !err; i++)
-		err = attach_function(t, &pl->probes[i]);
-	for (i = 0; i < t->nr_total - pl->nr && !err; i++)
-		err = attach_function(t, &t->calib[i]);
+	err = attach_functions(t, &t->links, pl->probes, pl->nr);
+	if (!err)
+		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr);
 	if (err)
 		return err;
 	t->attach_s = now_s() - t0;
@@ -371,8 +337,7 @@ int tracer_pause(struct tracer *t)
 {
 	if (t->paused)
 		return 0;
-	detach_all(t->links.v, t->links.n);
-	t->links.n = 0;
+	uprobes_detach(&t->links);
 	t->skel->bss->generation++;
 	t->paused = true;
 	return 0;
@@ -380,13 +345,11 @@ int tracer_pause(struct tracer *t)
 
 int tracer_resume(struct tracer *t)
 {
-	size_t i;
-	int err = 0;
+	int err;
 
 	if (!t->paused)
 		return 0;
-	for (i = 0; i < t->nr_probes && !err; i++)
-		err = attach_function(t, &t->pl->probes[i]);
+	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr);
 	t->paused = false;
 	return err;
 }
@@ -419,12 +382,10 @@ void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
-	detach_all(t->links.v, t->links.n);
-	detach_all(t->calib_links.v, t->calib_links.n);
+	uprobes_free(&t->links);
+	uprobes_free(&t->calib_links);
 	trace_bpf__destroy(t->skel);
 	calib_free_probes(t->calib);
-	free(t->links.v);
-	free(t->calib_links.v);
 	free(t->percpu);
 	free(t->drops_percpu);
 	free(t);

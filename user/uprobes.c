@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Putting uprobes in and taking them out. Where the kernel has uprobe_multi
+ * links (6.6+), every probe of one program in one object is one link: the
+ * kernel registers them together and, on close, waits for one RCU grace
+ * period for all of them. One perf-event link per probe instead waits one
+ * grace period (~0.1-0.2 s) per probe, serialised by a kernel mutex: minutes
+ * for a thousand functions. libbpf 1.1 has no API for uprobe_multi, so the
+ * link is made with the bpf() system call directly.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "uprobes.h"
+
+#define BPF_LINK_CREATE_CMD 28         /* enum bpf_cmd: BPF_LINK_CREATE */
+#define UPROBE_MULTI_ATTACH_TYPE 48    /* enum bpf_attach_type: BPF_TRACE_UPROBE_MULTI */
+#define UPROBE_MULTI_RETURN 1          /* BPF_F_UPROBE_MULTI_RETURN */
+
+/* union bpf_attr, link_create.uprobe_multi, as in the kernel's uapi since 6.6. */
+struct link_create_uprobe_multi {
+	__u32 prog_fd, target_fd, attach_type, flags;
+	__u64 path, offsets, ref_ctr_offsets, cookies;
+	__u32 cnt, multi_flags, pid;
+};
+
+bool uprobes_multi_supported(void)
+{
+	static int cached = -1;
+	struct btf *btf;
+
+	if (cached < 0) {
+		btf = btf__load_vmlinux_btf();
+		cached = btf && btf__find_by_name_kind(btf, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+		btf__free(btf);
+	}
+	return cached;
+}
+
+int uprobes_prepare(struct bpf_program *prog, bool multi)
+{
+	return multi ? bpf_program__set_expected_attach_type(prog, UPROBE_MULTI_ATTACH_TYPE) : 0;
+}
+
+static int push_fd(struct uprobe_set *s, int fd)
+{
+	if (s->nr == s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 64;
+		int *n = realloc(s->fds, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->fds = n;
+		s->cap = ncap;
+	}
+	s->fds[s->nr++] = fd;
+	return 0;
+}
+
+static int push_link(struct uprobe_set *s, struct bpf_link *l)
+{
+	if (s->nr_links == s->cap_links) {
+		size_t ncap = s->cap_links ? 2 * s->cap_links : 64;
+		struct bpf_link **n = realloc(s->links, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->links = n;
+		s->cap_links = ncap;
+	}
+	s->links[s->nr_links++] = l;
+	return 0;
+}
+
+static void attach_error(const struct uprobe_site *site, size_t n, int err)
+{
+	if (n == 1)
+		log_err("failed to attach %s to '%s' in %s (offset 0x%llx): %s",
+			site->retprobe ? "uretprobe" : "uprobe", site->what, site->object,
+			(unsigned long long)site->offset, strerror(-err));
+	else
+		log_err("failed to attach %zu %s to %s: %s", n, site->retprobe ? "uretprobes" : "uprobes",
+			site->object, strerror(-err));
+}
+
+/* One perf-event link per site. */
+static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = site->cookie, .retprobe = site->retprobe);
+	struct bpf_link *l;
+	int err;
+
+	l = bpf_program__attach_uprobe_opts(site->prog, site->pid, site->path, site->offset, &uo);
+	if (!l) {
+		err = -errno;
+		attach_error(site, 1, err);
+		return err;
+	}
+	err = push_link(s, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
+/* One uprobe_multi link for sites[0..n), which share program, object, process and kind. */
+static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, size_t n)
+{
+	struct link_create_uprobe_multi *a;
+	char attr[128] = {};
+	__u64 *offs = calloc(n, sizeof(*offs)), *cookies = calloc(n, sizeof(*cookies));
+	size_t i;
+	int fd = -1, err = -ENOMEM;
+
+	a = (struct link_create_uprobe_multi *)attr;
+	if (offs && cookies) {
+		for (i = 0; i < n; i++) {
+			offs[i] = sites[i].offset;
+			cookies[i] = sites[i].cookie;
+		}
+		a->prog_fd = bpf_program__fd(sites[0].prog);
+		a->attach_type = UPROBE_MULTI_ATTACH_TYPE;
+		a->path = (unsigned long)sites[0].path;
+		a->offsets = (unsigned long)offs;
+		a->cookies = (unsigned long)cookies;
+		a->cnt = n;
+		a->multi_flags = sites[0].retprobe ? UPROBE_MULTI_RETURN : 0;
+		a->pid = sites[0].pid;
+		fd = syscall(__NR_bpf, BPF_LINK_CREATE_CMD, attr, sizeof(attr));
+		err = fd < 0 ? -errno : push_fd(s, fd);
+	}
+	if (fd < 0 && err != -ENOMEM)
+		attach_error(&sites[0], n, err);
+	else if (err && fd >= 0)
+		close(fd);
+	free(offs);
+	free(cookies);
+	return err;
+}
+
+static bool same_link(const struct uprobe_site *a, const struct uprobe_site *b)
+{
+	return a->prog == b->prog && a->pid == b->pid && a->retprobe == b->retprobe && !strcmp(a->path, b->path);
+}
+
+int uprobes_attach(struct uprobe_set *s, const struct uprobe_site *sites, size_t n)
+{
+	bool *done;
+	size_t i, j, nr;
+	struct uprobe_site *group;
+	int err = 0;
+
+	if (!s->multi) {
+		for (i = 0; i < n && !err; i++)
+			err = attach_single(s, &sites[i]);
+		return err;
+	}
+	/* Sites in their order, gathered into groups: each group is attached at its first site. */
+	done = calloc(n ? n : 1, sizeof(*done));
+	group = calloc(n ? n : 1, sizeof(*group));
+	if (!done || !group)
+		err = -ENOMEM;
+	for (i = 0; i < n && !err; i++) {
+		if (done[i])
+			continue;
+		for (j = i, nr = 0; j < n; j++)
+			if (!done[j] && same_link(&sites[i], &sites[j]))
+				group[nr++] = sites[j], done[j] = true;
+		err = attach_multi(s, group, nr);
+	}
+	free(done);
+	free(group);
+	return err;
+}
+
+struct closer {
+	struct uprobe_set *s;
+	size_t from, to;
+	bool links;
+};
+
+static void *close_some(void *arg)
+{
+	struct closer *c = arg;
+	size_t i;
+
+	for (i = c->from; i < c->to; i++) {
+		if (c->links)
+			bpf_link__destroy(c->s->links[i]);
+		else
+			close(c->s->fds[i]);
+	}
+	return NULL;
+}
+
+/* Closes n links from up to 64 threads: grace periods overlap where the kernel lets them. */
+static void close_parallel(struct uprobe_set *s, size_t n, bool links)
+{
+	enum { MAX_THREADS = 64 };
+	struct closer c[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	bool started[MAX_THREADS] = {};
+	size_t i, nr = n < MAX_THREADS ? n : MAX_THREADS;
+
+	for (i = 0; i < nr; i++) {
+		c[i] = (struct closer){ .s = s, .from = n * i / nr, .to = n * (i + 1) / nr, .links = links };
+		started[i] = !pthread_create(&th[i], NULL, close_some, &c[i]);
+		if (!started[i])
+			close_some(&c[i]);
+	}
+	for (i = 0; i < nr; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
+}
+
+void uprobes_detach(struct uprobe_set *s)
+{
+	close_parallel(s, s->nr, false);
+	close_parallel(s, s->nr_links, true);
+	s->nr = s->nr_links = 0;
+}
+
+void uprobes_free(struct uprobe_set *s)
+{
+	uprobes_detach(s);
+	free(s->fds);
+	free(s->links);
+	s->fds = NULL;
+	s->links = NULL;
+	s->cap = s->cap_links = 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Attaching and detaching sets of uprobes: uprobe_multi links where the kernel has them. */
+#ifndef FNPROF_UPROBES_H
+#define FNPROF_UPROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct bpf_program;
+struct bpf_link;
+
+/* One probe: program prog at file offset of the object at path, in process pid. */
+struct uprobe_site {
+	struct bpf_program *prog;
+	const char *path;
+	pid_t pid;
+	__u64 offset;
+	__u32 cookie;
+	bool retprobe;
+	const char *what, *object;   /* function and object, for messages */
+};
+
+struct uprobe_set {
+	bool multi;                  /* uprobe_multi links (raw fds) rather than perf links */
+	int *fds;
+	size_t nr, cap;
+	struct bpf_link **links;
+	size_t nr_links, cap_links;
+};
+
+/* Whether this kernel has uprobe_multi links (BTF knows struct bpf_uprobe_multi_link). */
+bool uprobes_multi_supported(void);
+
+/* Before the BPF object is loaded: programs for uprobe_multi links need that attach type. */
+int uprobes_prepare(struct bpf_program *prog, bool multi);
+
+/*
+ * Attaches the sites, in their order (so exit probes can go in before entry
+ * probes). 0, or -errno after a message naming the function or object.
+ */
+int uprobes_attach(struct uprobe_set *s, const struct uprobe_site *sites, size_t n);
+
+/* Takes every probe of the set out (the breakpoints are gone when it returns). */
+void uprobes_detach(struct uprobe_set *s);
+void uprobes_free(struct uprobe_set *s);
+
+#endif /* FNPROF_UPROBES_H */
