@@ -208,13 +208,19 @@ class Target:
 
 
 def perf_fds(pid):
-    """perf_event file descriptors of pid: each uprobe or uretprobe a tool attaches is one."""
+    """perf_event file descriptors of pid: each uprobe or uretprobe a tool attaches is one; a
+    uprobe_multi link (fnprof where the kernel has them) stands for all of its program's probes."""
     n = 0
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]":
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link == "anon_inode:[perf_event]":
                     n += 1
+                elif link == "anon_inode:bpf_link":
+                    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                        if "uprobe_multi" in f.read():
+                            n += 1 << 20   # a uprobe_multi link: all the probes of a program at once
             except OSError:
                 pass
     except OSError:
@@ -231,7 +237,7 @@ def wait_ready(t, nprobes, timeout):
     """After the first int3: until the tool holds a perf event for each of its nprobes probes (the
     int3 appears with the first of them), then until it is idle."""
     end = now() + timeout
-    while perf_fds(t.pid) < nprobes:
+    while perf_fds(t.pid) < nprobes and perf_fds(t.pid) < 2 << 20:
         if not t.alive():
             out, _, _, _, _ = t.stop()
             raise RuntimeError("exited while attaching: " + first_line_reason(out))
