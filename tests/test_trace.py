@@ -163,17 +163,19 @@ def test_interval_reports_and_total():
     check(s == func(totals[0], "spin_us")["calls"], f"intervals sum {s} != total")
 
 
-def test_sigint_prints_report_and_detaches():
-    with Target("work", "loop") as t:
-        fp = subprocess.Popen([FNPROF, "-p", str(t.pid), "-f", "spin_us", "--json"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)
-        fp.send_signal(signal.SIGINT)
-        _, err = fp.communicate(timeout=20)
-        check(fp.returncode == 0, f"exit {fp.returncode}: {err[-2000:]}")
-        check(func(final_report(err), "spin_us")["calls"] > 0, "no calls")
-        check(t.proc.poll() is None, "target died")
-        check_no_breakpoints(t.pid, ["spin_us"])
+def test_signals_print_report_and_detach():
+    # Ctrl-C, SIGTERM and SIGHUP: final report, exit 0, target running on without breakpoints.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with Target("work", "loop") as t:
+            fp = subprocess.Popen([FNPROF, "-p", str(t.pid), "-f", "spin_us", "--json"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1.0)
+            fp.send_signal(sig)
+            _, err = fp.communicate(timeout=20)
+            check(fp.returncode == 0, f"{sig.name}: exit {fp.returncode}: {err[-2000:]}")
+            check(func(final_report(err), "spin_us")["calls"] > 0, f"{sig.name}: no calls")
+            check(t.proc.poll() is None, f"{sig.name}: target died")
+            check_no_breakpoints(t.pid, ["spin_us"])
 
 
 def check_no_breakpoints(pid, names):
