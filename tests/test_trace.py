@@ -246,3 +246,11 @@ def test_glob_expands():
     rep, _ = traced(["-f", "*_us"], target("work"), "spin", 10, 10)
     names = {f["name"] for f in rep["functions"]}
     check({"spin_us", "sleep_us"} <= names, f"glob matched {names}")
+
+
+def test_per_probe_links_without_uprobe_multi():
+    # Kernels before 6.6 get one perf-event link per probe; the figures are the same.
+    env = dict(os.environ, FNPROF_NO_UPROBE_MULTI="1")
+    p = run_fnprof(["-f", "tiny", "-f", "spin_us", "--json", "--", target("work"), "count", "3000"], env=env)
+    check(p.returncode == 0, p.stderr)
+    check(func(final_report(p.stderr), "tiny")["calls"] == 3000, "calls with per-probe links")
