@@ -67,7 +67,7 @@ test: test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo
-	./fnprof -f parse_record -f checksum -f 'wait_*' -- $(TEST_BIN)/demo 3
+	./fnprof -f parse_record -f 'wait_*' --sample -- $(TEST_BIN)/demo 3
 
 # Benchmarks: the bench target in three entry builds, the empty-probe floor, and the driver.
 BENCH_BIN := bench/bin

@@ -280,24 +280,59 @@ static double per_call(const struct report *r, const struct fn_stats *s, const c
 	return (double)counter_total(r, s, e, &self, &scaled) / s->calls;
 }
 
+/* One counted event of one function, as every printer needs it. */
+struct counter_value {
+	const struct event *e;
+	__u64 total, self;
+	bool scaled;
+	double per_call;
+};
+
+typedef void (*counter_fn)(void *ctx, const struct counter_value *v);
+
+/* Calls fn for each event that could be counted, in -e order. */
+static void for_each_counter(const struct report *r, const struct fn_stats *s, counter_fn fn, void *ctx)
+{
+	struct counter_value v;
+	size_t i;
+
+	for (i = 0; i < r->evs->nr; i++) {
+		v.e = &r->evs->ev[i];
+		if (!v.e->available)
+			continue;
+		v.total = counter_total(r, s, v.e, &v.self, &v.scaled);
+		v.per_call = s->calls ? (double)v.total / s->calls : 0;
+		fn(ctx, &v);
+	}
+}
+
+static void counter_cell(void *f, const struct counter_value *v)
+{
+	fprintf(f, " %*.2f%c", (int)(strlen(v->e->name) > 11 ? strlen(v->e->name) : 11), v->per_call,
+		v->scaled ? '~' : ' ');
+}
+
+static void counter_word(void *f, const struct counter_value *v)
+{
+	fprintf(f, " %s %.2f%s", v->e->name, v->per_call, v->scaled ? " (scaled)" : "");
+}
+
+static void counter_json(void *j, const struct counter_value *v)
+{
+	json_obj_begin(j, v->e->name);
+	json_u64(j, "total", v->total);
+	json_f64(j, "per_call", v->per_call);
+	json_bool(j, "scaled", v->scaled);
+	json_u64(j, "self_total", v->self);
+	json_obj_end(j);
+}
+
 static void print_counter_cells(const struct report *r, FILE *f, const struct fn_stats *s)
 {
 	double cyc = per_call(r, s, "cycles"), ins = per_call(r, s, "instructions");
 	double bm = per_call(r, s, "branch-misses"), bi = per_call(r, s, "branch-instructions");
-	__u64 self;
-	bool scaled;
-	size_t i;
 
-	for (i = 0; i < r->evs->nr; i++) {
-		const struct event *e = &r->evs->ev[i];
-		__u64 tot;
-
-		if (!e->available)
-			continue;
-		tot = counter_total(r, s, e, &self, &scaled);
-		fprintf(f, " %*.2f%c", (int)(strlen(e->name) > 11 ? strlen(e->name) : 11),
-			s->calls ? (double)tot / s->calls : 0.0, scaled ? '~' : ' ');
-	}
+	for_each_counter(r, s, counter_cell, f);
 	if (cyc > 0 && ins >= 0)
 		fprintf(f, " %6.2f", ins / cyc);
 	if (bi > 0 && bm >= 0)
@@ -341,18 +376,8 @@ static void print_counters(const struct report *r, FILE *f, const size_t *order)
 
 static void print_counter_line(const struct report *r, FILE *f, const struct fn_stats *s)
 {
-	__u64 self;
-	bool scaled;
-	size_t i;
-
 	fprintf(f, "%24s :", "per call");
-	for (i = 0; i < r->evs->nr; i++) {
-		const struct event *e = &r->evs->ev[i];
-
-		if (e->available)
-			fprintf(f, " %s %.2f%s", e->name,
-				(double)counter_total(r, s, e, &self, &scaled) / s->calls, scaled ? " (scaled)" : "");
-	}
+	for_each_counter(r, s, counter_word, f);
 	fputc('\n', f);
 }
 
@@ -417,27 +442,12 @@ static void json_counters(struct json *j, const struct report *r, const struct f
 			  const struct fn_figures *g)
 {
 	double n = s->calls ? (double)s->calls : 1;
-	__u64 self, user = g->oncpu_total > s->sys_sum ? g->oncpu_total - s->sys_sum : 0;
-	bool scaled;
-	size_t i;
+	__u64 user = g->oncpu_total > s->sys_sum ? g->oncpu_total - s->sys_sum : 0;
 
 	json_avg_total(j, "user_ns", user / n, user);
 	json_avg_total(j, "sys_ns", s->sys_sum / n, s->sys_sum);
 	json_obj_begin(j, "counters");
-	for (i = 0; i < r->evs->nr; i++) {
-		const struct event *e = &r->evs->ev[i];
-		__u64 tot;
-
-		if (!e->available)
-			continue;
-		tot = counter_total(r, s, e, &self, &scaled);
-		json_obj_begin(j, e->name);
-		json_u64(j, "total", tot);
-		json_f64(j, "per_call", tot / n);
-		json_bool(j, "scaled", scaled);
-		json_u64(j, "self_total", self);
-		json_obj_end(j);
-	}
+	for_each_counter(r, s, counter_json, j);
 	json_obj_end(j);
 }
 

@@ -30,7 +30,7 @@ struct uprobe_set {
 	size_t nr_links, cap_links;
 };
 
-/* Whether this kernel has uprobe_multi links (BTF knows struct bpf_uprobe_multi_link). */
+/* Whether this kernel has uprobe_multi links (6.6+; FNPROF_NO_UPROBE_MULTI=1 says no). */
 bool uprobes_multi_supported(void);
 
 /* Before the BPF object is loaded: programs for uprobe_multi links need that attach type. */
