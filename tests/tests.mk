@@ -69,27 +69,7 @@ test: test-build
 demo: fnprof $(TEST_BIN)/demo
 	./fnprof -f parse_record -f 'wait_*' --sample -- $(TEST_BIN)/demo 3
 
-# Benchmarks: the bench target in three entry builds, the empty-probe floor, and the driver.
-BENCH_BIN := bench/bin
-$(BENCH_BIN):
-	$(Q)mkdir -p $@
-$(BENCH_BIN)/loop-stepped: bench/loop.c | $(BENCH_BIN)
-	$(Q)$(CC) -O2 $< -o $@
-$(BENCH_BIN)/loop-push: bench/loop.c | $(BENCH_BIN)
-	$(Q)$(CC) -O2 -DENTRY_PUSH $< -o $@
-$(BENCH_BIN)/loop-nop5: bench/loop.c | $(BENCH_BIN)
-	$(Q)$(CC) -O2 -DENTRY_NOP5 $< -o $@
-$(BENCH_BIN)/floor.bpf.o: bench/floor.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BENCH_BIN)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -c $< -o $@
-$(BENCH_BIN)/floor.skel.h: $(BENCH_BIN)/floor.bpf.o
-	$(Q)$(BPFTOOL) gen skeleton $< name floor_bpf > $@
-$(BENCH_BIN)/floor: bench/floor.c $(BENCH_BIN)/floor.skel.h
-	$(Q)$(CC) -O2 -I$(BENCH_BIN) $< $(LDLIBS) -o $@
-$(BENCH_BIN)/many: bench/gen_many.py | $(BENCH_BIN)
-	$(Q)$(PYTHON) bench/gen_many.py 1000 > $(BENCH_BIN)/many.c && $(CC) -O1 $(BENCH_BIN)/many.c -o $@
-
-BENCH_TOOLS := $(addprefix $(BENCH_BIN)/,loop-stepped loop-push loop-nop5 floor many)
-
+# Benchmarks (bench/Makefile builds the targets and the floor into bench/.output).
 bench: fnprof
 	$(Q)bench/run.sh
 
