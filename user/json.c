@@ -104,6 +104,15 @@ void json_null(struct json *j, const char *key)
 	fputs("null", j->f);
 }
 
+void json_report_begin(struct json *j, FILE *f, const char *mode, long long pid, double interval_s)
+{
+	json_init(j, f);
+	json_obj_begin(j, NULL);
+	json_str(j, "mode", mode);
+	json_i64(j, "pid", pid);
+	json_f64(j, "interval_s", interval_s);
+}
+
 void json_finish(struct json *j)
 {
 	fputc('\n', j->f);

@@ -27,6 +27,9 @@ void json_i64(struct json *j, const char *key, long long v);
 void json_f64(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_null(struct json *j, const char *key);
+/* Opens a report object with the keys every report starts with: mode, pid, interval_s. */
+void json_report_begin(struct json *j, FILE *f, const char *mode, long long pid, double interval_s);
+
 /* Ends the top-level value with a newline and flushes. */
 void json_finish(struct json *j);
 

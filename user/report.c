@@ -554,11 +554,7 @@ void report_print_json(const struct report *r, FILE *f)
 	struct json j;
 	size_t i;
 
-	json_init(&j, f);
-	json_obj_begin(&j, NULL);
-	json_str(&j, "mode", "trace");
-	json_i64(&j, "pid", r->pid);
-	json_f64(&j, "interval_s", r->interval_s);
+	json_report_begin(&j, f, "trace", r->pid, r->interval_s);
 	json_bool(&j, "total", r->total);
 	json_bool(&j, "estimated", estimated(r));
 	json_f64(&j, "attached_fraction", estimated(r) ? r->attached_fraction : 1.0);

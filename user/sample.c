@@ -515,11 +515,7 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 	struct json j;
 	size_t i;
 
-	json_init(&j, out);
-	json_obj_begin(&j, NULL);
-	json_str(&j, "mode", "sample");
-	json_i64(&j, "pid", s->pid);
-	json_f64(&j, "interval_s", span);
+	json_report_begin(&j, out, "sample", s->pid, span);
 	json_u64(&j, "freq_hz", s->o->freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", t->samples);
