@@ -103,3 +103,18 @@ def test_launch_sigint_forwarded_to_command():
     check(fp.returncode == 0, f"exit {fp.returncode}: {err[-1000:]}")
     check("stopped" in out, "command did not get the signal")
     check(func(final_report(err), "spin_us")["calls"] > 0, "no calls")
+
+
+def test_output_file_is_new():
+    import tempfile
+    d = tempfile.mkdtemp()
+    try:
+        existing, link, victim = (os.path.join(d, n) for n in ("report", "link", "victim"))
+        for path in (existing, victim):
+            open(path, "w").write("keep\n")
+        os.symlink(victim, link)
+        for path in (existing, link):
+            expect_error(["-o", path, "-f", "tiny", "--", target("work"), "count", "1"], 1, "exists")
+        check(open(existing).read() == open(victim).read() == "keep\n", "an existing file was overwritten")
+    finally:
+        shutil.rmtree(d)

@@ -106,3 +106,17 @@ def test_container_root_with_planted_symlink():
             proc.communicate(timeout=10)
     finally:
         shutil.rmtree(root)
+
+
+def test_go_program_survives():
+    # Go moves stacks and checks return addresses: a uretprobe makes it abort; auto mode must not.
+    import os
+    from harness import BIN, Skip
+    if not os.path.exists(os.path.join(BIN, "gotarget")):
+        raise Skip("go is not installed (Debian golang-go): no Go target")
+    want = plain_output(target("gotarget"), 2000)
+    rep, p = traced(["-f", "main.hot"], target("gotarget"), 2000)
+    check(p.stdout == want and "unexpected return pc" not in p.stderr, f"output changed: {p.stdout!r}")
+    f = func(rep, "main.hot")
+    check(f["exit"] == "ret", f"auto mode chose {f['exit']} for a Go program")
+    check(f["calls"] >= 0.95 * 8000, f"{f['calls']} of 8000 calls timed")

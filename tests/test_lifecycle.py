@@ -1,4 +1,5 @@
 """The target's life: deep recursion, exec, fork; what fnprof sees and says."""
+import os
 import subprocess
 
 from harness import FNPROF, check, final_report, func, run_fnprof, target, truth
@@ -38,3 +39,19 @@ def test_fork_child_not_traced():
     counts = [int(l.split("calls=")[1].split()[0]) for l in truths]
     check(calls in counts, f"traced {calls}, parent/child made {counts}: the child leaked in")
     check(sorted(p.stdout.split()) == sorted("parent spun child spun".split()), p.stdout)
+
+
+def test_many_threads_no_lost_calls():
+    # 4x the cores in threads, all calling the traced function: every call counted, nothing dropped.
+    import resource
+    threads = 4 * (os.cpu_count() or 2)
+    p = run_fnprof(["-f", "spin_us", "--json", "-i", "0.5", "--", target("work"), "threads", str(threads), "10000"],
+                   timeout=300)
+    check(p.returncode == 0, p.stderr[-2000:])
+    rep = final_report(p.stderr)
+    t = truth(p.stderr, "spin_us")
+    check(func(rep, "spin_us")["calls"] == t["calls"] == threads * 10000,
+          f"{func(rep, 'spin_us')['calls']} calls counted, {t['calls']} made")
+    check(not any(rep["dropped"].values()), f"dropped: {rep['dropped']}")
+    rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    check(rss_mb < 200, f"a child (fnprof or the target) peaked at {rss_mb:.0f} MiB")

@@ -32,6 +32,15 @@ $(TEST_BIN)/%: tests/targets/%.cpp | $(TEST_BIN)
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(TARGET_CFLAGS) $< -o $@
 
+# The Go target, where Go is installed (the test that uses it skips without it).
+GO := $(shell command -v go 2>/dev/null)
+ifneq ($(GO),)
+TARGET_PROGS += $(TEST_BIN)/gotarget
+$(TEST_BIN)/gotarget: tests/targets/go/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
+endif
+
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.
 $(ASAN_OBJS): $(SKELS)
 $(OUTPUT)-asan/%.o: user/%.c | $(OUTPUT)-asan

@@ -96,11 +96,13 @@ static int open_output(struct run *r)
 	r->out = stderr;
 	if (!r->o->output)
 		return 0;
-	/* Never follow a symlink planted where the report goes. */
-	fd = open(r->o->output, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* A new file: never an existing one, never through a planted symlink. */
+	fd = open(r->o->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	r->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!r->out) {
-		log_err("cannot write the report to %s: %s", r->o->output, strerror(errno));
+		log_err("cannot write the report to %s: %s", r->o->output,
+			errno == EEXIST ? "it exists already (fnprof writes a new file: remove it or pick another name)"
+					: strerror(errno));
 		return EXIT_FAIL;
 	}
 	return 0;
