@@ -204,7 +204,7 @@ def test_unknown_frames_keep_the_object():
         folded = os.path.join(d, "cpu.folded")
         rep, _ = sampled(["-F", "499", "--folded", folded], exe, 1)
         unk = [f for f in rep["functions"] if f["name"] == "[unknown]" and f["object"] == exe]
-        check(unk and unk[0]["self_pct"] > 90, f"stripped frames: {rep['functions'][:4]}")
+        check(unk and unk[0]["self_pct"] > 70, f"stripped frames: {rep['functions'][:4]}")
         lines = open(folded).read().splitlines()
         total = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
         check(total == rep["samples"], f"folded {total} vs {rep['samples']} samples")
