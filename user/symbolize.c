@@ -68,6 +68,11 @@ void symbolizer_refresh(struct symbolizer *s)
 	s->missed = false;
 	if (procmaps_load(s->pid, &pm))
 		return;
+	/* A process that has just exited (a zombie) shows no mappings: keep the last ones. */
+	if (!pm->nr) {
+		procmaps_free(pm);
+		return;
+	}
 	procmaps_free(s->pm);
 	s->pm = pm;
 	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */

@@ -122,6 +122,13 @@ NOINLINE unsigned long tiny(unsigned long x)
 	return x * 3 + 1;
 }
 
+/* The same with a frame set up, so that its first instruction is push %rbp (emulated by uprobes). */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) unsigned long tiny_push(unsigned long x)
+{
+	__asm__ volatile("push %%rbp\n\tmov %%rsp,%%rbp\n\tpop %%rbp" ::: "memory");
+	return x * 3 + 1;
+}
+
 NOINLINE unsigned long recurse(unsigned int depth)
 {
 	unsigned long r;
@@ -279,7 +286,7 @@ int main(int argc, char **argv)
 			sleep_us(arg(argc, argv, 2));
 	} else if (!strcmp(mode, "count")) {
 		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
-			sum += tiny(i);
+			sum += tiny(i) + tiny_push(i);
 		printf("count %lu sum %lu\n", n, sum);
 	} else if (!strcmp(mode, "recurse")) {
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
