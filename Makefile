@@ -38,10 +38,10 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-DEBIAN_PKGS := clang llvm make gcc libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev
+DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev
 # What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
 # a C++ compiler for the C++ target, and libFuzzer.
-TEST_PKGS := python3 binutils util-linux golang-go g++ libclang-rt-14-dev
+TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev
 
 .PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:
