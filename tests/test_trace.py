@@ -15,6 +15,12 @@ from harness import (FNPROF, Target, check, final_report, func, json_reports, ru
 PROBE_SLACK_NS = 30000
 
 
+def check_wall(f, t, what):
+    """fnprof's average wall time: the target's own, less 1 us at most, plus the probe slack at most."""
+    wall, want = f["wall_ns"]["avg"], t["wall_avg_ns"]
+    check(want - 1000 <= wall <= want + PROBE_SLACK_NS, f"{what}: wall avg {wall:.0f} ns vs truth {want:.0f} ns")
+
+
 def traced(args, *cmd, timeout=120):
     """Launch mode with --json: (final report, process result)."""
     p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout)
@@ -46,9 +52,7 @@ def test_spin_wall_and_oncpu():
     rep, p = traced(["-f", "spin_us"], target("work"), "spin", 50, 2000)
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
     check(f["calls"] == t["calls"] == 2000, f"calls {f['calls']}")
-    wall = f["wall_ns"]["avg"]
-    check(t["wall_avg_ns"] - 1000 <= wall <= t["wall_avg_ns"] + PROBE_SLACK_NS,
-          f"wall avg {wall:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns")
+    check_wall(f, t, "spin")
     # On-CPU: the target's own CPU clock, plus probe time, minus nothing.
     check(within(f["oncpu_ns"]["avg"], t["cpu_avg_ns"], rel=0.1, abs_=PROBE_SLACK_NS),
           f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}")
@@ -65,8 +69,7 @@ def test_sleep_is_off_cpu():
     rep, p = traced(["-f", "sleep_us"], target("work"), "sleep", 1000, 300)
     t, f = truth(p.stderr, "sleep_us"), func(rep, "sleep_us")
     check(f["calls"] == 300, f"calls {f['calls']}")
-    check(t["wall_avg_ns"] - 1000 <= f["wall_ns"]["avg"] <= t["wall_avg_ns"] + PROBE_SLACK_NS,
-          f"wall avg {f['wall_ns']['avg']:.0f} vs truth {t['wall_avg_ns']:.0f}")
+    check_wall(f, t, "sleep")
     check(f["oncpu_ns"]["avg"] < 0.1 * f["wall_ns"]["avg"],
           f"on-CPU {f['oncpu_ns']['avg']:.0f} ns of {f['wall_ns']['avg']:.0f} ns for a sleep")
     check(f["blocked_ns"]["total"] > 0.85 * f["wall_ns"]["total"], "sleep not counted as blocked")
@@ -103,8 +106,7 @@ def test_threads_all_counted():
     rep, p = traced(["-f", "spin_us"], target("work"), "threads", 4, 1000)
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
     check(f["calls"] == 4000, f"calls {f['calls']} != 4000")
-    check(t["wall_avg_ns"] - 1000 <= f["wall_ns"]["avg"] <= t["wall_avg_ns"] + PROBE_SLACK_NS,
-          f"wall {f['wall_ns']['avg']:.0f} vs truth {t['wall_avg_ns']:.0f}")
+    check_wall(f, t, "threads")
     # Two cores: four spinning threads keep more than one busy.
     check(f["cpu_pct"] > 100, f"cpu% {f['cpu_pct']} for 4 spinning threads on 2 cores")
 
@@ -128,8 +130,7 @@ def test_attach_running_process():
     fs, fsl = func(rep, "spin_us"), func(rep, "sleep_us")
     ts, tsl = truth(err, "spin_us"), truth(err, "sleep_us")
     check(fs["calls"] > 100 and abs(fs["calls"] - fsl["calls"]) <= 1, f"calls {fs['calls']} {fsl['calls']}")
-    check(ts["wall_avg_ns"] - 1000 <= fs["wall_ns"]["avg"] <= ts["wall_avg_ns"] + PROBE_SLACK_NS,
-          f"spin wall {fs['wall_ns']['avg']:.0f} vs {ts['wall_avg_ns']:.0f}")
+    check_wall(fs, ts, "attached spin")
     check(within(fsl["wall_ns"]["avg"], tsl["wall_avg_ns"], rel=0.1), "sleep wall")
     check(fsl["oncpu_ns"]["avg"] < 0.1 * fsl["wall_ns"]["avg"], "sleep on-CPU")
     check(rep["proc_cpu_ns"] > 0 and fs["proc_pct"] is not None, "process CPU share missing")

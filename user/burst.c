@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "burst.h"
 #include "log.h"
 #include "proc.h"
@@ -10,14 +10,6 @@
 #define MIN_ON_S 0.05
 #define FIRST_ON_S 0.05
 #define PERIOD_S 2.0
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static __u64 target_cpu(const struct burst *b, __u64 last)
 {
@@ -34,7 +26,7 @@ void burst_init(struct burst *b, double budget_pct, const struct calibration *ca
 		.budget = budget_pct / 100, .duty = 1, .on = true, .phase_start = now,
 		.phase_len = FIRST_ON_S, .pid = pid, .cal = cal, .taken_at = now,
 	};
-	b->cpu0 = b->cpu_taken = target_cpu(b, 0);
+	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
 	b->probe0 = tracer_peek_probe_ns(t, cal);
 }
 
@@ -82,7 +74,7 @@ static void switch_phase(struct burst *b, struct tracer *t, double now)
 		tracer_resume(t);
 		b->on = true;
 		/* Attaching takes a moment: the phase starts when the probes are in. */
-		b->phase_start = mono_s();
+		b->phase_start = monotonic_s();
 		b->phase_len = on_len(b);
 		settle(b, t);
 		return;
@@ -139,4 +131,11 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
 	b->probe0 = tracer_peek_probe_ns(t, b->cal);
+}
+
+double burst_total_fraction(const struct burst *b)
+{
+	double work_all = (double)(b->cpu0 - b->cpu_start) - b->probe_all;
+
+	return work_all > 1e4 && b->work_on < work_all ? b->work_on / work_all : 1;
 }

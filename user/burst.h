@@ -38,6 +38,7 @@ struct burst {
 	/* At the last report: */
 	double work_on_taken, probe_taken, on_taken, taken_at;
 	__u64 cpu_taken;
+	__u64 cpu_start;      /* target CPU time when the run began */
 };
 
 void burst_init(struct burst *b, double budget_pct, const struct calibration *cal, pid_t pid,
@@ -53,6 +54,9 @@ double burst_tick(struct burst *b, struct tracer *t, double now);
  * has exited (its own clock is gone then; a reaped child's rusage is not).
  */
 double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint);
+
+/* The same fraction for the whole run, as of the last burst_take_fraction. */
+double burst_total_fraction(const struct burst *b);
 
 /* After the tracer's buffers were drained: the probe-time baseline starts again. */
 void burst_rebase(struct burst *b, struct tracer *t);

@@ -3,9 +3,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "calib.h"
 #include "hist.h"
 #include "log.h"
@@ -52,23 +52,15 @@ static const struct {
 
 #define CALIB_CALLS 1000
 
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 /* ns per call of fn over n calls. */
 static double time_calls(void (*fn)(void), unsigned int n)
 {
-	double t0 = now_ns();
+	double t0 = monotonic_s();
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
 		fn();
-	return (now_ns() - t0) / n;
+	return (monotonic_s() - t0) * 1e9 / n;
 }
 
 int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id)
@@ -122,7 +114,7 @@ int calibrate(struct tracer *t, struct calibration *c)
 {
 	struct fn_stats *st = calloc(1, sizeof(*st));
 	int k, err = st ? 0 : -ENOMEM;
-	double t0 = now_ns();
+	double t0 = monotonic_s();
 
 	memset(c, 0, sizeof(*c));
 	c->calls = CALIB_CALLS;
@@ -145,7 +137,7 @@ int calibrate(struct tracer *t, struct calibration *c)
 	}
 	free(st);
 	c->valid = !err;
-	c->took_ms = (now_ns() - t0) / 1e6;
+	c->took_ms = (monotonic_s() - t0) * 1e3;
 	if (err)
 		log_warn("probe calibration failed (%s): figures include the probes' own time",
 			 strerror(-err));

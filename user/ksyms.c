@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "ksyms.h"
 
 struct ksym {
@@ -24,15 +25,8 @@ static int cmp_ksym(const void *a, const void *b)
 
 static int add(struct ksyms *k, __u64 addr, const char *name)
 {
-	if (k->nr == k->cap) {
-		size_t ncap = k->cap ? 2 * k->cap : 4096;
-		struct ksym *n = realloc(k->syms, ncap * sizeof(*n));
-
-		if (!n)
-			return -1;
-		k->syms = n;
-		k->cap = ncap;
-	}
+	if (ARRAY_RESERVE(k->syms, k->nr + 1, k->cap))
+		return -1;
 	k->syms[k->nr].addr = addr;
 	k->syms[k->nr].name = strdup(name);
 	return k->syms[k->nr++].name ? 0 : -1;

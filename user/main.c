@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "burst.h"
 #include "calib.h"
 #include "events.h"
@@ -66,17 +66,8 @@ struct run {
 	dev_t exe_dev;              /* the program being traced, to notice an exec */
 	ino_t exe_ino;
 	bool exe_seen;
-	double attached_s;          /* seconds the probes were attached (burst mode) */
 	const char *note;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void setup_signals(void)
 {
@@ -237,7 +228,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 /* One report for the interval that ends now; with final, the run total too. */
 static int report(struct run *r, bool final)
 {
-	double t = now_s(), span = t - r->t_last;
+	double t = monotonic_s(), span = t - r->t_last;
 	__u64 drops[DROP_NR] = {};
 	double attached;
 	size_t i;
@@ -256,10 +247,9 @@ static int report(struct run *r, bool final)
 		/* A run with a single report: that report is the total. */
 		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
 				   final && !r->nr_reports, attached);
-		r->attached_s += attached * span;
 		if (final && r->nr_reports)
-			print_trace_report(r, r->total, r->total_drops, t - r->t_start,
-					   r->cpu_now - r->cpu_start, true, r->attached_s / (t - r->t_start));
+			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
+					   true, r->bursts ? burst_total_fraction(&r->burst) : 1);
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
@@ -300,7 +290,7 @@ static void check_exec(struct run *r)
 static void wait_event(struct run *r, double deadline)
 {
 	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
-	double left = deadline - now_s();
+	double left = deadline - monotonic_s();
 	int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
 
 	if (poll(&pfd, 1, ms) > 0 && (pfd.revents & POLLIN)) {
@@ -342,18 +332,18 @@ static int main_loop(struct run *r)
 		double deadline = next < end ? next : end;
 
 		if (r->bursts) {
-			double sw = burst_tick(&r->burst, r->tracer, now_s());
+			double sw = burst_tick(&r->burst, r->tracer, monotonic_s());
 
 			deadline = sw < deadline ? sw : deadline;
 		}
 		wait_event(r, deadline);
 		if (handle_signal(r, &forwarded))
 			break;
-		if (now_s() >= end) {
+		if (monotonic_s() >= end) {
 			r->note = "duration reached";
 			break;
 		}
-		if (now_s() >= next && !r->target_gone) {
+		if (monotonic_s() >= next && !r->target_gone) {
 			err = report(r, false);
 			if (err)
 				return err;
@@ -426,7 +416,7 @@ static int run(struct run *r)
 		err = EXIT_FAIL;
 	if (err)
 		return err;
-	r->t_start = r->t_last = now_s();
+	r->t_start = r->t_last = monotonic_s();
 	update_cpu(r);
 	if (r->tracer && r->o->max_overhead_pct) {
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, r->pid, r->tracer, r->t_start);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "array.h"
 #include "pprof.h"
 
 /* A growable byte buffer, and the protobuf wire format on it. */
@@ -23,19 +24,9 @@ static void put(struct buf *b, const void *data, size_t n)
 {
 	if (b->err)
 		return;
-	if (b->len + n > b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		unsigned char *np;
-
-		while (ncap < b->len + n)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
+	if (ARRAY_RESERVE(b->p, b->len + n, b->cap)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	memcpy(b->p + b->len, data, n);
 	b->len += n;
@@ -160,36 +151,13 @@ static __u64 intern(struct pprof *p, const char *s)
 	for (h = fnv(s) & (t->hcap - 1); t->hash[h]; h = (h + 1) & (t->hcap - 1))
 		if (!strcmp(t->s[t->hash[h] - 1], s))
 			return t->hash[h] - 1;
-	if (t->nr == t->cap) {
-		size_t ncap = t->cap ? 2 * t->cap : 256;
-		char **n = realloc(t->s, ncap * sizeof(*n));
-
-		if (!n)
-			return 0;
-		t->s = n;
-		t->cap = ncap;
-	}
+	if (ARRAY_RESERVE(t->s, t->nr + 1, t->cap))
+		return 0;
 	t->s[t->nr] = strdup(s);
 	if (!t->s[t->nr])
 		return 0;
 	t->hash[h] = t->nr + 1;
 	return t->nr++;
-}
-
-/* Appends one element to a growable array: 0, or -ENOMEM. */
-static int grow(void **arr, size_t *nr, size_t *cap, size_t size)
-{
-	if (*nr == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 256;
-		void *n = realloc(*arr, ncap * size);
-
-		if (!n)
-			return -ENOMEM;
-		*arr = n;
-		*cap = ncap;
-	}
-	(*nr)++;
-	return 0;
 }
 
 struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
@@ -293,9 +261,9 @@ static __u64 function_id(struct pprof *p, const char *name)
 	slot = idx_slot(p, &p->func_idx, func_key, n, 0);
 	if (*slot)
 		return *slot;
-	if (grow((void **)&p->funcs, &p->nr_funcs, &p->cap_funcs, sizeof(*p->funcs)))
+	if (ARRAY_RESERVE(p->funcs, p->nr_funcs + 1, p->cap_funcs))
 		return 0;
-	p->funcs[p->nr_funcs - 1].name = n;
+	p->funcs[p->nr_funcs++].name = n;
 	return *slot = p->nr_funcs;
 }
 
@@ -309,9 +277,9 @@ static __u64 mapping_id(struct pprof *p, const char *object, __u64 start, __u64 
 	for (i = 0; i < p->nr_maps; i++)
 		if (p->maps[i].start == start && p->maps[i].file == file)
 			return i + 1;
-	if (grow((void **)&p->maps, &p->nr_maps, &p->cap_maps, sizeof(*p->maps)))
+	if (ARRAY_RESERVE(p->maps, p->nr_maps + 1, p->cap_maps))
 		return 0;
-	p->maps[p->nr_maps - 1] = (struct mapping_ent){ start, limit, pgoff, file };
+	p->maps[p->nr_maps++] = (struct mapping_ent){ start, limit, pgoff, file };
 	return p->nr_maps;
 }
 
@@ -330,9 +298,9 @@ __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *ob
 	slot = idx_slot(p, &p->loc_idx, loc_key, ip, fid);
 	if (*slot)
 		return *slot;
-	if (grow((void **)&p->locs, &p->nr_locs, &p->cap_locs, sizeof(*p->locs)))
+	if (ARRAY_RESERVE(p->locs, p->nr_locs + 1, p->cap_locs))
 		return 0;
-	p->locs[p->nr_locs - 1] = (struct location){ ip, mid, fid };
+	p->locs[p->nr_locs++] = (struct location){ ip, mid, fid };
 	return *slot = p->nr_locs;
 }
 

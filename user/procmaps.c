@@ -5,19 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "procmaps.h"
 
 static int add_mapping(struct procmaps *pm, size_t *cap, const struct mapping *m)
 {
-	if (pm->nr == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 64;
-		struct mapping *n = realloc(pm->maps, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		pm->maps = n;
-		*cap = ncap;
-	}
+	if (ARRAY_RESERVE(pm->maps, pm->nr + 1, *cap))
+		return -ENOMEM;
 	pm->maps[pm->nr] = *m;
 	pm->maps[pm->nr].path = strdup(m->path);
 	if (!pm->maps[pm->nr].path)
@@ -136,9 +130,3 @@ int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, s
 	return -ENOENT;
 }
 
-int proc_root_path(pid_t pid, const char *path, char *buf, size_t size)
-{
-	int n = snprintf(buf, size, "/proc/%d/root%s", pid, path);
-
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}

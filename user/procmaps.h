@@ -46,7 +46,5 @@ bool lib_name_matches(const char *path, const char *name);
  */
 int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, size_t size);
 
-/* Path to open a file that the target sees at path: "/proc/PID/root" + path. */
-int proc_root_path(pid_t pid, const char *path, char *buf, size_t size);
 
 #endif /* FNPROF_PROCMAPS_H */

@@ -6,23 +6,17 @@
 #include "json.h"
 #include "report.h"
 
-/* JSON keys of the drop counters; the table uses drop_text. */
-const char *const drop_names[DROP_NR] = {
-	[DROP_DEPTH] = "returns_lost",
-	[DROP_NO_STATE] = "no_thread_state",
-	[DROP_ORPHAN_RET] = "orphan_returns",
-	[DROP_ABANDONED] = "abandoned_frames",
-	[DROP_NO_STATS] = "no_stats_slot",
-	[DROP_CTR_READ] = "counter_reads",
-};
-
-static const char *const drop_text[DROP_NR] = {
-	[DROP_DEPTH] = "returns lost: calls nested deeper than 64 traced frames, whose return the kernel does not report (not timed)",
-	[DROP_NO_STATE] = "calls not timed: per-thread state could not be allocated",
-	[DROP_ORPHAN_RET] = "returns without a recorded entry (call was in flight at attach)",
-	[DROP_ABANDONED] = "frames abandoned by longjmp or unwinding (not timed)",
-	[DROP_NO_STATS] = "calls lost: no statistics slot",
-	[DROP_CTR_READ] = "counter reads failed (those counts are incomplete)",
+/* Each kind of event not measured: its JSON key, and what the table says of it. */
+static const struct {
+	const char *key, *text;
+} drop_kinds[DROP_NR] = {
+	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames, "
+					 "whose return the kernel does not report (not timed)" },
+	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: per-thread state could not be allocated" },
+	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
+	[DROP_ABANDONED] = { "abandoned_frames", "frames abandoned by longjmp or unwinding (not timed)" },
+	[DROP_NO_STATS] = { "no_stats_slot", "calls lost: no statistics slot" },
+	[DROP_CTR_READ] = { "counter_reads", "counter reads failed (those counts are incomplete)" },
 };
 
 void report_prepare(struct report *r)
@@ -240,7 +234,7 @@ static void print_footer(const struct report *r, FILE *f)
 			r->interval_s > 0 ? r->proc_cpu_ns / (r->interval_s * 1e7) : 0.0);
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
-			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_text[i]);
+			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_overhead(r, f);
 	if (r->evs)
 		fprintf(f, "counters: per-thread, callees included; '~' = scaled (counter was multiplexed)\n");
@@ -568,7 +562,7 @@ void report_print_json(const struct report *r, FILE *f)
 	json_arr_end(&j);
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
-		json_u64(&j, drop_names[i], r->drops[i]);
+		json_u64(&j, drop_kinds[i].key, r->drops[i]);
 	json_obj_end(&j);
 	json_overhead(&j, r);
 	json_obj_end(&j);

@@ -54,6 +54,5 @@ const char *probe_display_name(const struct probe *p, char *buf, size_t size);
 void report_print_table(const struct report *r, FILE *f, bool hist);
 void report_print_json(const struct report *r, FILE *f);
 
-extern const char *const drop_names[DROP_NR];
 
 #endif /* FNPROF_REPORT_H */

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "disasm.h"
 #include "log.h"
 #include "procmaps.h"
@@ -393,15 +394,8 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	for (i = 0; i < pl->nr; i++)
 		if (pl->probes[i].offset == s->offset && !strcmp(pl->probes[i].open_path, open_path))
 			return 0;
-	if (pl->nr == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 16;
-
-		p = realloc(pl->probes, ncap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		pl->probes = p;
-		r->cap = ncap;
-	}
+	if (ARRAY_RESERVE(pl->probes, pl->nr + 1, r->cap))
+		return -ENOMEM;
 	p = &pl->probes[pl->nr];
 	*p = (struct probe){
 		.name = strdup(sym_display_name(s)), .object = strdup(path), .open_path = strdup(open_path),

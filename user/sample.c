@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
@@ -185,15 +186,8 @@ static void remember_thread(struct sampler *s, __u32 tid)
 	for (i = 0; i < s->nr_threads; i++)
 		if (s->threads[i].tid == tid)
 			return;
-	if (s->nr_threads == s->cap_threads) {
-		size_t ncap = s->cap_threads ? 2 * s->cap_threads : 64;
-
-		t = realloc(s->threads, ncap * sizeof(*t));
-		if (!t)
-			return;
-		s->threads = t;
-		s->cap_threads = ncap;
-	}
+	if (ARRAY_RESERVE(s->threads, s->nr_threads + 1, s->cap_threads))
+		return;
 	t = &s->threads[s->nr_threads];
 	thread_comm(s->pid, tid, t->comm, sizeof(t->comm));
 	if (strcmp(t->comm, "[exited]")) {
@@ -258,20 +252,15 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 {
 	int fd = bpf_map__fd(s->skel->maps.counts);
 	struct sample_key key, next, *cur = NULL;
-	struct entry *e = NULL, *n;
+	struct entry *e = NULL;
 	size_t cap = 0;
 
 	*nr = 0;
 	while (!bpf_map_get_next_key(fd, cur, &next)) {
 		key = next;
 		cur = &key;
-		if (*nr == cap) {
-			cap = cap ? 2 * cap : 1024;
-			n = realloc(e, cap * sizeof(*e));
-			if (!n)
-				break;
-			e = n;
-		}
+		if (ARRAY_RESERVE(e, *nr + 1, cap))
+			break;
 		e[*nr].key = key;
 		if (!bpf_map_lookup_elem(fd, &key, &e[*nr].count))
 			(*nr)++;

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "ksyms.h"
 #include "procmaps.h"
 #include "symbolize.h"
@@ -130,15 +131,8 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	for (i = 0; i < s->nr_objs; i++)
 		if (!strcmp(s->objs[i].path, m->path))
 			return &s->objs[i];
-	if (s->nr_objs == s->cap_objs) {
-		size_t ncap = s->cap_objs ? 2 * s->cap_objs : 32;
-
-		o = realloc(s->objs, ncap * sizeof(*o));
-		if (!o)
-			return NULL;
-		s->objs = o;
-		s->cap_objs = ncap;
-	}
+	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
+		return NULL;
 	o = &s->objs[s->nr_objs];
 	o->path = strdup(m->path);
 	if (!o->path)

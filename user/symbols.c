@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "demangle.h"
 #include "symbols.h"
 
@@ -71,15 +72,8 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 
 	if (!vaddr_to_off(st, s->st_value, &off))
 		return 0;
-	if (st->nr == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 256;
-		struct sym *n = realloc(st->syms, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		st->syms = n;
-		*cap = ncap;
-	}
+	if (ARRAY_RESERVE(st->syms, st->nr + 1, *cap))
+		return -ENOMEM;
 	e = &st->syms[st->nr];
 	e->name = strdup(name);
 	if (!e->name)

@@ -2,14 +2,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "calib.h"
-#include "disasm.h"
 #include "log.h"
 #include "trace.skel.h"
 #include "tracer.h"
@@ -32,14 +31,6 @@ struct tracer {
 	pid_t pid;
 	bool paused;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Hands the per-CPU counters to the BPF side: [slot * nr_cpus + cpu]. */
 static int fill_counters(struct tracer *t, const struct events *evs)
@@ -89,42 +80,41 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	return 0;
 }
 
-/*
- * The probes of one function: its exit probes first (a call entered between
- * the attachments then has no frame, rather than one whose return is never
- * seen), then its entry. Returns how many sites were written to out.
- */
-static size_t function_sites(struct tracer *t, const struct probe *p, struct uprobe_site *out)
+/* A probe of function p: program prog at offset, with cookie. */
+static struct uprobe_site site_of(struct tracer *t, const struct probe *p, struct bpf_program *prog,
+				  __u64 offset, __u32 cookie)
 {
-	struct uprobe_site base = {
-		.prog = t->skel->progs.fn_exit, .path = p->open_path, .offset = p->offset, .cookie = p->id,
+	return (struct uprobe_site){
+		.prog = prog, .path = p->open_path, .offset = offset, .cookie = cookie,
 		/* Calibration probes are in fnprof's own process. */
 		.pid = p->id >= t->nr_probes ? getpid() : t->pid, .what = p->name, .object = p->object,
 	};
-	size_t n = 0;
+}
+
+/* The exit probes of p into out: a uretprobe, or one uprobe per ret instruction. Returns how many. */
+static size_t exit_sites(struct tracer *t, const struct probe *p, struct uprobe_site *out)
+{
 	int i;
 
 	if (p->exit == EXIT_URETPROBE) {
-		out[n] = base;
-		out[n++].retprobe = true;
+		out[0] = site_of(t, p, t->skel->progs.fn_exit, p->offset, p->id);
+		out[0].retprobe = true;
+		return 1;
 	}
-	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++) {
-		out[n] = base;
-		out[n].offset = p->exits[i];
-		out[n++].cookie = p->id | FNPROF_COOKIE_AT_RET;
-	}
-	out[n] = base;
-	out[n].prog = t->skel->progs.fn_entry;
-	if (p->exit == EXIT_NONE)
-		out[n].cookie |= FNPROF_COOKIE_ENTRY_ONLY;
-	return n + 1;
+	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
+		out[i] = site_of(t, p, t->skel->progs.fn_exit, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
+	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 
-/* All exits, then all entries, of probes[0..nr), into one set. */
+/*
+ * The probes of probes[0..nr) into one set: every exit first, then every
+ * entry, so that a call entered while attaching has no frame rather than one
+ * whose return is never seen.
+ */
 static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr)
 {
-	struct uprobe_site *sites, tmp[MAX_EXITS + 2];
-	size_t i, k, n = 0, cap = 0;
+	struct uprobe_site *sites;
+	size_t i, n = 0, cap = 0;
 	int err;
 
 	for (i = 0; i < nr; i++)
@@ -132,17 +122,11 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	sites = calloc(cap ? cap : 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
-	for (i = 0; i < nr; i++) {
-		size_t m = function_sites(t, &probes[i], tmp);
-
-		for (k = 0; k + 1 < m; k++)
-			sites[n++] = tmp[k];
-	}
-	for (i = 0; i < nr; i++) {
-		size_t m = function_sites(t, &probes[i], tmp);
-
-		sites[n++] = tmp[m - 1];
-	}
+	for (i = 0; i < nr; i++)
+		n += exit_sites(t, &probes[i], &sites[n]);
+	for (i = 0; i < nr; i++)
+		sites[n++] = site_of(t, &probes[i], t->skel->progs.fn_entry, probes[i].offset,
+				     probes[i].id | (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
@@ -163,7 +147,7 @@ static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const cha
 static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
 	struct trace_bpf *skel = t->skel;
-	double t0 = now_s();
+	double t0 = monotonic_s();
 	int err;
 
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
@@ -178,7 +162,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr);
 	if (err)
 		return err;
-	t->attach_s = now_s() - t0;
+	t->attach_s = monotonic_s() - t0;
 	log_debug("attached %zu probes in %.1f ms", pl->nr, t->attach_s * 1e3);
 	return 0;
 }
@@ -354,11 +338,6 @@ int tracer_resume(struct tracer *t)
 	return err;
 }
 
-bool tracer_paused(const struct tracer *t)
-{
-	return t->paused;
-}
-
 double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal)
 {
 	struct fn_stats s;
@@ -371,11 +350,6 @@ double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal)
 			ns += s.calls * calib_cost(cal, &t->pl->probes[i]);
 	}
 	return ns;
-}
-
-double tracer_attach_seconds(const struct tracer *t)
-{
-	return t->attach_s;
 }
 
 void tracer_stop(struct tracer *t)

@@ -34,13 +34,9 @@ int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
  */
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
 
-/* Seconds it took to attach every probe. */
-double tracer_attach_seconds(const struct tracer *t);
-
 /* Burst mode: removes the target's probes (breakpoints gone at once), or puts them back. */
 int tracer_pause(struct tracer *t);
 int tracer_resume(struct tracer *t);
-bool tracer_paused(const struct tracer *t);
 
 /*
  * What the target's calls in the current buffer so far (not drained) cost in

@@ -19,6 +19,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "array.h"
 #include "log.h"
 #include "uprobes.h"
 
@@ -59,30 +60,16 @@ int uprobes_prepare(struct bpf_program *prog, bool multi)
 
 static int push_fd(struct uprobe_set *s, int fd)
 {
-	if (s->nr == s->cap) {
-		size_t ncap = s->cap ? 2 * s->cap : 64;
-		int *n = realloc(s->fds, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->fds = n;
-		s->cap = ncap;
-	}
+	if (ARRAY_RESERVE(s->fds, s->nr + 1, s->cap))
+		return -ENOMEM;
 	s->fds[s->nr++] = fd;
 	return 0;
 }
 
 static int push_link(struct uprobe_set *s, struct bpf_link *l)
 {
-	if (s->nr_links == s->cap_links) {
-		size_t ncap = s->cap_links ? 2 * s->cap_links : 64;
-		struct bpf_link **n = realloc(s->links, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->links = n;
-		s->cap_links = ncap;
-	}
+	if (ARRAY_RESERVE(s->links, s->nr_links + 1, s->cap_links))
+		return -ENOMEM;
 	s->links[s->nr_links++] = l;
 	return 0;
 }
