@@ -45,7 +45,15 @@ enum fnprof_drop {
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
 	DROP_NO_STATS,     /* function id out of range (should never happen) */
 	DROP_CTR_READ,     /* a perf counter could not be read (counts of that call incomplete) */
+	DROP_FORK_LOST,    /* --follow-forks: a fork child not followed (no statistics slot left) */
 	DROP_NR,
+};
+
+/* --follow-forks: a fork child of a traced process, and where its statistics go. */
+struct proc_info {
+	__u32 slot;          /* 1..nr_slots-1 */
+	__u32 ppid;          /* the traced process it was forked from */
+	__u64 fork_ns;       /* CLOCK_MONOTONIC at the fork */
 };
 
 /* Per-function aggregate, per CPU, in one of two interval buffers. */

@@ -22,6 +22,14 @@ const volatile __u32 self_tgid = 0;    /* fnprof itself, while it calibrates the
 const volatile __u32 nr_funcs = 1;
 const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
 const volatile __u32 nr_cpus = 1;
+/*
+ * --follow-forks: fork children of traced processes are traced too (user
+ * space attaches their probes when it hears of the fork), each with
+ * statistics of its own: slot 0 is the target, fork children take slots
+ * 1..nr_slots-1 in fork order.
+ */
+const volatile __u32 follow_forks = 0;
+const volatile __u32 nr_slots = 1;
 
 /*
  * Interval buffer in use: user space flips it, then reads and clears the other
@@ -42,7 +50,28 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-/* 2 * nr_funcs entries: [epoch][function id]. */
+/* --follow-forks: tgid of each traced fork child -> its slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} procs SEC(".maps");
+
+/* --follow-forks: the slots not yet taken, 1..nr_slots-1 in order (filled by user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(value, __u32);
+} free_slots SEC(".maps");
+
+/* --follow-forks: the pid of each fork child, to wake user space at once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);   /* set by user space */
+} forks SEC(".maps");
+
+/* 2 * nr_slots * nr_funcs entries: [epoch][slot][function id]. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
@@ -91,9 +120,34 @@ static __always_inline bool is_tgid(__u32 tgid)
 	return !target_tgid || tgid == target_tgid || tgid == self_tgid;
 }
 
-static __always_inline bool is_target(void)
+/*
+ * The statistics slot of the current process: 0 for the target (and for
+ * fnprof's own calibration calls), a traced fork child's own, or -1 for any
+ * other process.
+ */
+static __always_inline int current_slot(void)
 {
-	return is_tgid(bpf_get_current_pid_tgid() >> 32);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_info *pi;
+
+	if (is_tgid(tgid))
+		return 0;
+	if (!follow_forks)
+		return -1;
+	pi = bpf_map_lookup_elem(&procs, &tgid);
+	return pi ? pi->slot : -1;
+}
+
+/* Whether a thread of process tgid may be inside traced calls (sched_switch, syscalls). */
+static __always_inline bool maybe_traced(__u32 tgid)
+{
+	/* Fork children: only threads that hit a probe have task storage, checked next. */
+	return follow_forks || is_tgid(tgid);
+}
+
+static __always_inline __u32 stats_idx(__u32 slot, __u32 id)
+{
+	return ((epoch & 1) * nr_slots + slot) * nr_funcs + id;
 }
 
 static __always_inline void snapshot_counters(struct thread_state *ts, struct fn_frame *f)
@@ -168,9 +222,9 @@ static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
 }
 
 /* --entry-only: a call counted, nothing else kept. */
-static __always_inline void count_entry(__u32 id)
+static __always_inline void count_entry(__u32 slot, __u32 id)
 {
-	__u32 idx = (epoch & 1) * nr_funcs + id;
+	__u32 idx = stats_idx(slot, id);
 	struct fn_stats *st;
 
 	st = id < nr_funcs ? bpf_map_lookup_elem(&stats, &idx) : NULL;
@@ -186,11 +240,12 @@ int BPF_KPROBE(fn_entry)
 	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *ts;
 	struct fn_frame *f;
+	int slot = current_slot();
 
-	if (!is_target())
+	if (slot < 0 || slot >= nr_slots)
 		return 0;
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
-		count_entry(cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
+		count_entry(slot, cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
 		return 0;
 	}
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
@@ -313,9 +368,9 @@ static __always_inline void add_counters(struct fn_stats *st, const struct call 
 	}
 }
 
-static __always_inline void account(__u32 id, const struct call *c, const struct fn_frame *f)
+static __always_inline void account(__u32 slot, __u32 id, const struct call *c, const struct fn_frame *f)
 {
-	__u32 idx = (epoch & 1) * nr_funcs + id;
+	__u32 idx = stats_idx(slot, id);
 	struct fn_stats *st;
 	__u64 b;
 
@@ -391,10 +446,10 @@ int BPF_KRETPROBE(fn_exit)
 	struct thread_state *ts;
 	struct call c = {};
 	__u32 d, id, cookie;
+	int k, slot = current_slot();
 	__u64 sp;
-	int k;
 
-	if (!is_target())
+	if (slot < 0 || slot >= nr_slots)
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts || !ts->depth || ts->gen != generation) {
@@ -435,7 +490,7 @@ int BPF_KRETPROBE(fn_exit)
 	c.sys = ts->sys_cum - f->sys0;
 	if (nr_events)
 		call_counters(ts, f, parent, &c);
-	account(id, &c, f);
+	account(slot, id, &c, f);
 	if (parent) {
 		parent->child_wall += c.wall;
 		parent->child_calls++;
@@ -469,7 +524,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread_state *ts;
 	__u64 now = 0;
 
-	if (is_tgid(prev->tgid)) {
+	if (maybe_traced(prev->tgid)) {
 		ts = bpf_task_storage_get(&threads, prev, NULL, 0);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
@@ -484,7 +539,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ts->vcsw_cum++;
 		}
 	}
-	if (is_tgid(next->tgid)) {
+	if (maybe_traced(next->tgid)) {
 		ts = bpf_task_storage_get(&threads, next, NULL, 0);
 		if (ts && ts->out_ns) {
 			if (!now)
@@ -512,7 +567,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
 	struct thread_state *ts;
 
-	if (!is_target())
+	if (!maybe_traced(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts || !ts->depth)
@@ -528,7 +583,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct thread_state *ts;
 	__u64 now, off;
 
-	if (!is_target())
+	if (!maybe_traced(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts || !ts->sys_start)
@@ -538,5 +593,34 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	if (now - ts->sys_start > off)
 		ts->sys_cum += now - ts->sys_start - off;
 	ts->sys_start = 0;
+	return 0;
+}
+
+/*
+ * --follow-forks: a new process forked from a traced one gets a statistics
+ * slot before it runs, and user space is told to attach its probes (calls it
+ * makes before that are not seen). Threads stay in their process's slot.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct proc_info pi = { .ppid = parent->tgid, .fork_ns = bpf_ktime_get_ns() };
+	__u32 tgid = child->tgid, *e;
+
+	if (tgid == pi.ppid || (self_tgid && pi.ppid == self_tgid))
+		return 0;
+	if (pi.ppid != target_tgid && !bpf_map_lookup_elem(&procs, &pi.ppid))
+		return 0;
+	if (bpf_map_pop_elem(&free_slots, &pi.slot) || pi.slot >= nr_slots ||
+	    bpf_map_update_elem(&procs, &tgid, &pi, BPF_ANY)) {
+		count_drop(DROP_FORK_LOST);
+		return 0;
+	}
+	/* Without room here, user space still finds the child in procs, a little later. */
+	e = bpf_ringbuf_reserve(&forks, sizeof(*e), 0);
+	if (e) {
+		*e = tgid;
+		bpf_ringbuf_submit(e, 0);
+	}
 	return 0;
 }

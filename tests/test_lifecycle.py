@@ -1,8 +1,11 @@
 """The target's life: deep recursion, exec, fork; what fnprof sees and says."""
 import os
+import signal
 import subprocess
+import time
 
-from harness import FNPROF, check, final_report, func, run_fnprof, target, truth
+from harness import FNPROF, check, final_report, func, run_fnprof, target, truth, wait_for
+from test_trace import check_no_breakpoints
 
 
 def test_recursion_deeper_than_kernel_limit():
@@ -39,6 +42,48 @@ def test_fork_child_not_traced():
     counts = [int(l.split("calls=")[1].split()[0]) for l in truths]
     check(calls in counts, f"traced {calls}, parent/child made {counts}: the child leaked in")
     check(sorted(p.stdout.split()) == sorted("parent spun child spun".split()), p.stdout)
+    check("children" not in final_report(p.stderr), "no children without --follow-forks")
+
+
+def truths_by_pid(text, key):
+    return {int(t["pid"]): t for t in (truth(line, key) for line in text.splitlines()
+                                        if line.startswith(f"truth {key} "))}
+
+
+def test_follow_forks_child_and_grandchild():
+    # The parent exits first (detach); a child forked at once forks a grandchild 0.3 s later, each
+    # waits 0.3 s before spinning: their probes are in place by then, so every call is counted, per pid.
+    args = [target("work"), "forktree", "200", "300", "detach"]
+    p = run_fnprof(["-f", "spin_us", "--follow-forks", "--json", "--"] + args)
+    check(p.returncode == 0, p.stderr)
+    rep, truths = final_report(p.stderr), truths_by_pid(p.stderr, "spin_us")
+    check(len(truths) == 3, f"truth lines: {truths}")
+    check(rep["note"] == "target and its fork children exited", rep.get("note"))
+    check(func(rep, "spin_us")["calls"] == truths[rep["pid"]]["calls"], "parent's calls")
+    kids = {c["pid"]: c for c in rep["children"]}
+    check(set(kids) | {rep["pid"]} == set(truths), f"children {sorted(kids)}, processes {sorted(truths)}")
+    for pid, c in kids.items():
+        check(c["ppid"] in truths and c["ppid"] != pid, f"ppid of {pid}: {c['ppid']}")
+        check(c["traced_after_ns"] is not None and c["traced_after_ns"] < 300e6, f"{pid}: {c['traced_after_ns']}")
+        calls = [f["calls"] for f in c["functions"] if f["name"] == "spin_us"][0]
+        check(calls == truths[pid]["calls"], f"child {pid}: {calls} calls counted, {truths[pid]['calls']:.0f} made")
+    check(sum(rep["dropped"].values()) == 0, str(rep["dropped"]))
+    native = subprocess.run(args, capture_output=True, text=True, timeout=30).stdout
+    check(sorted(p.stdout.split()) == sorted(native.split()), f"output changed: {p.stdout!r} vs {native!r}")
+
+
+def test_follow_forks_child_calling_at_once():
+    # A child that calls the function from its first instant: the calls made before its probes were
+    # in place are not seen, and the report says when they were (at least 50 us per call).
+    p = run_fnprof(["-f", "spin_us", "--follow-forks", "--json", "--", target("work"), "fork", "300"])
+    check(p.returncode == 0, p.stderr)
+    rep, truths = final_report(p.stderr), truths_by_pid(p.stderr, "spin_us")
+    check(func(rep, "spin_us")["calls"] == truths[rep["pid"]]["calls"], "parent's calls")
+    (c,) = rep["children"]
+    made, seen = truths[c["pid"]]["calls"], c["functions"][0]["calls"]
+    missed_at_most = c["traced_after_ns"] / 50000 + 2
+    check(seen <= made and made - seen <= missed_at_most,
+          f"child: {seen} of {made} calls seen, probes in place after {c['traced_after_ns'] / 1e6:.2f} ms")
 
 
 def test_many_threads_no_lost_calls():
@@ -56,3 +101,33 @@ def test_many_threads_no_lost_calls():
           f"{func(rep, 'spin_us')['calls']} calls counted, {t['calls']} made")
     check(not any(rep["dropped"].values()), f"dropped: {rep['dropped']}")
     check(ru.ru_maxrss < 64 * 1024, f"fnprof peaked at {ru.ru_maxrss // 1024} MiB")
+
+
+def children_of(pid):
+    try:
+        return [int(c) for c in open(f"/proc/{pid}/task/{pid}/children").read().split()]
+    except OSError:
+        return []
+
+
+def test_follow_forks_kill9_leaves_no_breakpoints_in_children():
+    # fnprof killed while a child and a grandchild are traced: no int3 left in any of them.
+    fp = subprocess.Popen([FNPROF, "-f", "spin_us", "--follow-forks", "--", target("work"), "forktree", "3000",
+                           "200"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tree = []
+    try:
+        check(wait_for(lambda: children_of(fp.pid), 10), "command not started")
+        (parent,) = children_of(fp.pid)
+        check(wait_for(lambda: children_of(parent) and children_of(children_of(parent)[0]), 10), "no grandchild")
+        time.sleep(0.5)
+        child = children_of(parent)[0]
+        tree = [parent, child, children_of(child)[0]]
+        fp.kill()
+        fp.wait(timeout=30)
+        for pid in tree:
+            check_no_breakpoints(pid, ["spin_us"])
+    finally:
+        if fp.poll() is None:
+            fp.kill()
+        for pid in tree:
+            os.kill(pid, signal.SIGKILL)

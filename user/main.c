@@ -55,7 +55,10 @@ struct run {
 	struct burst burst;
 	bool bursts;
 	struct sampler *sampler;
-	struct fn_stats *interval, *total;
+	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
+	size_t nr_slots;
+	struct traced_proc *procs;  /* whose each block is */
+	bool target_exited;         /* --follow-forks: the run goes on while fork children live */
 	__u64 total_drops[DROP_NR];
 	double t_start, t_last;
 	__u64 cpu_start, cpu_last, cpu_now;
@@ -152,12 +155,6 @@ static int start_tracing(struct run *r)
 	if (err)
 		return err;
 	remember_exe(r);
-	r->interval = calloc(r->pl.nr, sizeof(*r->interval));
-	r->total = calloc(r->pl.nr, sizeof(*r->total));
-	if (!r->interval || !r->total) {
-		log_err("out of memory");
-		return EXIT_FAIL;
-	}
 	if (r->o->events) {
 		err = events_parse(r->o->events, &r->evs);
 		if (!err)
@@ -168,7 +165,18 @@ static int start_tracing(struct run *r)
 	}
 	bool calib = !r->o->raw || r->o->max_overhead_pct;
 
-	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, calib, &r->tracer);
+	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, calib, r->o->follow_forks,
+			   &r->tracer);
+	if (err)
+		return err;
+	r->nr_slots = tracer_nr_slots(r->tracer);
+	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
+	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
+	r->procs = calloc(r->nr_slots, sizeof(*r->procs));
+	if (!r->interval || !r->total || !r->procs) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
 	/* The calibration traces fnprof's own functions with the same probes. */
 	if (!err && calib)
 		r->calibrated = !calibrate(r->tracer, &r->cal);
@@ -213,6 +221,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.attached_fraction = attached,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
+		.nr_procs = r->nr_slots, .procs = r->procs,
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 	};
@@ -236,11 +245,11 @@ static int report(struct run *r, bool final)
 	update_cpu(r);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now) : 1;
 	if (r->tracer) {
-		if (tracer_collect(r->tracer, r->interval, drops))
+		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
 			return EXIT_FAIL;
 		if (r->bursts)
 			burst_rebase(&r->burst, r->tracer);
-		for (i = 0; i < r->pl.nr; i++)
+		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
 			fn_stats_merge(&r->total[i], &r->interval[i]);
 		for (i = 0; i < DROP_NR; i++)
 			r->total_drops[i] += drops[i];
@@ -286,17 +295,45 @@ static void check_exec(struct run *r)
 	r->note = "target exec'd another program";
 }
 
-/* Waits until the next report, the end of the run, a signal or the target's exit. */
+/* --follow-forks: whether a fork child with statistics is still running. */
+static bool children_alive(struct run *r)
+{
+	size_t k;
+
+	if (r->nr_slots < 2 || tracer_procs(r->tracer, r->procs))
+		return false;
+	for (k = 1; k < r->nr_slots; k++)
+		if (r->procs[k].pid && proc_alive(r->procs[k].pid))
+			return true;
+	return false;
+}
+
+/*
+ * Waits until the next report, the end of the run, a signal or the target's
+ * exit (with --follow-forks, until its traced fork children have exited too).
+ */
 static void wait_event(struct run *r, double deadline)
 {
-	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = r->target_exited ? -1 : r->pidfd, .events = POLLIN },
+		{ .fd = tracer_fork_fd(r->tracer), .events = POLLIN },
+	};
 	double left = deadline - monotonic_s();
 	int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
 
-	if (poll(&pfd, 1, ms) > 0 && (pfd.revents & POLLIN)) {
+	poll(pfd, 2, ms);
+	/* Fork children get their probes as soon as fnprof hears of them (and on every tick). */
+	if (pfd[1].fd >= 0)
+		tracer_follow_forks(r->tracer);
+	if (pfd[0].revents & POLLIN) {
 		reap_child(r);
+		r->target_exited = true;
+	}
+	if (r->target_exited) {
+		if (children_alive(r))
+			return;
 		r->target_gone = true;
-		r->note = "target exited";
+		r->note = r->nr_slots > 1 && r->procs[1].pid ? "target and its fork children exited" : "target exited";
 		return;
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
@@ -376,6 +413,7 @@ static void cleanup(struct run *r)
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
+	free(r->procs);
 	if (r->pidfd > 0)
 		close(r->pidfd);
 	if (r->out && r->out != stderr)
@@ -439,7 +477,7 @@ static int run_calibration(void)
 	struct tracer *t;
 	int err;
 
-	if (tracer_start(&none, getpid(), NULL, true, &t))
+	if (tracer_start(&none, getpid(), NULL, true, false, &t))
 		return EXIT_FAIL;
 	err = calibrate(t, &cal);
 	tracer_stop(t);

@@ -21,6 +21,7 @@ static const char usage_text[] =
 "Target:\n"
 "  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
+"      --follow-forks     trace processes forked after the start too, each with its own pid\n"
 "\n"
 "Functions (-f is repeatable):\n"
 "  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
@@ -69,6 +70,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
+	OPT_FOLLOW_FORKS,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{ "exit", required_argument, NULL, OPT_EXIT },
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
+	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{},
 };
 
@@ -197,6 +200,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 			return usage_error("invalid --exit '%s' (auto, uretprobe or ret)", arg);
 		break;
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
+	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
 	case OPT_MAX_OVERHEAD:
 		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < 0.1 ||
 		    o->max_overhead_pct > 100)
@@ -231,6 +235,11 @@ static int cross_check(struct opts *o)
 		return usage_error("--pprof, --folded and --per-thread need sampling (no -f, or --sample)");
 	if (o->max_overhead_pct && !o->nr_funcs)
 		return usage_error("--max-overhead bounds the cost of tracing -f functions");
+	if (o->follow_forks && !o->nr_funcs)
+		return usage_error("--follow-forks traces the -f functions in fork children: add -f FUNC");
+	/* Probes attached in bursts would not be inherited by the children forked while detached. */
+	if (o->follow_forks && o->max_overhead_pct)
+		return usage_error("--follow-forks and --max-overhead cannot be used together");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
 	return -1;

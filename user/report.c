@@ -17,6 +17,8 @@ static const struct {
 	[DROP_ABANDONED] = { "abandoned_frames", "frames abandoned by longjmp or unwinding (not timed)" },
 	[DROP_NO_STATS] = { "no_stats_slot", "calls lost: no statistics slot" },
 	[DROP_CTR_READ] = { "counter_reads", "counter reads failed (those counts are incomplete)" },
+	[DROP_FORK_LOST] = { "children_not_followed",
+			     "fork children not followed: fnprof holds statistics for no more children" },
 };
 
 void report_prepare(struct report *r)
@@ -159,10 +161,19 @@ static bool any_nesting(const struct report *r)
 	return false;
 }
 
-static void print_header(const struct report *r, FILE *f, bool self)
+static void print_header(const struct report *r, FILE *f, bool self, const struct traced_proc *child)
 {
-	fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
-		r->note ? ", " : "", r->note ? r->note : "");
+	char b[16];
+
+	if (child && child->delay_ns)
+		fprintf(f, "\n%s fork child pid %d (of %d): probes in place %s after its fork; calls before not seen\n",
+			r->total ? "total:" : "fnprof:", r->pid, child->ppid, fmt_ns(child->delay_ns, b, sizeof(b)));
+	else if (child)
+		fprintf(f, "\n%s fork child pid %d (of %d): its probes are not in place yet\n",
+			r->total ? "total:" : "fnprof:", r->pid, child->ppid);
+	else
+		fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
+			r->note ? ", " : "", r->note ? r->note : "");
 	if (estimated(r))
 		fprintf(f, "~ estimated: probes attached %.1f%% of the time (--max-overhead); "
 			   "counts, rates and CPU%% extrapolated\n", 100 * r->attached_fraction);
@@ -395,14 +406,33 @@ static void print_hists(const struct report *r, FILE *f, const size_t *order)
 	}
 }
 
-void report_print_table(const struct report *r, FILE *f, bool hist)
+/*
+ * --follow-forks: the report of the fork child in block k, sharing all but
+ * the figures. False when that slot holds no process.
+ */
+static bool child_report(const struct report *r, size_t k, struct report *c)
+{
+	if (k >= r->nr_procs || !r->procs[k].pid)
+		return false;
+	*c = *r;
+	c->pid = r->procs[k].pid;
+	c->stats = r->stats + k * r->pl->nr;
+	c->nr_procs = 0;
+	c->proc_cpu_known = false;
+	c->note = NULL;
+	report_prepare(c);
+	return true;
+}
+
+/* One process's table; a fork child's has its overhead line only as footer. */
+static void print_table(const struct report *r, FILE *f, bool hist, const struct traced_proc *child)
 {
 	size_t k, uncalled = 0, *order = sorted_order(r);
 	bool self = any_nesting(r);
 
 	if (!order)
 		return;
-	print_header(r, f, self);
+	print_header(r, f, self, child);
 	for (k = 0; k < r->pl->nr; k++) {
 		/* Long glob lists: only what was called; short lists show their zeros too. */
 		if (!r->stats[order[k]].calls && r->pl->nr > 20) {
@@ -413,7 +443,10 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 	}
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
-	print_footer(r, f);
+	if (child)
+		print_overhead(r, f);
+	else
+		print_footer(r, f);
 	if (r->evs) {
 		fputc('\n', f);
 		print_counters(r, f, order);
@@ -422,6 +455,17 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 		print_hists(r, f, order);
 	fflush(f);
 	free(order);
+}
+
+void report_print_table(const struct report *r, FILE *f, bool hist)
+{
+	struct report c;
+	size_t k;
+
+	print_table(r, f, hist, NULL);
+	for (k = 1; k < r->nr_procs; k++)
+		if (child_report(r, k, &c))
+			print_table(&c, f, hist, &r->procs[k]);
 }
 
 static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
@@ -543,6 +587,41 @@ static void json_overhead(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+static void json_functions(struct json *j, const struct report *r)
+{
+	size_t i;
+
+	json_arr_begin(j, "functions");
+	for (i = 0; i < r->pl->nr; i++)
+		json_function(j, r, i);
+	json_arr_end(j);
+}
+
+/* --follow-forks: "children": [{pid, ppid, traced_after_ns, functions, probe_ns}], in fork order. */
+static void json_children(struct json *j, const struct report *r)
+{
+	struct report c;
+	size_t k;
+
+	json_arr_begin(j, "children");
+	for (k = 1; k < r->nr_procs; k++) {
+		if (!child_report(r, k, &c))
+			continue;
+		json_obj_begin(j, NULL);
+		json_i64(j, "pid", c.pid);
+		json_i64(j, "ppid", r->procs[k].ppid);
+		if (r->procs[k].delay_ns)
+			json_u64(j, "traced_after_ns", r->procs[k].delay_ns);
+		else
+			json_null(j, "traced_after_ns");
+		json_functions(j, &c);
+		if (c.cal)
+			json_u64(j, "probe_ns", (__u64)probe_overhead_ns(&c));
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
 void report_print_json(const struct report *r, FILE *f)
 {
 	struct json j;
@@ -556,10 +635,9 @@ void report_print_json(const struct report *r, FILE *f)
 		json_u64(&j, "proc_cpu_ns", r->proc_cpu_ns);
 	if (r->note)
 		json_str(&j, "note", r->note);
-	json_arr_begin(&j, "functions");
-	for (i = 0; i < r->pl->nr; i++)
-		json_function(&j, r, i);
-	json_arr_end(&j);
+	json_functions(&j, r);
+	if (r->nr_procs > 1)
+		json_children(&j, r);
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);

@@ -13,6 +13,12 @@
 #include "fnprof.h"
 #include "resolve.h"
 
+/* A process with statistics of its own (--follow-forks: the target, then fork children). */
+struct traced_proc {
+	pid_t pid, ppid;            /* pid 0: slot not used (yet) */
+	unsigned long long delay_ns; /* fork to its probes in place; calls before are not seen */
+};
+
 struct report {
 	pid_t pid;
 	double interval_s;          /* seconds covered */
@@ -20,7 +26,9 @@ struct report {
 	bool proc_cpu_known;
 	__u64 proc_cpu_ns;          /* CPU time of the process in the interval (utime+stime) */
 	const struct probe_list *pl;
-	const struct fn_stats *stats;  /* pl->nr, indexed by probe id */
+	const struct fn_stats *stats;  /* pl->nr, indexed by probe id; then those of each fork child */
+	size_t nr_procs;            /* --follow-forks: blocks of pl->nr in stats; 0 or 1 without */
+	const struct traced_proc *procs; /* whose each block is ([0]: the target) */
 	__u64 drops[DROP_NR];
 	const char *note;           /* e.g. "target exited" */
 	const struct events *evs;   /* -e counters, or NULL */

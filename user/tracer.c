@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -30,7 +31,32 @@ struct tracer {
 	const struct probe_list *pl;  /* the target's probes, to attach again after a pause */
 	pid_t pid;
 	bool paused;
+	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
+	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
+	__u64 *child_delay_ns;     /* per slot: fork to probes in place (0: not yet) */
+	struct ring_buffer *forks; /* wakes fnprof at each fork */
 };
+
+/* The stats map key of function id of the process in slot, in buffer half. */
+static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
+{
+	return (half * t->nr_slots + slot) * t->nr_total + id;
+}
+
+/*
+ * --follow-forks: how many processes get statistics of their own. Each one
+ * costs two buffers of every function's statistics on every CPU; the total
+ * is kept under STATS_BUDGET.
+ */
+static __u32 slots_for(const struct tracer *t)
+{
+	enum { MAX_CHILDREN = 64 };
+	const size_t STATS_BUDGET = 256UL << 20;
+	size_t per_slot = 2 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
+	size_t n = STATS_BUDGET / per_slot;
+
+	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : n;
+}
 
 /* Hands the per-CPU counters to the BPF side: [slot * nr_cpus + cpu]. */
 static int fill_counters(struct tracer *t, const struct events *evs)
@@ -46,7 +72,19 @@ static int fill_counters(struct tracer *t, const struct events *evs)
 	return 0;
 }
 
-static int load(struct tracer *t, pid_t pid, const struct events *evs)
+/* Fork children take slots 1.. in fork order. */
+static int fill_slots(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.free_slots);
+	__u32 s;
+
+	for (s = 1; s < t->nr_slots; s++)
+		if (bpf_map_update_elem(fd, NULL, &s, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+static int load(struct tracer *t, pid_t pid, const struct events *evs, bool follow_forks)
 {
 	struct trace_bpf *skel;
 	int err, slots = evs ? evs->nr_slots : 0;
@@ -60,18 +98,31 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	skel->rodata->target_tgid = pid;
 	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
 	skel->rodata->nr_funcs = t->nr_total;
+	t->nr_slots = follow_forks ? slots_for(t) : 1;
+	skel->rodata->follow_forks = follow_forks;
+	skel->rodata->nr_slots = t->nr_slots;
+	bpf_program__set_autoload(skel->progs.on_fork, follow_forks);
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	skel->rodata->nr_events = slots;
 	skel->rodata->nr_cpus = t->nr_cpus;
-	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_total);
+	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
+	/* Children beyond the slots are kept too: their calls are counted as not timed. */
+	if (!err && follow_forks)
+		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
+	if (!err && follow_forks)
+		err = bpf_map__set_max_entries(skel->maps.free_slots, t->nr_slots - 1);
+	if (!err && follow_forks)
+		err = bpf_map__set_max_entries(skel->maps.forks, 64 * 1024);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	if (!err)
 		err = trace_bpf__load(skel);
 	if (!err && slots)
 		err = fill_counters(t, evs);
+	if (!err && follow_forks)
+		err = fill_slots(t);
 	if (err) {
 		log_err("failed to load the BPF programs: %s%s", strerror(-err),
 			log_verbose ? "" : " (run with -v to see the verifier's log)");
@@ -80,38 +131,38 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs)
 	return 0;
 }
 
-/* A probe of function p: program prog at offset, with cookie. */
-static struct uprobe_site site_of(struct tracer *t, const struct probe *p, struct bpf_program *prog,
+/* A probe of function p in process pid: program prog at offset, with cookie. */
+static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t pid, struct bpf_program *prog,
 				  __u64 offset, __u32 cookie)
 {
 	return (struct uprobe_site){
 		.prog = prog, .path = p->open_path, .offset = offset, .cookie = cookie,
-		/* Calibration probes are in fnprof's own process. */
-		.pid = p->id >= t->nr_probes ? getpid() : t->pid, .what = p->name, .object = p->object,
+		.pid = pid, .what = p->name, .object = p->object,
 	};
 }
 
 /* The exit probes of p into out: a uretprobe, or one uprobe per ret instruction. Returns how many. */
-static size_t exit_sites(struct tracer *t, const struct probe *p, struct uprobe_site *out)
+static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, struct uprobe_site *out)
 {
 	int i;
 
 	if (p->exit == EXIT_URETPROBE) {
-		out[0] = site_of(t, p, t->skel->progs.fn_exit, p->offset, p->id);
+		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset, p->id);
 		out[0].retprobe = true;
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, t->skel->progs.fn_exit, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 
 /*
- * The probes of probes[0..nr) into one set: every exit first, then every
- * entry, so that a call entered while attaching has no frame rather than one
- * whose return is never seen.
+ * The probes of probes[0..nr) in process pid into one set: every exit first,
+ * then every entry, so that a call entered while attaching has no frame
+ * rather than one whose return is never seen.
  */
-static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr)
+static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr,
+			    pid_t pid)
 {
 	struct uprobe_site *sites;
 	size_t i, n = 0, cap = 0;
@@ -123,9 +174,9 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	if (!sites)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++)
-		n += exit_sites(t, &probes[i], &sites[n]);
+		n += exit_sites(t, &probes[i], pid, &sites[n]);
 	for (i = 0; i < nr; i++)
-		sites[n++] = site_of(t, &probes[i], t->skel->progs.fn_entry, probes[i].offset,
+		sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_entry, probes[i].offset,
 				     probes[i].id | (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
@@ -151,15 +202,18 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	int err;
 
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
+	if (!err && t->nr_slots > 1)
+		err = attach_tp(skel->progs.on_fork, &skel->links.on_fork, "sched_process_fork");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
 	if (err)
 		return err;
-	err = attach_functions(t, &t->links, pl->probes, pl->nr);
+	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid);
+	/* Calibration probes are in fnprof's own process. */
 	if (!err)
-		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr);
+		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid());
 	if (err)
 		return err;
 	t->attach_s = monotonic_s() - t0;
@@ -167,8 +221,73 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	return 0;
 }
 
+static int on_fork_event(void *ctx, void *data, size_t size)
+{
+	(void)ctx, (void)data, (void)size;
+	return 0;  /* a wake-up only: the children are read from the procs map */
+}
+
+static int follow_setup(struct tracer *t)
+{
+	t->child_links = calloc(t->nr_slots, sizeof(*t->child_links));
+	t->child_delay_ns = calloc(t->nr_slots, sizeof(*t->child_delay_ns));
+	t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
+	if (!t->child_links || !t->child_delay_ns || !t->forks) {
+		log_err("cannot set up --follow-forks: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	for (__u32 s = 0; s < t->nr_slots; s++) {
+		t->child_links[s].multi = t->links.multi;
+		t->child_links[s].quiet = true;
+	}
+	return 0;
+}
+
+int tracer_fork_fd(struct tracer *t)
+{
+	return t && t->forks ? ring_buffer__epoll_fd(t->forks) : -1;
+}
+
+/*
+ * The probes of a new fork child, in the child: the same sites, its pid. A
+ * child that has gone already, or exec'd another program, just gets none.
+ */
+static void follow_child(struct tracer *t, __u32 slot, const struct proc_info *pi, pid_t pid)
+{
+	struct timespec now;
+	int err;
+
+	err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, pid);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	t->child_delay_ns[slot] = now.tv_sec * 1000000000ULL + now.tv_nsec - pi->fork_ns;
+	if (!t->child_delay_ns[slot])
+		t->child_delay_ns[slot] = 1;
+	if (err)
+		log_debug("fork child %d: no probes (%s); it exited or exec'd first", pid, strerror(-err));
+	else
+		log_debug("fork child %d traced %.0f us after its fork", pid, t->child_delay_ns[slot] / 1e3);
+}
+
+int tracer_follow_forks(struct tracer *t)
+{
+	int fd;
+	__u32 key, *prev = NULL;
+	struct proc_info pi;
+
+	if (!t->forks)
+		return 0;
+	ring_buffer__consume(t->forks);
+	fd = bpf_map__fd(t->skel->maps.procs);
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, &pi) && pi.slot < t->nr_slots && !t->child_delay_ns[pi.slot])
+			follow_child(t, pi.slot, &pi, key);
+		prev = &key;
+	}
+	return 0;
+}
+
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 bool calibration, struct tracer **out)
+		 bool calibration, bool follow_forks, struct tracer **out)
 {
 	struct tracer *t;
 	int err;
@@ -194,7 +313,9 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		tracer_stop(t);
 		return EXIT_FAIL;
 	}
-	err = load(t, pid, evs);
+	err = load(t, pid, evs, follow_forks);
+	if (!err && follow_forks)
+		err = follow_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -260,19 +381,47 @@ int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (t->nr_total == t->nr_probes)
 		return -ENOENT;
-	return read_stats(t, t->epoch * t->nr_total + t->nr_probes + k, out, true);
+	return read_stats(t, stats_key(t, t->epoch, 0, t->nr_probes + k), out, true);
 }
 
-/* Sums one half of the stats map over CPUs into out, then zeroes it. */
+/* Sums one half of the stats map over CPUs into out[slot][probe], then zeroes it. */
 static int drain_half(struct tracer *t, __u32 half, struct fn_stats *out)
 {
-	__u32 i;
+	__u32 i, s;
 	int err;
 
-	for (i = 0; i < t->nr_probes; i++) {
-		err = read_stats(t, half * t->nr_total + i, &out[i], true);
-		if (err)
-			return err;
+	for (s = 0; s < t->nr_slots; s++) {
+		for (i = 0; i < t->nr_probes; i++) {
+			err = read_stats(t, stats_key(t, half, s, i), &out[s * t->nr_probes + i], true);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+size_t tracer_nr_slots(const struct tracer *t)
+{
+	return t->nr_slots;
+}
+
+int tracer_procs(struct tracer *t, struct traced_proc *procs)
+{
+	int fd = bpf_map__fd(t->skel->maps.procs);
+	__u32 key, *prev = NULL;
+	struct proc_info pi;
+
+	memset(procs, 0, t->nr_slots * sizeof(*procs));
+	procs[0].pid = t->pid;
+	if (t->nr_slots < 2)
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, &pi) && pi.slot < t->nr_slots) {
+			procs[pi.slot].pid = key;
+			procs[pi.slot].ppid = pi.ppid;
+			procs[pi.slot].delay_ns = t->child_delay_ns[pi.slot];
+		}
+		prev = &key;
 	}
 	return 0;
 }
@@ -300,7 +449,7 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 	__u32 old = t->epoch;
 	int err;
 
-	memset(out, 0, t->nr_probes * sizeof(*out));
+	memset(out, 0, t->nr_slots * t->nr_probes * sizeof(*out));
 	/*
 	 * Flip the buffer the handlers write to, give handlers that read the old
 	 * epoch a moment to finish, then drain the old half.
@@ -333,7 +482,7 @@ int tracer_resume(struct tracer *t)
 
 	if (!t->paused)
 		return 0;
-	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr);
+	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid);
 	t->paused = false;
 	return err;
 }
@@ -346,7 +495,7 @@ double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal)
 
 	for (i = 0; i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, t->epoch * t->nr_total + i, &s, false))
+		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
 			ns += s.calls * calib_cost(cal, &t->pl->probes[i]);
 	}
 	return ns;
@@ -358,6 +507,11 @@ void tracer_stop(struct tracer *t)
 		return;
 	uprobes_free(&t->links);
 	uprobes_free(&t->calib_links);
+	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)
+		uprobes_free(&t->child_links[s]);
+	free(t->child_links);
+	free(t->child_delay_ns);
+	ring_buffer__free(t->forks);
 	trace_bpf__destroy(t->skel);
 	calib_free_probes(t->calib);
 	free(t->percpu);

@@ -10,6 +10,7 @@
 #include "calib.h"
 #include "events.h"
 #include "fnprof.h"
+#include "report.h"
 #include "resolve.h"
 
 struct tracer;
@@ -20,7 +21,24 @@ struct tracer;
  * calls are timed. 0 or exit code (printed).
  */
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 bool calibration, struct tracer **out);
+		 bool calibration, bool follow_forks, struct tracer **out);
+
+/*
+ * Processes with statistics of their own: 1, or with follow_forks the target
+ * and the fork children it can hold (slots 1.. in fork order).
+ */
+size_t tracer_nr_slots(const struct tracer *t);
+
+/* Which process each slot holds (nr_slots entries; [0] is the target). */
+int tracer_procs(struct tracer *t, struct traced_proc *procs);
+
+/*
+ * --follow-forks: a descriptor that turns readable at each fork of a traced
+ * process (-1 without), and what to call then (and now and then anyway): it
+ * attaches the probes of the children forked since.
+ */
+int tracer_fork_fd(struct tracer *t);
+int tracer_follow_forks(struct tracer *t);
 
 /*
  * With calibration: the current aggregate of the calibration probe of site
@@ -29,8 +47,9 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
 
 /*
- * Takes the aggregates since the last call: out[i] for probe i, summed over
- * CPUs (nr = number of probes), and the drop counters since the last call.
+ * Takes the aggregates since the last call: out[slot * nr + i] for probe i of
+ * the process in slot, summed over CPUs (nr = number of probes), and the drop
+ * counters since the last call.
  */
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
 

@@ -95,7 +95,8 @@ static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
 	l = bpf_program__attach_uprobe_opts(site->prog, site->pid, site->path, site->offset, &uo);
 	if (!l) {
 		err = -errno;
-		attach_error(site, 1, err);
+		if (!s->quiet)
+			attach_error(site, 1, err);
 		return err;
 	}
 	err = push_link(s, l);
@@ -130,7 +131,7 @@ static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, s
 		fd = syscall(__NR_bpf, BPF_LINK_CREATE_CMD, attr, sizeof(attr));
 		err = fd < 0 ? -errno : push_fd(s, fd);
 	}
-	if (fd < 0 && err != -ENOMEM)
+	if (fd < 0 && err != -ENOMEM && !s->quiet)
 		attach_error(&sites[0], n, err);
 	else if (err && fd >= 0)
 		close(fd);

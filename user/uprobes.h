@@ -24,6 +24,7 @@ struct uprobe_site {
 
 struct uprobe_set {
 	bool multi;                  /* uprobe_multi links (raw fds) rather than perf links */
+	bool quiet;                  /* attach failures are for the caller to report */
 	int *fds;
 	size_t nr, cap;
 	struct bpf_link **links;

@@ -20,6 +20,10 @@
  *   rate N US          N times: US microseconds of untraced work, then one call of tiny()
  *   exec MS PROG ARGS  spin_us(50) for MS milliseconds, then exec PROG ARGS
  *   fork MS            spin_us(50) for MS milliseconds in a parent and a forked child
+ *   forktree MS DELAY [detach]
+ *                      a child forked at once, which after DELAY ms forks a grandchild, which
+ *                      waits DELAY ms: each spins MS ms (spin_us(50)) after its wait; with detach
+ *                      the parent exits without waiting for them
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -29,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,9 +97,9 @@ static void print_truth(const struct truth *t)
 	if (!t->calls)
 		return;
 	qsort(t->samples, n, sizeof(*t->samples), cmp_ull);
-	fprintf(stderr, "truth %s calls=%lu wall_avg_ns=%.1f cpu_avg_ns=%.1f p50_ns=%llu p99_ns=%llu min_ns=%llu\n",
-		t->name, t->calls, (double)t->wall_ns / t->calls, (double)t->cpu_ns / t->calls,
-		t->samples[n / 2], t->samples[n * 99 / 100], t->samples[0]);
+	fprintf(stderr, "truth %s calls=%lu wall_avg_ns=%.1f cpu_avg_ns=%.1f p50_ns=%llu p99_ns=%llu min_ns=%llu "
+		"pid=%d\n", t->name, t->calls, (double)t->wall_ns / t->calls, (double)t->cpu_ns / t->calls,
+		t->samples[n / 2], t->samples[n * 99 / 100], t->samples[0], (int)getpid());
 }
 
 /* Busy for us microseconds of wall time. */
@@ -335,6 +340,25 @@ int main(int argc, char **argv)
 		if (child > 0)
 			waitpid(child, NULL, 0);
 		printf("%s spun\n", child ? "parent" : "child");
+	} else if (!strcmp(mode, "forktree")) {
+		unsigned long ms = arg(argc, argv, 2), delay = arg(argc, argv, 3);
+		bool detach = argc > 4 && !strcmp(argv[4], "detach");
+		pid_t child = fork(), grandchild = -1;
+		unsigned long long t0;
+
+		if (!child) {
+			usleep(delay * 1000);
+			grandchild = fork();
+			if (!grandchild)
+				usleep(delay * 1000);
+		}
+		for (t0 = clock_ns(CLOCK_MONOTONIC); clock_ns(CLOCK_MONOTONIC) - t0 < ms * 1000000ULL;)
+			spin_us(50);
+		if (grandchild > 0)
+			waitpid(grandchild, NULL, 0);
+		if (child > 0 && !detach)
+			waitpid(child, NULL, 0);
+		printf("%s spun\n", child ? "parent" : grandchild ? "child" : "grandchild");
 	} else if (!strcmp(mode, "hammer")) {
 		printf("ready\n");
 		fflush(stdout);
