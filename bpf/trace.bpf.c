@@ -29,6 +29,12 @@ const volatile __u32 nr_cpus = 1;
  * 1..nr_slots-1 in fork order.
  */
 const volatile __u32 follow_forks = 0;
+/*
+ * The program runs code on stacks of its own (coroutines, sigaltstack): the
+ * thread's frames may lie on several stacks, so a frame below the stack
+ * pointer is not necessarily dead, and a return closes exactly its own frame.
+ */
+const volatile __u32 stack_switching = 0;
 const volatile __u32 nr_slots = 1;
 
 /*
@@ -258,7 +264,7 @@ int BPF_KPROBE(fn_entry)
 		ts->gen = generation;
 		ts->depth = 0;
 	}
-	d = drop_dead_frames(ts, PT_REGS_SP(ctx));
+	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx));
 	if (d >= FNPROF_MAX_DEPTH) {
 		/*
 		 * The kernel keeps at most 64 pending uretprobe returns per task
@@ -343,7 +349,24 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 	if (top->id == id && top->sp + 8 == sp)
 		return d - 1;
 	bpf_loop(d, match_step, &m, 0);
-	return m.exact >= 0 ? m.exact : m.loose;
+	/* With several stacks, the topmost frame of id may well be another stack's. */
+	return m.exact >= 0 || stack_switching ? m.exact : m.loose;
+}
+
+struct shift_ctx {
+	struct thread_state *ts;
+	__u32 from;
+};
+
+/* Moves frame from + i + 1 down by one: closing a frame under those of other stacks. */
+static long shift_step_from(__u32 i, struct shift_ctx *c)
+{
+	__u32 j = c->from + i;
+
+	if (j + 1 >= FNPROF_MAX_DEPTH)
+		return 1;
+	c->ts->frames[j & (FNPROF_MAX_DEPTH - 1)] = c->ts->frames[(j + 1) & (FNPROF_MAX_DEPTH - 1)];
+	return 0;
 }
 
 /* What one call measured, handed from the return probe to the aggregation. */
@@ -473,11 +496,14 @@ int BPF_KRETPROBE(fn_exit)
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
 	k &= FNPROF_MAX_DEPTH - 1;
-	if ((__u32)k + 1 < d)
+	if ((__u32)k + 1 < d && !stack_switching)
 		count_drops(DROP_ABANDONED, d - k - 1);
 	f = &ts->frames[k];
 	if (k > 0)
 		parent = &ts->frames[(k - 1) & (FNPROF_MAX_DEPTH - 1)];
+	/* On several stacks, the frame below is the caller only if it is on this stack, above. */
+	if (stack_switching && parent && parent->sp <= f->sp)
+		parent = NULL;
 	c.wall = now - f->start_ns;
 	c.runq = ts->runq_cum - f->runq0;
 	c.blocked = ts->blocked_cum - f->blocked0;
@@ -495,6 +521,12 @@ int BPF_KRETPROBE(fn_exit)
 		parent->child_wall += c.wall;
 		parent->child_calls++;
 		parent->desc_calls += 1 + f->desc_calls;
+	}
+	if (stack_switching && (__u32)k + 1 < d) {
+		/* The frames above are other stacks' calls, still running: keep them. */
+		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .from = k }, 0);
+		ts->depth = d - 1;
+		return 0;
 	}
 	ts->depth = k;
 	return 0;

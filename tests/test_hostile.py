@@ -66,6 +66,21 @@ def test_c_program_keeps_uretprobe():
     check(func(rep, "spin_us")["exit"] == "uretprobe", "a plain C program needs no ret probes")
 
 
+def test_coroutines_switching_stacks():
+    # Two coroutines (swapcontext), each suspended inside step() while the other runs: frames live
+    # on two stacks at once. A uretprobe kills this program (SIGILL from the kernel, seen on 6.18);
+    # auto mode sees the swapcontext import, probes the ret instructions and matches each return
+    # to its own frame by stack pointer.
+    rep, p = traced(["-f", "step"], target("coro"), 2000)
+    f, t = func(rep, "step"), truth(p.stderr, "step")
+    check(f["exit"] == "ret", f"exit mode {f['exit']}")
+    check(f["calls"] == t["calls"] == 4000, f"{f['calls']} calls timed, {t['calls']:.0f} made")
+    check(not any(rep["dropped"].values()), str(rep["dropped"]))
+    want = t["wall_avg_ns"]
+    check(abs(f["wall_ns"]["avg"] - want) <= 0.1 * want + 2000, f"wall avg {f['wall_ns']['avg']:.0f} vs truth {want:.0f}")
+    check(p.stdout == plain_output(target("coro"), 2000), "target output changed")
+
+
 def make_root(root, prog):
     """A container-style root holding prog and the libraries it loads (from ldd)."""
     import os

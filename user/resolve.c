@@ -377,8 +377,10 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct symtab
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
 
-		p->exit = risky ? EXIT_RET : EXIT_URETPROBE;
-		p->exit_why = risky ? "C++ exceptions, Rust panics or Go in the process" : NULL;
+		p->exit = risky || r->out->switches_stacks ? EXIT_RET : EXIT_URETPROBE;
+		p->exit_why = risky ? "C++ exceptions, Rust panics or Go in the process"
+			      : r->out->switches_stacks ? "stack switching (swapcontext, sigaltstack) in the process"
+			      : NULL;
 	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p);
@@ -446,11 +448,13 @@ static int check_unwinding(struct resolver *r)
 	struct symtab *exe;
 	size_t i;
 
-	if (r->o->exit_mode != EXIT_AUTO)
-		return 0;
 	exe = load_object(r, r->exe, r->exe_open);
 	if (!exe)
 		return EXIT_FAIL;
+	/* The probes match returns to calls by stack pointer: they need to know, whatever the exit mode. */
+	r->out->switches_stacks = exe->switches_stacks;
+	if (r->o->exit_mode != EXIT_AUTO)
+		return 0;
 	r->process_unwinds = exe->unwinds;
 	for (i = 0; r->pm && i < r->pm->nr; i++)
 		if (lib_name_matches(r->pm->maps[i].path, "libstdc++"))

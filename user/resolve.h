@@ -47,6 +47,7 @@ struct probe {
 struct probe_list {
 	struct probe *probes;
 	size_t nr;
+	bool switches_stacks;        /* the program runs code on stacks of its own (coroutines, sigaltstack) */
 	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
 	size_t nr_held;
 };

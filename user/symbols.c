@@ -172,45 +172,58 @@ static void sort_and_merge(struct symtab *st)
 			st->syms[i].size = st->syms[i + 1].addr - st->syms[i].addr;
 }
 
+static bool name_in(const char *name, const char *const *names, size_t n)
+{
+	size_t k;
+
+	for (k = 0; name && k < n; k++)
+		if (!strcmp(name, names[k]))
+			return true;
+	return false;
+}
+
+#define NAME_IN(name, names) name_in(name, names, sizeof(names) / sizeof(names[0]))
+
 /*
  * Whether the object takes part in unwinding that walks return addresses
  * (C++ exceptions, Rust panics) or moves stacks (Go): a uretprobe replaces
- * the return address on the stack, which such code cannot cope with.
+ * the return address on the stack, which such code cannot cope with. And
+ * whether it runs code on stacks of its own making (coroutines with
+ * swapcontext, signal handlers on an alternate stack): imports only, since
+ * the C library defines these for everyone.
  */
-static bool has_unwind_markers(Elf *elf)
+static void find_markers(Elf *elf, struct symtab *st)
 {
 	static const char *const sections[] = { ".gcc_except_table", ".gopclntab", ".go.buildinfo" };
 	static const char *const symbols[] = { "__cxa_throw", "__gxx_personality_v0", "_Unwind_RaiseException",
 					       "rust_panic", "__rust_start_panic", "runtime.goexit" };
+	static const char *const stack_switch[] = { "swapcontext", "setcontext", "sigaltstack" };
 	Elf_Scn *scn = NULL;
-	size_t shstrndx, i, k;
+	size_t shstrndx, i;
 	GElf_Shdr sh;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
-		return false;
+		return;
 	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
 		Elf_Data *data;
 		GElf_Sym sym;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		for (k = 0; name && k < sizeof(sections) / sizeof(sections[0]); k++)
-			if (!strcmp(name, sections[k]))
-				return true;
+		if (NAME_IN(elf_strptr(elf, shstrndx, sh.sh_name), sections))
+			st->unwinds = true;
 		if ((sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || !sh.sh_entsize ||
 		    !(data = elf_getdata(scn, NULL)))
 			continue;
 		for (i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
 			const char *sname = gelf_getsym(data, i, &sym) ? elf_strptr(elf, sh.sh_link, sym.st_name) : NULL;
 
-			for (k = 0; sname && k < sizeof(symbols) / sizeof(symbols[0]); k++)
-				if (!strcmp(sname, symbols[k]))
-					return true;
+			if (NAME_IN(sname, symbols))
+				st->unwinds = true;
+			else if (sym.st_shndx == SHN_UNDEF && NAME_IN(sname, stack_switch))
+				st->switches_stacks = true;
 		}
 	}
-	return false;
 }
 
 static int load_elf(Elf *elf, struct symtab *st)
@@ -243,7 +256,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 		}
 	}
 	sort_and_merge(st);
-	st->unwinds = has_unwind_markers(elf);
+	find_markers(elf, st);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct symtab {
 	enum sym_source source;
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
 	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
+	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
 };

@@ -100,6 +100,7 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs, bool foll
 	skel->rodata->nr_funcs = t->nr_total;
 	t->nr_slots = follow_forks ? slots_for(t) : 1;
 	skel->rodata->follow_forks = follow_forks;
+	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
 	bpf_program__set_autoload(skel->progs.on_fork, follow_forks);
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
