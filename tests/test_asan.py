@@ -38,3 +38,10 @@ def test_asan_bursts_and_calibration():
     p = run_asan(["-f", "tiny", "--max-overhead", "5", "--", target("work"), "rate", "20000", "20"])
     check(p.returncode == 0, p.stderr[-2000:])
     check(run_asan(["--calibrate"]).returncode == 0, "--calibrate")
+
+
+def test_asan_follow_forks_and_stack_switching():
+    p = run_asan(["-f", "spin_us", "--follow-forks", "-i", "0.1", "--", target("work"), "forktree", "100", "100"])
+    check(p.returncode == 0 and p.stderr.count("fork child pid") >= 2, p.stderr[-2000:])
+    p = run_asan(["-f", "step", "--json", "--", target("coro"), "500"])
+    check(p.returncode == 0 and func(final_report(p.stderr), "step")["calls"] == 1000, p.stderr[-2000:])
