@@ -101,6 +101,11 @@ def test_many_threads_no_lost_calls():
           f"{func(rep, 'spin_us')['calls']} calls counted, {t['calls']} made")
     check(not any(rep["dropped"].values()), f"dropped: {rep['dropped']}")
     check(ru.ru_maxrss < 64 * 1024, f"fnprof peaked at {ru.ru_maxrss // 1024} MiB")
+    # fnprof reports its own cost: what the kernel says it used (before its teardown, so a bit less).
+    own, rusage_ns = rep["fnprof"]["cpu_ns"], (ru.ru_utime + ru.ru_stime) * 1e9
+    check(0 < own <= rusage_ns + 1e6 and rep["fnprof"]["peak_rss_kib"] <= ru.ru_maxrss,
+          f"fnprof says {own / 1e6:.1f} ms CPU, {rep['fnprof']['peak_rss_kib']} KiB; rusage {rusage_ns / 1e6:.1f} ms")
+    check(own < 0.1 * rep["interval_s"] * 1e9 + 100e6, f"fnprof used {own / 1e6:.1f} ms CPU in {rep['interval_s']:.1f} s")
 
 
 def children_of(pid):

@@ -70,7 +70,21 @@ struct run {
 	ino_t exe_ino;
 	bool exe_seen;
 	const char *note;
+	__u64 self_cpu_start, self_cpu_last;  /* fnprof's own CPU time then */
 };
+
+/* fnprof's own CPU time (all its threads) and peak RSS. */
+static __u64 self_usage(__u64 *rss_kib)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	if (rss_kib)
+		*rss_kib = ru.ru_maxrss;
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+}
 
 static void setup_signals(void)
 {
@@ -215,7 +229,7 @@ static void reap_child(struct run *r)
 }
 
 static void print_trace_report(struct run *r, const struct fn_stats *stats, const __u64 *drops,
-			       double span, __u64 cpu, bool total, double attached)
+			       double span, __u64 cpu, bool total, double attached, __u64 self_cpu)
 {
 	struct report rep = {
 		.attached_fraction = attached,
@@ -224,8 +238,10 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.nr_procs = r->nr_slots, .procs = r->procs,
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
+		.self_cpu_ns = self_cpu,
 	};
 
+	self_usage(&rep.self_rss_kib);
 	memcpy(rep.drops, drops, sizeof(rep.drops));
 	report_prepare(&rep);
 	if (r->o->json)
@@ -238,11 +254,12 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 static int report(struct run *r, bool final)
 {
 	double t = monotonic_s(), span = t - r->t_last;
-	__u64 drops[DROP_NR] = {};
+	__u64 drops[DROP_NR] = {}, self_cpu;
 	double attached;
 	size_t i;
 
 	update_cpu(r);
+	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now) : 1;
 	if (r->tracer) {
 		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
@@ -255,14 +272,16 @@ static int report(struct run *r, bool final)
 			r->total_drops[i] += drops[i];
 		/* A run with a single report: that report is the total. */
 		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports, attached);
+				   final && !r->nr_reports, attached, self_cpu - r->self_cpu_last);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
-					   true, r->bursts ? burst_total_fraction(&r->burst) : 1);
+					   true, r->bursts ? burst_total_fraction(&r->burst) : 1,
+					   self_cpu - r->self_cpu_start);
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
 	r->nr_reports++;
+	r->self_cpu_last = self_cpu;
 	r->t_last = t;
 	r->cpu_last = r->cpu_now;
 	return 0;
@@ -455,6 +474,8 @@ static int run(struct run *r)
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();
+	/* Intervals show the steady state; the total includes the start-up. */
+	r->self_cpu_last = self_usage(NULL);
 	update_cpu(r);
 	if (r->tracer && r->o->max_overhead_pct) {
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, r->pid, r->tracer, r->t_start);

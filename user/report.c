@@ -247,6 +247,9 @@ static void print_footer(const struct report *r, FILE *f)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_overhead(r, f);
+	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
+		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->interval_s > 0 ? r->self_cpu_ns / (r->interval_s * 1e7) : 0.0,
+		r->self_rss_kib / 1024.0);
 	if (r->evs)
 		fprintf(f, "counters: per-thread, callees included; '~' = scaled (counter was multiplexed)\n");
 }
@@ -643,6 +646,10 @@ void report_print_json(const struct report *r, FILE *f)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);
 	json_obj_end(&j);
 	json_overhead(&j, r);
+	json_obj_begin(&j, "fnprof");
+	json_u64(&j, "cpu_ns", r->self_cpu_ns);
+	json_u64(&j, "peak_rss_kib", r->self_rss_kib);
+	json_obj_end(&j);
 	json_obj_end(&j);
 	json_finish(&j);
 }

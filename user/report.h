@@ -35,6 +35,8 @@ struct report {
 	const struct calibration *cal; /* probe bias to subtract, or NULL (--raw) */
 	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
+	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
+	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
 };
 
 /* Derives the report-wide figures (average probe cost per call) once, before printing. */
