@@ -532,22 +532,15 @@ int BPF_KRETPROBE(fn_exit)
 	return 0;
 }
 
-/* Task state as the scheduler saw it; the field was renamed in 5.14 (2f064a59a11f). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
+/*
+ * Task state as the scheduler saw it: TASK_RUNNING (0) when it yielded and is
+ * still on the run queue. The field is __state since 5.14 (2f064a59a11f); no
+ * variant for older kernels, which lack task storage and bpf_loop anyway, and
+ * each CO-RE type costs the loader a search of the kernel's 100k+ types.
+ */
 static __always_inline bool switched_out_runnable(bool preempt, struct task_struct *prev)
 {
-	long state;
-
-	if (preempt)
-		return true;
-	if (bpf_core_field_exists(prev->__state))
-		state = BPF_CORE_READ(prev, __state);
-	else
-		state = BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
-	return state == 0; /* TASK_RUNNING: yielded, still on the run queue */
+	return preempt || prev->__state == 0;
 }
 
 SEC("tp_btf/sched_switch")

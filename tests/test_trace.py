@@ -255,3 +255,19 @@ def test_per_probe_links_without_uprobe_multi():
     p = run_fnprof(["-f", "tiny", "-f", "spin_us", "--json", "--", target("work"), "count", "3000"], env=env)
     check(p.returncode == 0, p.stderr)
     check(func(final_report(p.stderr), "tiny")["calls"] == 3000, "calls with per-probe links")
+
+
+def test_programs_load_side_by_side_or_in_one_piece():
+    # The uprobe and the tracepoint programs load as two instances of the object, on shared maps;
+    # when the uprobe programs need the kernel's BTF (FNPROF_ONE_PIECE=1 takes that way), as one.
+    # Either way sched_switch must see the frames the uprobes push: a sleep is blocked time.
+    for one_piece, said in ((False, "side by side"), (True, "in one piece")):
+        env = dict(os.environ, **({"FNPROF_ONE_PIECE": "1"} if one_piece else {}))
+        p = run_fnprof(["-v", "-f", "sleep_us", "-f", "spin_us", "--json", "--", target("work"), "sleep", "1000", "100"],
+                       env=env)
+        check(p.returncode == 0, p.stderr[-3000:])
+        check(said in p.stderr, f"fnprof -v does not say it loaded the programs {said}")
+        f, t = func(final_report(p.stderr), "sleep_us"), truth(p.stderr, "sleep_us")
+        check(f["calls"] == t["calls"] == 100, f"{said}: calls {f['calls']}")
+        check_wall(f, t, said)
+        check(f["blocked_ns"]["total"] > 0.85 * f["wall_ns"]["total"], f"{said}: sleep not counted as blocked")

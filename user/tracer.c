@@ -12,11 +12,14 @@
 #include "calib.h"
 #include "log.h"
 #include "trace.skel.h"
+#include "trace_load.h"
 #include "tracer.h"
+#include "uprobe_warm.h"
 #include "uprobes.h"
 
 struct tracer {
-	struct trace_bpf *skel;
+	struct trace_bpf *skel;    /* the uprobe programs, and the maps */
+	struct trace_bpf *sched;   /* the tracepoint programs, on the same maps (NULL: in skel) */
 	struct uprobe_set links;   /* the target's probes */
 	struct uprobe_set calib_links;
 	size_t nr_probes;          /* the target's; calibration probes follow them */
@@ -31,6 +34,8 @@ struct tracer {
 	const struct probe_list *pl;  /* the target's probes, to attach again after a pause */
 	pid_t pid;
 	bool paused;
+	struct uprobe_warm *warm;
+	bool follow_forks;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	__u64 *child_delay_ns;     /* per slot: fork to probes in place (0: not yet) */
@@ -84,45 +89,55 @@ static int fill_slots(struct tracer *t)
 	return 0;
 }
 
-static int load(struct tracer *t, pid_t pid, const struct events *evs, bool follow_forks)
-{
-	struct trace_bpf *skel;
-	int err, slots = evs ? evs->nr_slots : 0;
+struct setup_args {
+	struct tracer *t;
+	const struct events *evs;
+};
 
-	skel = trace_bpf__open();
-	if (!skel) {
-		log_err("failed to open the BPF object: %s", strerror(errno));
-		return -errno;
-	}
-	t->skel = skel;
-	skel->rodata->target_tgid = pid;
+/* Between open and load, for each instance trace_load() makes. */
+static int setup(struct trace_bpf *skel, void *arg)
+{
+	const struct setup_args *a = arg;
+	struct tracer *t = a->t;
+	int err, slots = a->evs ? a->evs->nr_slots : 0;
+
+	skel->rodata->target_tgid = t->pid;
 	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
 	skel->rodata->nr_funcs = t->nr_total;
-	t->nr_slots = follow_forks ? slots_for(t) : 1;
-	skel->rodata->follow_forks = follow_forks;
+	skel->rodata->follow_forks = t->follow_forks;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
-	bpf_program__set_autoload(skel->progs.on_fork, follow_forks);
-	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
+	bpf_program__set_autoload(skel->progs.on_fork, t->follow_forks);
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	skel->rodata->nr_events = slots;
+	/* System calls are timed for -e only: without it, their programs are not even verified. */
+	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
+	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
-	if (!err && follow_forks)
+	if (!err && t->follow_forks)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
-	if (!err && follow_forks)
+	if (!err && t->follow_forks)
 		err = bpf_map__set_max_entries(skel->maps.free_slots, t->nr_slots - 1);
-	if (!err && follow_forks)
+	if (!err && t->follow_forks)
 		err = bpf_map__set_max_entries(skel->maps.forks, 64 * 1024);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
-	if (!err)
-		err = trace_bpf__load(skel);
-	if (!err && slots)
+	return err;
+}
+
+static int load(struct tracer *t, const struct events *evs)
+{
+	struct setup_args a = { .t = t, .evs = evs };
+	int err;
+
+	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
+	err = trace_load(setup, &a, &t->skel, &t->sched);
+	if (!err && evs)
 		err = fill_counters(t, evs);
-	if (!err && follow_forks)
+	if (!err && t->follow_forks)
 		err = fill_slots(t);
 	if (err) {
 		log_err("failed to load the BPF programs: %s%s", strerror(-err),
@@ -198,7 +213,7 @@ static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const cha
 
 static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
-	struct trace_bpf *skel = t->skel;
+	struct trace_bpf *skel = t->sched ? t->sched : t->skel;
 	double t0 = monotonic_s();
 	int err;
 
@@ -212,6 +227,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	if (err)
 		return err;
 	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid);
+	uprobe_warm_stop(t->warm);
 	/* Calibration probes are in fnprof's own process. */
 	if (!err)
 		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid());
@@ -314,7 +330,11 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		tracer_stop(t);
 		return EXIT_FAIL;
 	}
-	err = load(t, pid, evs, follow_forks);
+	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
+	t->warm = pl->nr ? uprobe_warm_start() : NULL;
+	t->follow_forks = follow_forks;
+	t->nr_slots = follow_forks ? slots_for(t) : 1;
+	err = load(t, evs);
 	if (!err && follow_forks)
 		err = follow_setup(t);
 	if (!err)
@@ -506,6 +526,7 @@ void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
+	uprobe_warm_free(t->warm);
 	uprobes_free(&t->links);
 	uprobes_free(&t->calib_links);
 	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)
@@ -513,6 +534,7 @@ void tracer_stop(struct tracer *t)
 	free(t->child_links);
 	free(t->child_delay_ns);
 	ring_buffer__free(t->forks);
+	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
 	calib_free_probes(t->calib);
 	free(t->percpu);

@@ -66,6 +66,11 @@ static int push_fd(struct uprobe_set *s, int fd)
 	return 0;
 }
 
+int uprobes_adopt_fd(struct uprobe_set *s, int fd)
+{
+	return push_fd(s, fd);
+}
+
 static int push_link(struct uprobe_set *s, struct bpf_link *l)
 {
 	if (ARRAY_RESERVE(s->links, s->nr_links + 1, s->cap_links))

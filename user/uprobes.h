@@ -43,6 +43,9 @@ int uprobes_prepare(struct bpf_program *prog, bool multi);
  */
 int uprobes_attach(struct uprobe_set *s, const struct uprobe_site *sites, size_t n);
 
+/* The set takes over fd, a probe made elsewhere, and closes it with its own. 0 or -ENOMEM. */
+int uprobes_adopt_fd(struct uprobe_set *s, int fd);
+
 /* Takes every probe of the set out (the breakpoints are gone when it returns). */
 void uprobes_detach(struct uprobe_set *s);
 void uprobes_free(struct uprobe_set *s);

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Loading trace.bpf.c in two halves at once. Most of the load is two pieces
+ * of about 10 ms each: libbpf reading and searching the kernel's BTF (for the
+ * tracepoint programs' CO-RE relocations and attach points), and the kernel
+ * verifying the uprobe programs. The uprobe programs read no kernel type but
+ * ABI ones (pt_regs, bpf_perf_event_value): relocated against the object's own
+ * BTF, they need nothing of the kernel's. So the object is opened three
+ * times: one instance creates the maps and loads no program; then the
+ * tracepoint half loads on a thread while the uprobe half loads on the
+ * caller's, both on the first instance's maps. Should the uprobe programs
+ * ever relocate against another type, everything loads in one piece.
+ */
+#ifndef FNPROF_TRACE_LOAD_H
+#define FNPROF_TRACE_LOAD_H
+
+struct trace_bpf;
+
+/*
+ * Sets up one instance of trace.bpf.c between open and load: read-only
+ * data, map sizes, attach types, programs not wanted. 0 or -errno.
+ */
+typedef int (*trace_setup_fn)(struct trace_bpf *skel, void *arg);
+
+/*
+ * Opens and loads trace.bpf.c, set up by setup(arg). *probes gets the uprobe
+ * programs and the maps; *sched the other programs, on the same maps, or
+ * NULL when everything had to load in *probes. 0 or -errno (libbpf's own
+ * messages with -v).
+ */
+int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched);
+
+#endif /* FNPROF_TRACE_LOAD_H */
