@@ -127,13 +127,15 @@ static __always_inline bool is_tgid(__u32 tgid)
 }
 
 /*
- * The statistics slot of the current process: 0 for the target (and for
+ * The statistics slot of the current process, task: 0 for the target (and for
  * fnprof's own calibration calls), a traced fork child's own, or -1 for any
- * other process.
+ * other process. The handlers need the task for its storage anyway; its tgid
+ * is a load, where bpf_get_current_pid_tgid() would be one more helper call
+ * (~20 ns each on a CPU that mitigates SRSO with a safe RET).
  */
-static __always_inline int current_slot(void)
+static __always_inline int current_slot(struct task_struct *task)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = task->tgid;
 	struct proc_info *pi;
 
 	if (is_tgid(tgid))
@@ -243,10 +245,11 @@ static __always_inline void count_entry(__u32 slot, __u32 id)
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *ts;
 	struct fn_frame *f;
-	int slot = current_slot();
+	int slot = current_slot(task);
 
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
@@ -254,8 +257,7 @@ int BPF_KPROBE(fn_entry)
 		count_entry(slot, cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
 		return 0;
 	}
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = bpf_task_storage_get(&threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
 		return 0;
@@ -369,7 +371,10 @@ static long shift_step_from(__u32 i, struct shift_ctx *c)
 	return 0;
 }
 
-/* What one call measured, handed from the return probe to the aggregation. */
+/*
+ * What one call measured, handed from the return probe to the aggregation.
+ * The counter arrays are written and read only for the nr_events in use.
+ */
 struct call {
 	__u64 wall, oncpu, runq, blocked, self, sys;
 	__u64 vcsw, ivcsw, mig;
@@ -461,20 +466,26 @@ static __always_inline void call_counters(struct thread_state *ts, struct fn_fra
 	}
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(fn_exit)
+/*
+ * The return of a traced call: a uretprobe (after ret popped the return
+ * address) or, at_ret, a probe on a ret instruction (before it: the stack
+ * pointer is as at entry). Two programs, so that neither needs the attach
+ * cookie to tell which it is.
+ */
+static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 {
 	__u64 now = bpf_ktime_get_ns(), off;
-	struct fn_frame *f, *parent = NULL;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fn_frame *f, *top, *parent = NULL;
 	struct thread_state *ts;
-	struct call c = {};
-	__u32 d, id, cookie;
-	int k, slot = current_slot();
+	struct call c;
+	__u32 d, id;
+	int k, slot = current_slot(task);
 	__u64 sp;
 
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ts = bpf_task_storage_get(&threads, task, NULL, 0);
 	if (!ts || !ts->depth || ts->gen != generation) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
@@ -482,14 +493,21 @@ int BPF_KRETPROBE(fn_exit)
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
-	cookie = bpf_get_attach_cookie(ctx);
-	id = cookie & ~FNPROF_COOKIE_AT_RET;
-	/*
-	 * A uretprobe fires after ret popped the return address; a probe on the
-	 * ret instruction fires before, with the stack pointer as at entry.
-	 */
-	sp = PT_REGS_SP(ctx) + (cookie & FNPROF_COOKIE_AT_RET ? 8 : 0);
-	k = match_frame(ts, d, id, sp);
+	sp = PT_REGS_SP(ctx) + (at_ret ? 8 : 0);
+	top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (!stack_switching && top->sp + 8 == sp) {
+		/*
+		 * The common case, without the cookie (a helper call): entries drop
+		 * the frames at or below their stack pointer, so on one stack no two
+		 * frames share one, and the frame entered just below this return's
+		 * stack pointer is the call returning.
+		 */
+		k = d - 1;
+		id = top->id;
+	} else {
+		id = bpf_get_attach_cookie(ctx) & ~FNPROF_COOKIE_AT_RET;
+		k = match_frame(ts, d, id, sp);
+	}
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
@@ -514,6 +532,7 @@ int BPF_KRETPROBE(fn_exit)
 	c.ivcsw = ts->ivcsw_cum - f->ivcsw0;
 	c.mig = ts->mig_cum - f->mig0;
 	c.sys = ts->sys_cum - f->sys0;
+	c.scaled = false;
 	if (nr_events)
 		call_counters(ts, f, parent, &c);
 	account(slot, id, &c, f);
@@ -530,6 +549,19 @@ int BPF_KRETPROBE(fn_exit)
 	}
 	ts->depth = k;
 	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(fn_exit)
+{
+	return fn_return(ctx, false);
+}
+
+/* --exit=ret: a uprobe on each ret instruction of the function. */
+SEC("uprobe")
+int BPF_KPROBE(fn_exit_ret)
+{
+	return fn_return(ctx, true);
 }
 
 /* Task state as the scheduler saw it; the field was renamed in 5.14 (2f064a59a11f). */

@@ -106,6 +106,7 @@ static int load(struct tracer *t, pid_t pid, const struct events *evs, bool foll
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
+	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
 	skel->rodata->nr_events = slots;
 	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
@@ -153,7 +154,7 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, str
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 
