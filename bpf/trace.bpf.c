@@ -291,6 +291,9 @@ int BPF_KPROBE(fn_entry)
 	f->desc_calls = 0;
 	f->id = id;
 	f->sp = PT_REGS_SP(ctx);
+	/* The kernel has set the trap's ip back to the probed address, the function's. */
+	f->ip = PT_REGS_IP(ctx);
+	f->probe_off0 = ts->probe_off_cum;
 	f->cpu = bpf_get_smp_processor_id();
 	f->runq0 = ts->runq_cum;
 	f->blocked0 = ts->blocked_cum;
@@ -522,7 +525,10 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	/* On several stacks, the frame below is the caller only if it is on this stack, above. */
 	if (stack_switching && parent && parent->sp <= f->sp)
 		parent = NULL;
+	/* Time switched out before the function's first instruction ran is the entry probes'. */
+	off = ts->probe_off_cum - f->probe_off0;
 	c.wall = now - f->start_ns;
+	c.wall -= off < c.wall ? off : c.wall;
 	c.runq = ts->runq_cum - f->runq0;
 	c.blocked = ts->blocked_cum - f->blocked0;
 	off = c.runq + c.blocked;
@@ -569,6 +575,42 @@ struct task_struct___pre514 {
 	long state;
 } __attribute__((preserve_access_index));
 
+/*
+ * Longest time after an entry probe's timestamp in which a switch at the
+ * function's first bytes is taken for one in the probe's own return path: a
+ * single step takes ~10 us here, and stalls of the virtual CPU stretch it.
+ */
+#define PROBE_WINDOW_NS 1000000
+/* A task's out-of-line slot for single steps (UPROBE_XOL_SLOT_BYTES). */
+#define XOL_SLOT_BYTES 128
+
+/*
+ * Whether prev, inside a traced call, is switched out before the function's
+ * first instruction has run: in the return path of its entry probe. With
+ * preemption pending, the kernel switches when it returns to user space,
+ * after the entry timestamp: at the instruction after the first one
+ * (emulated), or in the out-of-line slot where the first one is single-
+ * stepped (the kernel switches before it finishes the step), or after it. Preemptions that fell due during the probe's trap
+ * all land there, inside the call; the function itself would have met them
+ * elsewhere. Within the first 16 bytes of the function, and within
+ * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
+ */
+static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+{
+	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	struct pt_regs *regs;
+	__u64 ip, xol;
+
+	if (now - top->start_ns > PROBE_WINDOW_NS)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs)
+		return false;
+	ip = BPF_CORE_READ(regs, ip);
+	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
+	return ip - top->ip < 16 || (xol && ip - xol < XOL_SLOT_BYTES);
+}
+
 static __always_inline bool switched_out_runnable(bool preempt, struct task_struct *prev)
 {
 	long state;
@@ -595,6 +637,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if (nr_events)
 				ctr_read(ts, true);
 			ts->out_ns = now;
+			ts->out_probe = in_entry_probe(prev, ts, now);
 			ts->out_runnable = switched_out_runnable(preempt, prev);
 			ts->out_cpu = bpf_get_smp_processor_id();
 			if (ts->out_runnable)
@@ -608,7 +651,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (ts && ts->out_ns) {
 			if (!now)
 				now = bpf_ktime_get_ns();
-			if (ts->out_runnable)
+			if (ts->out_probe)
+				ts->probe_off_cum += now - ts->out_ns;
+			else if (ts->out_runnable)
 				ts->runq_cum += now - ts->out_ns;
 			else
 				ts->blocked_cum += now - ts->out_ns;
