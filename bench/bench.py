@@ -50,11 +50,16 @@ FUNC = {"nop": "target_nop", "spin": "target_spin", "sleep": "target_sleep"}
 NOP_CASES = ["nop_o2", "nop_fp", "nop_nop5"]
 LAT_CASES = ["nop_o2", "spin_1us", "spin_10us", "spin_1ms", "sleep_1ms"]
 
-TOOLS = ["none", "floor", "bpftrace", "bpftrace_hist", "funclatency", "fnprof"]
+TOOLS = ["none", "floor", "floor_multi", "bpftrace", "bpftrace_hist", "funclatency", "fnprof"]
 TOOL_LABEL = {
-    "none": "none", "floor": "floor (empty pair)", "bpftrace": "bpftrace (stats)",
-    "bpftrace_hist": "bpftrace (hist)", "funclatency": "funclatency", "fnprof": "fnprof",
+    "none": "none", "floor": "floor (empty pair, perf links)", "floor_multi": "floor (empty pair, uprobe_multi)",
+    "bpftrace": "bpftrace (stats)", "bpftrace_hist": "bpftrace (hist)", "funclatency": "funclatency",
+    "fnprof": "fnprof",
 }
+# Tools run on the 2 ns function only (the floors have no latency to report, bpftrace's hist its mean).
+NOP_ONLY_TOOLS = ["floor_multi", "bpftrace_hist"]
+# Pair runs: calls of each twin function (target_nop, target_nop2) per build.
+PAIR_CALLS = {"bt_o2": 10000 // Q, "bt_fp": 50000 // Q, "bt_nop5": 50000 // Q}
 
 TARGET_TIMEOUT = 120
 ATTACH_TIMEOUT = 30
@@ -207,25 +212,26 @@ class Target:
             pass
 
 
-def perf_fds(pid):
-    """perf_event file descriptors of pid: each uprobe or uretprobe a tool attaches is one; a
-    uprobe_multi link (fnprof where the kernel has them) stands for all of its program's probes."""
-    n = 0
+def probe_fds(pid):
+    """(perf events, uprobe_multi links) that pid holds: each uprobe or uretprobe attached through a
+    perf event is one; a uprobe_multi link (fnprof and floor -m where the kernel has them) stands for
+    all the probes of one program in one object."""
+    perf = multi = 0
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
                 link = os.readlink(f"/proc/{pid}/fd/{fd}")
                 if link == "anon_inode:[perf_event]":
-                    n += 1
+                    perf += 1
                 elif link == "anon_inode:bpf_link":
                     with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-                        if "uprobe_multi" in f.read():
-                            n += 1 << 20   # a uprobe_multi link: all the probes of a program at once
+                        if re.search(r"^link_type:\s*u(ret)?probe_multi", f.read(), re.M):
+                            multi += 1
             except OSError:
                 pass
     except OSError:
         pass
-    return n
+    return perf, multi
 
 
 def extra_perf_fds(tool):
@@ -234,10 +240,14 @@ def extra_perf_fds(tool):
 
 
 def wait_ready(t, nprobes, timeout):
-    """After the first int3: until the tool holds a perf event for each of its nprobes probes (the
-    int3 appears with the first of them), then until it is idle."""
+    """After the first int3: until the tool holds a perf event for each of its nprobes probes, or two
+    uprobe_multi links (returns, entries: the int3 appears with the first), then until it is idle.
+    Returns how its probes are attached: "perf" or "uprobe_multi"."""
     end = now() + timeout
-    while perf_fds(t.pid) < nprobes and perf_fds(t.pid) < 2 << 20:
+    while True:
+        perf, multi = probe_fds(t.pid)
+        if perf >= nprobes or multi >= 2:
+            break
         if not t.alive():
             out, _, _, _, _ = t.stop()
             raise RuntimeError("exited while attaching: " + first_line_reason(out))
@@ -248,6 +258,7 @@ def wait_ready(t, nprobes, timeout):
     if not t.alive():
         out, _, _, _, _ = t.stop()
         raise RuntimeError("exited after attaching: " + first_line_reason(out))
+    return "uprobe_multi" if multi >= 2 else "perf"
 
 
 def wait_idle(pid, max_s=5.0):
@@ -269,6 +280,8 @@ def wait_idle(pid, max_s=5.0):
 def tool_argv(tool, pid, binpath, fn):
     if tool == "floor":
         return [os.path.join(OUT, "floor"), str(pid), binpath, fn]
+    if tool == "floor_multi":
+        return [os.path.join(OUT, "floor"), "-m", str(pid), binpath, fn]
     if tool == "bpftrace":
         prog = (f"uprobe:{binpath}:{fn} {{ @s[tid] = nsecs; }} "
                 f"uretprobe:{binpath}:{fn} /@s[tid]/ {{ @lat = stats(nsecs - @s[tid]); delete(@s[tid]); }}")
@@ -379,7 +392,7 @@ def run_one(case, tool):
                 if now() - t.t0 > ATTACH_TIMEOUT:
                     raise RuntimeError(f"no breakpoint after {ATTACH_TIMEOUT} s")
                 time.sleep(0.001)
-            wait_ready(t, 2 + extra_perf_fds(tool), ATTACH_TIMEOUT)
+            res["links"] = wait_ready(t, 2 + extra_perf_fds(tool), ATTACH_TIMEOUT)
         tgt.release()
         res.update(tgt.finish())
         if t:
@@ -398,6 +411,53 @@ def run_one(case, tool):
         res["error"] = str(e) or type(e).__name__
         tgt.abort()
         if t:
+            t.stop(grace=0)
+    return res
+
+
+def run_pair(binname, fnprof_first):
+    """fnprof and the floor of fnprof's kind of link at once, on the twins target_nop and target_nop2
+    of one target, called in alternating blocks: fnprof's cost above the floor without the noise
+    of comparing different runs (another process, another moment). fnprof_first: fnprof on
+    target_nop, the floor on target_nop2; else the other way round (the twins' own small difference
+    cancels over the repeats)."""
+    binpath = os.path.join(OUT, binname)
+    n = PAIR_CALLS[binname]
+    res = dict(case="pair_" + binname, tool="fnprof", fnprof_fn="target_nop" if fnprof_first else "target_nop2")
+    floor_fn = "target_nop2" if fnprof_first else "target_nop"
+    tgt = Target([binpath, "pair", str(n)], naddr=2)
+    tools = []
+    try:
+        fp = Tool(tool_argv("fnprof", tgt.pid, binpath, res["fnprof_fn"]))
+        tools.append(fp)
+        res["links"] = wait_ready(fp, 2, ATTACH_TIMEOUT)
+        fl = Tool(tool_argv("floor_multi" if res["links"] == "uprobe_multi" else "floor", tgt.pid, binpath,
+                            floor_fn))
+        tools.append(fl)
+        wait_ready(fl, 2, ATTACH_TIMEOUT)
+        if tgt.patched() != 2:
+            raise RuntimeError("the twins are not both probed")
+        wait_idle(fp.pid)
+        tgt.release()
+        try:
+            out, _ = tgt.proc.communicate(timeout=TARGET_TIMEOUT)
+        finally:
+            os.close(tgt.mem)
+        m = re.search(r"pair blocks=(\d+) a=([\d.]+) b=([\d.]+) d=([-\d.]+)", out.decode())
+        if not m:
+            raise RuntimeError("target printed no pair result")
+        d = float(m[4])
+        res.update(blocks=int(m[1]), a=float(m[2]), b=float(m[3]), calls=n,
+                   fnprof_minus_floor=d if fnprof_first else -d)
+        text, ru, _, how, _ = fp.stop()
+        fl.stop()
+        rep_ = parse_report("fnprof", text, res["fnprof_fn"])
+        if rep_.get("calls") != n:
+            raise RuntimeError(f"fnprof counted {rep_.get('calls')} of {n} calls")
+    except Exception as e:   # noqa: BLE001
+        res["error"] = str(e) or type(e).__name__
+        tgt.abort()
+        for t in tools:
             t.stop(grace=0)
     return res
 
@@ -569,6 +629,16 @@ class Results:
         base = {r["rep"]: r["ns_per_call"] for r in self.ok(case, "none")}
         return med([r["ns_per_call"] - base[r["rep"]] for r in self.ok(case, tool) if r["rep"] in base])
 
+    def fnprof_floor(self):
+        """The floor that attaches as fnprof did: uprobe_multi links where it used them."""
+        links = [r.get("links") for r in self.runs if r["tool"] == "fnprof" and r.get("links")]
+        return "floor_multi" if links and max(set(links), key=links.count) == "uprobe_multi" else "floor"
+
+    def paired(self, binname):
+        """fnprof - floor on twin functions of one process: median over repeats, min, max."""
+        v = [r["fnprof_minus_floor"] for r in self.ok("pair_" + binname, "fnprof")]
+        return (med(v), min(v), max(v)) if v else (None, None, None)
+
     def truth(self, case):
         rs = self.ok(case, "none")
         if case.startswith("nop"):
@@ -604,35 +674,44 @@ def build_report(runs, meta):
                                 if meta.get("busy_at_start") else ""))
 
     # 1. per-call overhead on the 2 ns function
-    hdr = ["build (first instruction)", "entry when probed", "untraced", "floor", "bpftrace (hist)", "bpftrace (stats)",
-           "funclatency", "fnprof", "fnprof - floor"]
+    hdr = ["build (first instruction)", "entry when probed", "untraced", "floor, perf links", "floor, uprobe_multi",
+           "bpftrace (hist)", "bpftrace (stats)", "funclatency", "fnprof", "fnprof - floor", "fnprof - floor, paired"]
     rows = []
     for case in NOP_CASES:
         c = next(x for x in CASES if x[0] == case)
         base = med([r["ns_per_call"] for r in res.ok(case, "none")])
         fl = res.overhead(case, "floor")
+        fnfloor = res.fnprof_floor()
+        flf = res.overhead(case, fnfloor)
         entries = [r.get("entry") for r in res.ok(case, "floor") if r.get("entry")]
         ent = max(set(entries), key=entries.count) if entries else None
         ent = {"cc": "int3", "e8": "call (optimized)"}.get(ent, ent or "-")
         row = [f"{c[5].split(', ')[1]} (`{first_insn(c[1], 'target_nop')}`)", ent, fmt_ns(base)]
-        for tool in ["floor", "bpftrace_hist", "bpftrace", "funclatency", "fnprof"]:
+        for tool in ["floor", "floor_multi", "bpftrace_hist", "bpftrace", "funclatency", "fnprof"]:
             f = cell_fail(res, case, tool)
             o = res.overhead(case, tool)
+            ref = flf if tool == "fnprof" else fl
             if f:
                 row.append(f)
             elif o is None:
                 row.append("-")
-            elif tool == "floor" or not fl:
+            elif tool.startswith("floor") or not ref:
                 row.append(fmt_ns(o))
             else:
-                row.append(f"{fmt_ns(o)} ({o / fl:.2f}x)")
+                row.append(f"{fmt_ns(o)} ({o / ref:.2f}x)")
         fo = res.overhead(case, "fnprof")
-        row.append(fmt_ns(fo - fl, True) if fo is not None and fl is not None else "-")
+        row.append(fmt_ns(fo - flf, True) if fo is not None and flf is not None else "-")
+        pv, plo, phi = res.paired(c[1])
+        row.append(f"{fmt_ns(pv, True)} ({fmt_ns(plo, True)}..{fmt_ns(phi, True)})" if pv is not None
+                   else (cell_fail(res, "pair_" + c[1], "fnprof") or "-"))
         rows.append(row)
     parts.append("### Per-call cost added to a 2 ns function\n\n"
-                 "(traced ns/call - untraced ns/call of the same repeat; in brackets: ratio to the floor; "
-                 "entry when probed: the function's first byte as the target reads it after the loop, under "
-                 "the floor)\n\n"
+                 "(traced ns/call - untraced ns/call of the same repeat; in brackets: ratio to the floor that "
+                 "attaches as the tool does: perf links for bpftrace and funclatency, "
+                 f"{'uprobe_multi' if res.fnprof_floor() == 'floor_multi' else 'perf'} links for fnprof; "
+                 "fnprof - floor: against that floor; paired: fnprof and that floor at once on twin functions of "
+                 "one process, median over the repeats (their range in brackets); entry when probed: the "
+                 "function's first byte as the target reads it after the loop, under the floor)\n\n"
                  + table(hdr, rows))
 
     # 2. latency error
@@ -735,9 +814,9 @@ def build_report(runs, meta):
         g.append([text, measured, "n/a" if ok is None else ("yes" if ok else "NO")])
 
     for case in NOP_CASES:
-        fo, fl = res.overhead(case, "fnprof"), res.overhead(case, "floor")
-        d = fo - fl if fo is not None and fl is not None else None
-        goal(f"cost <= floor + 150 ns ({case.split('_')[1]})", None if d is None else d <= 150, fmt_ns(d, True))
+        d = res.paired(next(x for x in CASES if x[0] == case)[1])[0]
+        goal(f"cost <= floor + 150 ns ({case.split('_')[1]}, paired)", None if d is None else d <= 150,
+             fmt_ns(d, True))
     a1 = med([r.get("attach_ms") for r in runs if r["tool"] == "fnprof" and r["case"] != "many"
               and "error" not in r])
     goal("attach 1 function < 30 ms", None if a1 is None else a1 < 30, f"{a1:.1f} ms" if a1 is not None else "-")
@@ -843,7 +922,7 @@ def main():
     runs = []
     for rep in range(REPEATS):
         for case in CASES:
-            tools = TOOLS if case[0] in NOP_CASES else [t for t in TOOLS if t != "bpftrace_hist"]
+            tools = TOOLS if case[0] in NOP_CASES else [t for t in TOOLS if t not in NOP_ONLY_TOOLS]
             for tool in tools:
                 r = run_one(case, tool)
                 r["rep"] = rep
@@ -853,6 +932,13 @@ def main():
                        f"{r['ns_per_call']:10.1f} ns/call" + (f"  attach {r['attach_ms']:.1f} ms"
                                                             if "attach_ms" in r else "")
                        + (f"  read {r['tool_avg']:.0f} ns" if r.get("tool_avg") is not None else "")))
+        for binname in PAIR_CALLS:
+            r = run_pair(binname, rep % 2 == 0)
+            r["rep"] = rep
+            runs.append(r)
+            log(f"[{now() - t_start:6.1f}s] rep {rep + 1}/{REPEATS} pair {binname:8s} "
+                + (f"failed: {r['error']}" if "error" in r else
+                   f"fnprof - floor {r['fnprof_minus_floor']:+.0f} ns/call ({r['links']})"))
     secs = 2 if QUICK else 5
     for rep in range(1 if QUICK else 3):
         for tool in ["none", "fnprof"]:

@@ -89,6 +89,8 @@ struct fn_frame {
 	__u64 blocked0;      /* thread's blocked_cum at entry */
 	__u64 child_wall;    /* wall of traced calls made from this one */
 	__u64 sp;            /* stack pointer at entry: identifies the frame */
+	__u64 ip;            /* the function's address (where the entry probe is) */
+	__u64 probe_off0;    /* thread's probe_off_cum at entry */
 	__u32 id;            /* function id (attach cookie) */
 	__u32 cpu;           /* CPU at entry */
 	__u32 outer;         /* 1 if no activation of the same function is below */
@@ -116,7 +118,8 @@ struct thread_state {
 	__u32 out_cpu;       /* CPU it was switched out from */
 	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
 	__u32 gen;           /* probe generation the frames belong to */
-	__u32 pad;
+	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
+	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */

@@ -129,7 +129,10 @@ static __always_inline bool is_tgid(__u32 tgid)
 /*
  * The statistics slot of the current process: 0 for the target (and for
  * fnprof's own calibration calls), a traced fork child's own, or -1 for any
- * other process.
+ * other process. The tgid comes from a helper rather than task->tgid: a
+ * kernel type relocated in the uprobe programs would make the loader verify
+ * them against the kernel's BTF, in one piece with the rest (~20 ms more to
+ * attach, for ~20 ns less per call).
  */
 static __always_inline int current_slot(void)
 {
@@ -243,6 +246,7 @@ static __always_inline void count_entry(__u32 slot, __u32 id)
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *ts;
 	struct fn_frame *f;
@@ -254,8 +258,7 @@ int BPF_KPROBE(fn_entry)
 		count_entry(slot, cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
 		return 0;
 	}
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = bpf_task_storage_get(&threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
 		return 0;
@@ -289,6 +292,9 @@ int BPF_KPROBE(fn_entry)
 	f->desc_calls = 0;
 	f->id = id;
 	f->sp = PT_REGS_SP(ctx);
+	/* The kernel has set the trap's ip back to the probed address, the function's. */
+	f->ip = PT_REGS_IP(ctx);
+	f->probe_off0 = ts->probe_off_cum;
 	f->cpu = bpf_get_smp_processor_id();
 	f->runq0 = ts->runq_cum;
 	f->blocked0 = ts->blocked_cum;
@@ -369,7 +375,10 @@ static long shift_step_from(__u32 i, struct shift_ctx *c)
 	return 0;
 }
 
-/* What one call measured, handed from the return probe to the aggregation. */
+/*
+ * What one call measured, handed from the return probe to the aggregation.
+ * The counter arrays are written and read only for the nr_events in use.
+ */
 struct call {
 	__u64 wall, oncpu, runq, blocked, self, sys;
 	__u64 vcsw, ivcsw, mig;
@@ -461,20 +470,26 @@ static __always_inline void call_counters(struct thread_state *ts, struct fn_fra
 	}
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(fn_exit)
+/*
+ * The return of a traced call: a uretprobe (after ret popped the return
+ * address) or, at_ret, a probe on a ret instruction (before it: the stack
+ * pointer is as at entry). Two programs, so that neither needs the attach
+ * cookie to tell which it is.
+ */
+static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 {
 	__u64 now = bpf_ktime_get_ns(), off;
-	struct fn_frame *f, *parent = NULL;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fn_frame *f, *top, *parent = NULL;
 	struct thread_state *ts;
-	struct call c = {};
-	__u32 d, id, cookie;
+	struct call c;
+	__u32 d, id;
 	int k, slot = current_slot();
 	__u64 sp;
 
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ts = bpf_task_storage_get(&threads, task, NULL, 0);
 	if (!ts || !ts->depth || ts->gen != generation) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
@@ -482,14 +497,21 @@ int BPF_KRETPROBE(fn_exit)
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
-	cookie = bpf_get_attach_cookie(ctx);
-	id = cookie & ~FNPROF_COOKIE_AT_RET;
-	/*
-	 * A uretprobe fires after ret popped the return address; a probe on the
-	 * ret instruction fires before, with the stack pointer as at entry.
-	 */
-	sp = PT_REGS_SP(ctx) + (cookie & FNPROF_COOKIE_AT_RET ? 8 : 0);
-	k = match_frame(ts, d, id, sp);
+	sp = PT_REGS_SP(ctx) + (at_ret ? 8 : 0);
+	top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (!stack_switching && top->sp + 8 == sp) {
+		/*
+		 * The common case, without the cookie (a helper call): entries drop
+		 * the frames at or below their stack pointer, so on one stack no two
+		 * frames share one, and the frame entered just below this return's
+		 * stack pointer is the call returning.
+		 */
+		k = d - 1;
+		id = top->id;
+	} else {
+		id = bpf_get_attach_cookie(ctx) & ~FNPROF_COOKIE_AT_RET;
+		k = match_frame(ts, d, id, sp);
+	}
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
 		count_drop(DROP_ORPHAN_RET);
 		return 0;
@@ -504,7 +526,10 @@ int BPF_KRETPROBE(fn_exit)
 	/* On several stacks, the frame below is the caller only if it is on this stack, above. */
 	if (stack_switching && parent && parent->sp <= f->sp)
 		parent = NULL;
+	/* Time switched out before the function's first instruction ran is the entry probes'. */
+	off = ts->probe_off_cum - f->probe_off0;
 	c.wall = now - f->start_ns;
+	c.wall -= off < c.wall ? off : c.wall;
 	c.runq = ts->runq_cum - f->runq0;
 	c.blocked = ts->blocked_cum - f->blocked0;
 	off = c.runq + c.blocked;
@@ -514,6 +539,7 @@ int BPF_KRETPROBE(fn_exit)
 	c.ivcsw = ts->ivcsw_cum - f->ivcsw0;
 	c.mig = ts->mig_cum - f->mig0;
 	c.sys = ts->sys_cum - f->sys0;
+	c.scaled = false;
 	if (nr_events)
 		call_counters(ts, f, parent, &c);
 	account(slot, id, &c, f);
@@ -530,6 +556,55 @@ int BPF_KRETPROBE(fn_exit)
 	}
 	ts->depth = k;
 	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(fn_exit)
+{
+	return fn_return(ctx, false);
+}
+
+/* --exit=ret: a uprobe on each ret instruction of the function. */
+SEC("uprobe")
+int BPF_KPROBE(fn_exit_ret)
+{
+	return fn_return(ctx, true);
+}
+
+/*
+ * Longest time after an entry probe's timestamp in which a switch at the
+ * function's first bytes is taken for one in the probe's own return path: a
+ * single step takes ~10 us here, and stalls of the virtual CPU stretch it.
+ */
+#define PROBE_WINDOW_NS 1000000
+/* A task's out-of-line slot for single steps (UPROBE_XOL_SLOT_BYTES). */
+#define XOL_SLOT_BYTES 128
+
+/*
+ * Whether prev, inside a traced call, is switched out before the function's
+ * first instruction has run: in the return path of its entry probe. With
+ * preemption pending, the kernel switches when it returns to user space,
+ * after the entry timestamp: at the instruction after the first one
+ * (emulated), or in the out-of-line slot where the first one is single-
+ * stepped (the kernel switches before it finishes the step), or after it. Preemptions that fell due during the probe's trap
+ * all land there, inside the call; the function itself would have met them
+ * elsewhere. Within the first 16 bytes of the function, and within
+ * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
+ */
+static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+{
+	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	struct pt_regs *regs;
+	__u64 ip, xol;
+
+	if (now - top->start_ns > PROBE_WINDOW_NS)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs)
+		return false;
+	ip = BPF_CORE_READ(regs, ip);
+	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
+	return ip - top->ip < 16 || (xol && ip - xol < XOL_SLOT_BYTES);
 }
 
 /*
@@ -556,6 +631,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			if (nr_events)
 				ctr_read(ts, true);
 			ts->out_ns = now;
+			ts->out_probe = in_entry_probe(prev, ts, now);
 			ts->out_runnable = switched_out_runnable(preempt, prev);
 			ts->out_cpu = bpf_get_smp_processor_id();
 			if (ts->out_runnable)
@@ -569,7 +645,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (ts && ts->out_ns) {
 			if (!now)
 				now = bpf_ktime_get_ns();
-			if (ts->out_runnable)
+			if (ts->out_probe)
+				ts->probe_off_cum += now - ts->out_ns;
+			else if (ts->out_runnable)
 				ts->runq_cum += now - ts->out_ns;
 			else
 				ts->blocked_cum += now - ts->out_ns;

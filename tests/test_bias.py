@@ -5,7 +5,7 @@ p50/p99 within 3% for a 1 ms spin and sleep. The machine these tests run on is s
 noisy (a VM with 2 cores), so each check allows a stated extra absolute slack; the figures
 measured on a quiet machine are in the README.
 """
-from harness import check, final_report, func, run_fnprof, target, truth
+from harness import FNPROF, check, final_report, func, run_fnprof, target, truth
 
 
 def traced(args, *cmd):
@@ -22,8 +22,9 @@ def test_2ns_function_bias_removed():
     check(f["raw_wall_ns"]["avg"] > 300, "the probes must cost something, or this test proves nothing")
     check(f["wall_ns"]["avg"] < 300 + 200, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns "
           f"(raw {f['raw_wall_ns']['avg']:.0f})")
-    # Single-stepped entry: ~10 us of trap, and its cost differs between processes on this VM by up
-    # to 40% (9 or 13 us), which a calibration in fnprof's own process cannot see: most of it goes.
+    # Single-stepped entry: ~10 us of trap, whose cost on this VM moves between ~9 and ~13 us from one
+    # moment (and virtual CPU) to the next; the calibration, at the start and the end of the run,
+    # cannot follow that within the run: most of it goes.
     f = func(rep, "tiny")
     raw = f["raw_wall_ns"]["avg"]
     check(f["site"] == "single-stepped" and raw > 5000, f"{f['site']} raw {raw}")
@@ -125,3 +126,24 @@ def test_max_overhead_bursts():
           f"slowdown {100 * slow_burst:.1f}% with --max-overhead 5 (full tracing: {100 * slow_full:.1f}%)")
     # Issue 5 asks for 10%; from ~5% of the calls on this noisy VM, 20% is what holds reliably.
     check(abs(f["calls"] - 150000) <= 0.2 * 150000, f"estimated {f['calls']} calls of 150000")
+
+
+def test_preemption_in_entry_probe_not_counted():
+    # The target shares one CPU with a busy loop, so it is preempted every few ms. A preemption that
+    # falls due while it is in an entry probe's trap happens on the way back to user space, before
+    # the function's first instruction: not the function's time. tiny_push takes ~2 ns (the ground
+    # truth: its body is one store), so nearly every preemption inside its calls is of that kind.
+    import subprocess
+    hog = subprocess.Popen(["taskset", "-c", "0", target("burn"), "30"], stdout=subprocess.DEVNULL)
+    try:
+        p = subprocess.run(["taskset", "-c", "0", FNPROF, "-f", "tiny_push", "--json", "--",
+                            target("work"), "count", "20000"], capture_output=True, text=True, timeout=120)
+    finally:
+        hog.kill()
+        hog.wait()
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    f = func(final_report(p.stderr), "tiny_push")
+    check(f["context_switches"]["involuntary"] > 0, f"never preempted, the test proves nothing: {f}")
+    check(f["runq_ns"]["avg"] < 100, f"preemptions in the probe counted as run-queue time: {f['runq_ns']}")
+    check(f["wall_ns"]["avg"] < 300 + 200, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns under "
+          f"contention (raw {f['raw_wall_ns']['avg']:.0f})")

@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <linux/types.h>
+
+#include "fnprof.h"
 #include "resolve.h"
 
 /* The cases measured: each entry kind with a uretprobe, then the other exit modes. */
@@ -31,6 +34,9 @@ struct calibration {
 	double cost_ns[CAL_NR];  /* whole cost per call added to the traced program */
 	unsigned int calls;      /* calls per case */
 	double took_ms;
+	unsigned int runs;       /* calibrations pooled (the start of the run, then its end) */
+	double time_ns[CAL_NR];  /* the calls' whole time, per case */
+	struct fn_stats pooled[CAL_NR];  /* every calibration call measured, per case */
 };
 
 struct tracer;
@@ -44,6 +50,14 @@ void calib_free_probes(struct probe probes[CAL_NR]);
  * probes (t started with calibration). 0, or -errno (then no correction).
  */
 int calibrate(struct tracer *t, struct calibration *c);
+
+/*
+ * Calibrates again and pools the calls with those measured before, so that
+ * the figures stand for the whole run rather than the moment it started
+ * (the probes' time drifts on a busy or virtual machine). 0, or -errno (c
+ * unchanged).
+ */
+int calibrate_again(struct tracer *t, struct calibration *c);
 
 /*
  * The bias of one traced function's probes, from its entry kind and exit

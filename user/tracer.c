@@ -110,6 +110,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_fork, t->follow_forks);
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
+	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
 	skel->rodata->nr_events = slots;
 	/* System calls are timed for -e only: without it, their programs are not even verified. */
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
@@ -168,7 +169,7 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, str
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 

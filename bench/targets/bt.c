@@ -11,6 +11,13 @@
  * e8: a call, the kernel's optimized uprobe on a 5-byte nop).
  *
  * usage: bt nop N | bt spin N NS | bt sleep N NS | bt work SECONDS NS  (work: spin calls for SECONDS)
+ *        bt pair N
+ *
+ * pair: two tools at once, one on each of the twins target_nop and target_nop2 (both addresses are
+ * printed). N calls of each, in alternating blocks of PAIR_BLOCK (a b b a a b ...), each block timed;
+ * prints "pair blocks=B a=.. b=.. d=..": the median ns/call of a's and of b's blocks, and the median of
+ * (a - b) over the block pairs. Both tools' probes then meet the same moments of a busy machine and
+ * the same process, whose single-step cost differs from other processes'.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +38,13 @@ static unsigned long long *truth;
 
 /* ~2 ns. The volatile store keeps the body (and, at -O2, makes it the first instruction). */
 NOINLINE void target_nop(void)
+{
+	volatile long x = 0;
+	(void)x;
+}
+
+/* target_nop's twin, for pair mode (noipa keeps the compiler from merging them). */
+NOINLINE void target_nop2(void)
 {
 	volatile long x = 0;
 	(void)x;
@@ -64,6 +78,55 @@ static int cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_d(double *v, unsigned long n)
+{
+	qsort(v, n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define PAIR_BLOCK 250
+
+/* ns per call of one block of fn. */
+static double block(void (*fn)(void))
+{
+	unsigned long long t0 = now_ns();
+	for (int k = 0; k < PAIR_BLOCK; k++)
+		fn();
+	return (double)(now_ns() - t0) / PAIR_BLOCK;
+}
+
+static int pair(unsigned long n)
+{
+	unsigned long nb = n / PAIR_BLOCK, i;
+	double *a = calloc(nb, sizeof(*a)), *b = calloc(nb, sizeof(*b)), *d = calloc(nb, sizeof(*d));
+	char c;
+
+	if (!nb || !a || !b || !d)
+		return 2;
+	printf("addr %lx\naddr %lx\n", (unsigned long)target_nop, (unsigned long)target_nop2);
+	fflush(stdout);
+	if (read(0, &c, 1) < 0)
+		return 1;
+	for (i = 0; i < nb; i++) {
+		if (i & 1) {
+			b[i] = block(target_nop2);
+			a[i] = block(target_nop);
+		} else {
+			a[i] = block(target_nop);
+			b[i] = block(target_nop2);
+		}
+		d[i] = a[i] - b[i];
+	}
+	printf("pair blocks=%lu a=%.1f b=%.1f d=%.1f\n", nb, median_d(a, nb), median_d(b, nb), median_d(d, nb));
+	return 0;
+}
+
 static double pct(const unsigned long long *v, unsigned long n, double p)
 {
 	double r = p * (double)(n - 1);
@@ -76,11 +139,14 @@ static double pct(const unsigned long long *v, unsigned long n, double p)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s nop N | spin N NS | sleep N NS | work SECONDS NS\n", argv[0]);
+		fprintf(stderr, "usage: %s nop N | spin N NS | sleep N NS | work SECONDS NS | pair N\n", argv[0]);
 		return 2;
 	}
 	const char *mode = argv[1];
 	unsigned long n = strtoul(argv[2], NULL, 0);
+
+	if (!strcmp(mode, "pair"))
+		return pair(n);
 	unsigned long long ns = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
 	void *fn = !strcmp(mode, "nop") ? (void *)target_nop
 		 : !strcmp(mode, "sleep") ? (void *)target_sleep : (void *)target_spin;
