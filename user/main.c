@@ -54,6 +54,7 @@ struct run {
 	bool calibrated;
 	struct burst burst;
 	bool bursts;
+	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;
 	__u64 total_drops[DROP_NR];
@@ -210,7 +211,8 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 			       double span, __u64 cpu, bool total, double attached)
 {
 	struct report rep = {
-		.attached_fraction = attached,
+		.attached_fraction = attached, .max_overhead_pct = r->o->max_overhead_pct,
+		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
 		.evs = r->have_events ? &r->evs : NULL,
@@ -234,7 +236,7 @@ static int report(struct run *r, bool final)
 	size_t i;
 
 	update_cpu(r);
-	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now) : 1;
+	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
 		if (tracer_collect(r->tracer, r->interval, drops))
 			return EXIT_FAIL;
@@ -419,7 +421,7 @@ static int run(struct run *r)
 	r->t_start = r->t_last = monotonic_s();
 	update_cpu(r);
 	if (r->tracer && r->o->max_overhead_pct) {
-		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, r->pid, r->tracer, r->t_start);
+		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
 	}
 	if (r->o->cmd && launch_release(&r->child)) {

@@ -27,6 +27,8 @@ struct report {
 	const struct calibration *cal; /* probe bias to subtract, or NULL (--raw) */
 	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
+	double max_overhead_pct;    /* --max-overhead budget, 0 without */
+	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 };
 
 /* Derives the report-wide figures (average probe cost per call) once, before printing. */
