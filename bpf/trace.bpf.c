@@ -45,9 +45,19 @@ volatile __u32 epoch = 0;
 
 /*
  * Bumped by user space whenever it detaches the probes (burst mode): frames
- * pushed before that may never see their return, so a thread drops them.
+ * pushed before that may never see their return, so a thread drops them, and
+ * returns of calls entered before that are not orphans.
  */
 volatile __u32 generation = 0;
+
+/*
+ * Set by user space while it attaches or detaches the probes in burst mode:
+ * the target's calls are not counted then, so that the calls counted in a
+ * burst and the target's CPU time read at its ends cover the same stretch.
+ */
+volatile __u32 paused = 0;
+/* Calls that hit the probes while paused: not measured, but they cost the target. */
+volatile __u64 paused_calls = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -254,6 +264,10 @@ int BPF_KPROBE(fn_entry)
 
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
+	if (paused && bpf_get_current_pid_tgid() >> 32 != self_tgid) {
+		__sync_fetch_and_add(&paused_calls, 1);
+		return 0;
+	}
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
 		count_entry(slot, cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
 		return 0;
@@ -470,6 +484,13 @@ static __always_inline void call_counters(struct thread_state *ts, struct fn_fra
 	}
 }
 
+/* A return without its entry; while paused (burst mode) the entry was left out on purpose. */
+static __always_inline void count_orphan(void)
+{
+	if (!paused)
+		count_drop(DROP_ORPHAN_RET);
+}
+
 /*
  * The return of a traced call: a uretprobe (after ret popped the return
  * address) or, at_ret, a probe on a ret instruction (before it: the stack
@@ -490,8 +511,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
 	ts = bpf_task_storage_get(&threads, task, NULL, 0);
-	if (!ts || !ts->depth || ts->gen != generation) {
-		count_drop(DROP_ORPHAN_RET);
+	/* Burst mode: a call entered before the probes were last paused is not an orphan. */
+	if (ts && ts->gen != generation)
+		return 0;
+	if (!ts || !ts->depth) {
+		count_orphan();
 		return 0;
 	}
 	if (nr_events)
@@ -513,7 +537,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		k = match_frame(ts, d, id, sp);
 	}
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
-		count_drop(DROP_ORPHAN_RET);
+		count_orphan();
 		return 0;
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */

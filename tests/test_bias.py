@@ -107,25 +107,43 @@ def test_nested_parent_excludes_child_probe_cost():
           f"outer self {fo['self_ns']['avg']:.0f} vs {self_truth:.0f}")
 
 
+def rate_slowdown(t):
+    """The target's own slowdown (run_rate in work.c): CPU time of its blocks with calls against
+    that of as much work without calls, interleaved with them in 2 ms blocks in the same run."""
+    return (t["calls_cpu_ns"] + t["ref_cpu_ns"]) / (2 * t["ref_cpu_ns"]) - 1
+
+
 def test_max_overhead_bursts():
-    # Untraced: 150k iterations of 20 us of work + one call of tiny(); traced in full the
-    # probes slow it by tens of percent. With a 5% budget fnprof attaches in bursts.
-    import subprocess
-    plain = subprocess.run([target("work"), "rate", "150000", "20"], capture_output=True, text=True)
-    native = truth(plain.stderr, "rate")["elapsed_ns"]
-    full, pf = traced(["-f", "tiny"], target("work"), "rate", 150000, 20)
-    bursts, pb = traced(["-f", "tiny", "--max-overhead", "5"], target("work"), "rate", 150000, 20)
-    slow_full = truth(pf.stderr, "rate")["elapsed_ns"] / native - 1
-    slow_burst = truth(pb.stderr, "rate")["elapsed_ns"] / native - 1
-    check(bursts["estimated"] is True and bursts["attached_fraction"] < 0.5, str(bursts.get("attached_fraction")))
-    f = func(bursts, "tiny")
-    check(f["calls_measured"] < 0.5 * 150000, f"measured {f['calls_measured']} calls: not in bursts")
-    # Budget 5%; the check allows 7 more points: each attach/detach cycle costs the target
-    # time of its own (the uprobe unregister's RCU grace period), and the machine is noisy.
-    check(slow_burst < 0.12 and slow_burst < slow_full / 3,
-          f"slowdown {100 * slow_burst:.1f}% with --max-overhead 5 (full tracing: {100 * slow_full:.1f}%)")
-    # Issue 5 asks for 10%; from ~5% of the calls on this noisy VM, 20% is what holds reliably.
-    check(abs(f["calls"] - 150000) <= 0.2 * 150000, f"estimated {f['calls']} calls of 150000")
+    # 100k calls of tiny() (single-stepped entry: ~10 us of probes per call here), each after
+    # 40 us of work, and as much work again without calls: 8 s of work that tracing every call
+    # would slow by ~13%. Issue 5: with a 5% budget the slowdown stays under 5% and the
+    # estimated count (so the rate, over the same interval) is within 10% of the truth.
+    # Bursts then cover ~25% of the run; much less, and this VM's own speed, which drifts by
+    # 15-25% over tenths of a second, makes the sample unrepresentative (README).
+    n, budget = 100000, 5
+    rep, p = traced(["-f", "tiny", "--max-overhead", str(budget)], target("work"), "rate", n, 40)
+    t, f = truth(p.stderr, "rate"), func(rep, "tiny")
+    cost = rep["calibration"]["single-stepped"]["cost_ns"]
+    check(n * cost > 2 * budget / 100 * 2 * t["ref_cpu_ns"],
+          f"tracing every call would cost {100 * n * cost / (2 * t['ref_cpu_ns']):.1f}%: this tests nothing")
+    check(rep["estimated"] is True and rep["attached_fraction"] < 0.5, str(rep.get("attached_fraction")))
+    check(f["calls_measured"] < 0.5 * n, f"measured {f['calls_measured']} calls: not in bursts")
+    # Untraced, the target's reference reads a slowdown of 0.1 points at most; allowed: 0.5.
+    slow = rate_slowdown(t)
+    check(slow < (budget + 0.5) / 100, f"slowdown {100 * slow:.2f}% with --max-overhead {budget}")
+    check(abs(f["calls"] - n) <= 0.10 * n, f"estimated {f['calls']:.0f} calls of {n} "
+          f"({f['calls_measured']} measured, fraction {rep['attached_fraction']:.4f})")
+    over = rep["overhead"]
+    check(over["budget_pct"] == budget and over["over_budget"] is False, f"overhead {over}")
+
+
+def test_max_overhead_says_when_over_budget():
+    # 20 ms of work at ~100k calls/s: the first burst alone (it measures what a call costs) and
+    # the calls while its probes are taken out cost more than 1% of that. Said, not hidden.
+    rep, _ = traced(["-f", "tiny", "--max-overhead", "1"], target("work"), "rate", 2000, 5)
+    check(rep["overhead"]["over_budget"] is True, f"overhead {rep['overhead']}")
+    p = run_fnprof(["-f", "tiny", "--max-overhead", "1", "--", target("work"), "rate", "2000", "5"])
+    check(p.returncode == 0 and "over the budget" in p.stderr, p.stderr[-1500:])
 
 
 def test_preemption_in_entry_probe_not_counted():

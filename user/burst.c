@@ -5,11 +5,31 @@
 #include "burst.h"
 #include "log.h"
 #include "proc.h"
+#include "calib.h"
 
-/* An on-phase long enough to see a call rate, and the cycle it belongs to. */
-#define MIN_ON_S 0.05
+/*
+ * Aim this far under the budget: the cost per call is a calibrated estimate,
+ * and what a call really cost the target during bursts was up to 1.5 times
+ * that here (measured: slowdowns of 1.04 x budget with 0.8).
+ */
+#define MARGIN 0.7
+/*
+ * A burst and the pause after it take about this long at the budget's duty,
+ * and at least 5 times what attaching and detaching take (a grace period or
+ * two each; 0.7 s to detach 1000 functions).
+ */
+#define PERIOD_S 1.0
+#define PERIOD_SWITCHES 5
+/* Bursts long enough to see a call rate; the first one only measures the cost. */
+#define MIN_ON_S 0.02
 #define FIRST_ON_S 0.05
-#define PERIOD_S 2.0
+/* A burst may run the account into debt by what this much of the target's work earns. */
+#define DEBT_WORK_NS 5e8
+/* Between two looks at the probes' cost in a burst: at least this, and 20 times what a look costs. */
+#define POLL_S 0.005
+#define IDLE_POLL_S 0.25
+/* The cost per call is measured again before a burst, at most this often. */
+#define REFRESH_S 0.5
 
 static __u64 target_cpu(const struct burst *b, __u64 last)
 {
@@ -19,93 +39,210 @@ static __u64 target_cpu(const struct burst *b, __u64 last)
 	return proc_cpu_precise_ns(b->pid, &ns) || ns < last ? last : ns;
 }
 
-void burst_init(struct burst *b, double budget_pct, const struct calibration *cal, pid_t pid,
-		struct tracer *t, double now)
+void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
+		pid_t pid, struct tracer *t, double now)
 {
+	size_t i;
+
 	*b = (struct burst){
-		.budget = budget_pct / 100, .duty = 1, .on = true, .phase_start = now,
-		.phase_len = FIRST_ON_S, .pid = pid, .cal = cal, .taken_at = now,
+		.budget = budget_pct / 100, .on = true, .first = true, .phase_start = now,
+		.phase_end = now + FIRST_ON_S, .pid = pid, .cal = cal, .taken_at = now, .refreshed_at = now,
 	};
+	for (i = 0; i < pl->nr; i++)
+		b->cases |= calib_cases_of(&pl->probes[i]);
 	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
-	b->probe0 = tracer_peek_probe_ns(t, cal);
+	tracer_peek_probe_ns(t, cal, &b->calls0);
+	b->paused0 = tracer_paused_calls(t);
 }
 
-/* Adds what the target did since the last boundary to the accumulators. */
+/* Probe time of a call that was not counted: the average of the counted ones. */
+static double uncounted_cost(const struct burst *b)
+{
+	return b->calls_all ? b->probe_counted / b->calls_all : 0;
+}
+
+/* Adds what the target did since the last settle to the accounts. */
 static void settle(struct burst *b, struct tracer *t)
 {
-	__u64 cpu = target_cpu(b, b->cpu0);
-	double probe = b->on ? tracer_peek_probe_ns(t, b->cal) - b->probe0 : 0;
+	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls(t), dcalls;
+	double probe = tracer_peek_probe_ns(t, b->cal, &calls), dprobe, dcpu = cpu - b->cpu0, unc;
 
+	/*
+	 * New calls at the buffer's price per call (which moves as the cost is
+	 * measured again). Returns of calls entered before a pause are counted
+	 * after it: always take them.
+	 */
+	dcalls = calls > b->calls0 ? calls - b->calls0 : 0;
+	dprobe = calls ? dcalls * probe / calls : 0;
+	b->probe_counted += dprobe;
+	b->calls_all += dcalls;
+	unc = (paused - b->paused0) * uncounted_cost(b);
+	b->uncounted_ns += unc;
+	b->probe_all += dprobe + unc;
 	if (b->on) {
-		b->phase_cpu += cpu - b->cpu0;
-		b->phase_probe += probe;
-		b->work_on += cpu - b->cpu0 > probe ? cpu - b->cpu0 - probe : 0;
-		b->probe_all += probe;
+		b->burst_cpu += dcpu;
+		b->burst_probe += dprobe;
+		b->work_on += dcpu > dprobe ? dcpu - dprobe : 0;
+	} else {
+		b->off_cpu += dcpu > unc ? dcpu - unc : 0;
+		b->detach_cost += unc;
 	}
 	b->cpu0 = cpu;
-	b->probe0 = tracer_peek_probe_ns(t, b->cal);
+	b->calls0 = calls;
+	b->paused0 = paused;
 }
 
-/* At the end of an on-phase: how much did the probes slow the target's own work? */
-static void update_duty(struct burst *b)
+/* The target's work so far, and what the budget allows the probes to have spent on it. */
+static double work_all(const struct burst *b)
 {
-	double work = b->phase_cpu - b->phase_probe, slowdown;
-
-	slowdown = work > 0 ? b->phase_probe / work : 0;
-	/* 0.8: stay clearly below the budget, whatever the noise in the estimate. */
-	b->duty = slowdown > b->budget ? 0.8 * b->budget / slowdown : 1;
-	if (b->duty < 0.005)
-		b->duty = 0.005;
-	if (getenv("FNPROF_BURST_DUTY"))  /* for measuring the cost of the cycling itself */
-		b->duty = atof(getenv("FNPROF_BURST_DUTY"));
-	log_debug("burst: attached, probes slow the target by %.1f%%; duty %.3f", 100 * slowdown, b->duty);
-	b->phase_cpu = b->phase_probe = 0;
+	return (double)(b->cpu0 - b->cpu_start) - b->probe_all;
 }
 
-static double on_len(const struct burst *b)
+static double account(const struct burst *b)
 {
-	return b->duty * PERIOD_S < MIN_ON_S ? MIN_ON_S : b->duty * PERIOD_S;
+	return MARGIN * b->budget * work_all(b) - b->probe_all;
 }
 
-static void switch_phase(struct burst *b, struct tracer *t, double now)
+/* How much the probes slowed the target's own work in the last burst. */
+static double burst_slowdown(const struct burst *b)
 {
+	double work = b->burst_cpu - b->burst_probe;
+
+	return work > 0 ? b->burst_probe / work : b->burst_probe > 0 ? 1e9 : 0;
+}
+
+static double period(const struct burst *b)
+{
+	return PERIOD_SWITCHES * b->switch_s > PERIOD_S ? PERIOD_SWITCHES * b->switch_s : PERIOD_S;
+}
+
+/* The next burst's length: about a period at the duty the budget allows. */
+static double next_on_len(const struct burst *b)
+{
+	double s = burst_slowdown(b), len = s > 0 ? period(b) * MARGIN * b->budget / s : period(b);
+
+	return len < MIN_ON_S ? MIN_ON_S : len > period(b) ? period(b) : len;
+}
+
+/* What the next burst will cost: its probe time at the last burst's rate, and the detach after it. */
+static double next_cost(const struct burst *b)
+{
+	double rate = b->burst_len > 0 ? b->burst_probe / b->burst_len : 0;
+
+	return rate * next_on_len(b) + b->detach_cost;
+}
+
+static void start_burst(struct burst *b, struct tracer *t, double now)
+{
+	double t0 = now;
+
+	tracer_resume(t);
+	/* The attach is off-time; the burst starts when the probes are in. */
 	settle(b, t);
-	if (!b->on) {
-		tracer_resume(t);
-		b->on = true;
-		/* Attaching takes a moment: the phase starts when the probes are in. */
-		b->phase_start = monotonic_s();
-		b->phase_len = on_len(b);
-		settle(b, t);
+	b->off_s = now - b->phase_start;
+	b->attach_s = monotonic_s() - t0;
+	log_debug("burst: off %.2f s, target CPU %.1f ms, detach cost %.2f ms; attach took %.1f ms",
+		  b->off_s, b->off_cpu / 1e6, b->detach_cost / 1e6, b->attach_s * 1e3);
+	b->on = true;
+	b->burst_len = next_on_len(b);
+	b->burst_cpu = b->burst_probe = 0;
+	tracer_count_calls(t, true);
+	b->phase_start = monotonic_s();
+	b->phase_end = b->phase_start + b->burst_len;
+}
+
+static void end_burst(struct burst *b, struct tracer *t, double now)
+{
+	double s, t0;
+
+	tracer_count_calls(t, false);
+	settle(b, t);
+	b->burst_len = now - b->phase_start;
+	b->on_s += b->burst_len;
+	b->nr_bursts++;
+	b->first = false;
+	s = burst_slowdown(b);
+	log_debug("burst: %.1f ms, probes slow the target by %.1f%%; account %.2f ms",
+		  b->burst_len * 1e3, 100 * s, account(b) / 1e6);
+	if (s <= MARGIN * b->budget && account(b) >= 0) {
+		/* Within budget: stay attached, look again later. */
+		tracer_count_calls(t, true);
+		b->burst_cpu = b->burst_probe = 0;
+		b->phase_start = now;
+		b->phase_end = now + period(b);
 		return;
 	}
-	b->on_s += now - b->phase_start;
-	update_duty(b);
-	b->phase_start = now;
-	if (b->duty >= 1) {  /* within budget: stay attached, look again later */
-		b->phase_len = PERIOD_S;
-		return;
-	}
-	/* The breakpoints go at once; the wait for the grace period is already off-time. */
 	b->on = false;
-	b->phase_len = on_len(b) * (1 - b->duty) / b->duty;
+	b->off_cpu = b->off_s = b->detach_cost = 0;
+	b->phase_start = now;
+	b->phase_end = now;
+	t0 = monotonic_s();
 	tracer_pause(t);
+	/* The calls that hit the probes until the kernel took them out. */
+	settle(b, t);
+	b->switch_s = b->attach_s + monotonic_s() - t0;
+	log_debug("burst: detach took %.1f ms, cost the target %.2f ms", (monotonic_s() - t0) * 1e3,
+		  b->detach_cost / 1e6);
+}
+
+/* Off: when will the account pay for the next burst, at the target's recent rate of work? */
+static double next_start(const struct burst *b, double now)
+{
+	double off = now - b->phase_start, rate, need = next_cost(b) - account(b);
+
+	if (need <= 0)
+		return now;
+	/* Early in the pause, its rate is not known yet: the last burst's rate of work instead. */
+	if (off > 0.05)
+		rate = b->off_cpu / off;
+	else
+		rate = b->burst_len > 0 ? (b->burst_cpu - b->burst_probe) / b->burst_len : 0;
+	if (rate <= 0)
+		return now + IDLE_POLL_S;
+	return now + need / (MARGIN * b->budget * rate);
+}
+
+/*
+ * The cost per call drifts: measure it again now and then, between bursts (in
+ * fnprof's own thread, on its own functions), and take the median.
+ */
+static void refresh_cost(struct burst *b, double now)
+{
+	if (b->on || now - b->refreshed_at < REFRESH_S)
+		return;
+	calib_refresh_cost(b->cal, b->cases);
+	b->refreshed_at = now;
 }
 
 double burst_tick(struct burst *b, struct tracer *t, double now)
 {
-	if (now >= b->phase_start + b->phase_len)
-		switch_phase(b, t, now);
-	return b->phase_start + b->phase_len;
+	double t0 = monotonic_s(), look, next;
+
+	settle(b, t);
+	refresh_cost(b, now);
+	look = monotonic_s() - t0;
+	if (b->on && (now >= b->phase_end || account(b) < -MARGIN * b->budget * DEBT_WORK_NS))
+		end_burst(b, t, now);
+	else if (!b->on && next_start(b, now) <= now)
+		start_burst(b, t, now);
+	if (b->on) {
+		/* Look often in the first burst, which has no idea yet of the cost, less later. */
+		next = now + POLL_S + 20 * look + (b->first ? 0 : b->burst_len / 4);
+		next = next < b->phase_end ? next : b->phase_end;
+	} else
+		next = next_start(b, now);
+	now = monotonic_s();
+	return next < now ? now : next > now + IDLE_POLL_S ? now + IDLE_POLL_S : next;
 }
 
-double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint)
+double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint,
+			   double *uncounted_ns)
 {
 	double work_all, work_on, on_s, f;
 
 	settle(b, t);
 	if (cpu_hint > b->cpu0 && !proc_alive(b->pid)) {
-		/* Gone in an off-phase: its last stretch of work was not traced. */
+		/* Its last stretch of work, after the last reading of its clock. */
 		if (b->on)
 			b->work_on += cpu_hint - b->cpu0;
 		b->cpu0 = cpu_hint;
@@ -118,10 +255,13 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 		f = work_on / work_all;
 	else
 		f = now > b->taken_at ? (on_s - b->on_taken) / (now - b->taken_at) : 1;
-	log_debug("burst: report: target work %.1f ms, %.1f ms of it traced; probes %.1f ms; %.2f s attached",
-		  work_all / 1e6, work_on / 1e6, (b->probe_all - b->probe_taken) / 1e6, on_s - b->on_taken);
+	log_debug("burst: report: target work %.1f ms, %.1f ms of it traced; probes %.1f ms "
+		  "(%.1f ms uncounted); %.2f s attached, %d bursts", work_all / 1e6, work_on / 1e6, (b->probe_all - b->probe_taken) / 1e6,
+		  (b->uncounted_ns - b->uncounted_taken) / 1e6, on_s - b->on_taken, b->nr_bursts);
+	*uncounted_ns = b->uncounted_ns - b->uncounted_taken;
 	b->work_on_taken = b->work_on;
 	b->probe_taken = b->probe_all;
+	b->uncounted_taken = b->uncounted_ns;
 	b->on_taken = on_s;
 	b->cpu_taken = b->cpu0;
 	b->taken_at = now;
@@ -130,7 +270,7 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
-	b->probe0 = tracer_peek_probe_ns(t, b->cal);
+	tracer_peek_probe_ns(t, b->cal, &b->calls0);
 }
 
 double burst_total_fraction(const struct burst *b)

@@ -5,9 +5,15 @@
  * counts are extrapolated, marked as estimates.
  *
  * Extrapolation is by work, not by wall time: calls per CPU-second of the
- * target's own work (its CPU time less the probes') while attached, times its
+ * target's own work (its CPU time less the probes') while counted, times its
  * work in the whole interval. Attached, a CPU-bound target runs slower, and a
  * wall-time ratio would undercount.
+ *
+ * The budget is an account: the target's work earns budget x work, the
+ * probes spend their calibrated cost per call, including the calls that hit
+ * them while they were being attached or detached (uncounted: the kernel
+ * takes the breakpoints out only after an RCU grace period). A burst starts
+ * when the account can pay for it, and ends early if it runs into debt.
  */
 #ifndef FNPROF_BURST_H
 #define FNPROF_BURST_H
@@ -20,31 +26,43 @@
 #include "tracer.h"
 
 struct burst {
-	double budget;        /* allowed probe time / target's own CPU time, e.g. 0.05 */
-	double duty;          /* fraction of the time the probes are attached */
-	bool on;
-	double phase_start, phase_len;
+	double budget;        /* allowed probe time / target's own work, e.g. 0.05 */
+	bool on;              /* probes attached and counting */
+	bool first;           /* the first burst: how much do the probes cost? */
+	double phase_start, phase_end;
 	pid_t pid;
-	const struct calibration *cal;
-	/* Since the last boundary (phase switch or report): */
-	__u64 cpu0;           /* target CPU time then */
-	double probe0;        /* probe time in the current buffer then */
-	/* Accumulated over the current on-phase, for the duty: */
-	double phase_cpu, phase_probe;
+	struct calibration *cal;     /* its cost per call is measured again between bursts */
+	/* Readings at the last settle: */
+	__u64 cpu0;           /* target CPU time */
+	__u64 calls0;         /* calls counted in the tracer's current buffer */
+	__u64 paused0;        /* calls that hit the probes while they did not count */
+	/* The current (or last) burst: */
+	double burst_cpu, burst_probe;
+	double burst_len;     /* its length, s */
+	double detach_cost;   /* probe time of the calls not counted since (detaching, attaching) */
+	double attach_s, switch_s;  /* how long the last attach, and attach + detach, took */
+	/* The last off-phase: target CPU time per second, to predict the next one's work. */
+	double off_cpu, off_s;
 	/* Accumulated over the run: */
-	double work_on;       /* the target's own work while attached, ns */
-	double probe_all;     /* probe time, ns */
-	double on_s;          /* attached seconds */
+	double work_on;       /* the target's own work while counted, ns */
+	double probe_all;     /* probe time, ns, counted calls and uncounted ones */
+	double probe_counted; /* the counted calls' part */
+	double uncounted_ns;  /* the uncounted calls' part (attaching, detaching) */
+	__u64 calls_all;      /* counted calls */
+	double on_s;          /* counted seconds */
+	int nr_bursts;
+	double refreshed_at;  /* when the cost per call was last measured */
+	unsigned int cases;   /* the calibration cases the probes' cost is made of */
 	/* At the last report: */
-	double work_on_taken, probe_taken, on_taken, taken_at;
+	double work_on_taken, probe_taken, on_taken, taken_at, uncounted_taken;
 	__u64 cpu_taken;
 	__u64 cpu_start;      /* target CPU time when the run began */
 };
 
-void burst_init(struct burst *b, double budget_pct, const struct calibration *cal, pid_t pid,
-		struct tracer *t, double now);
+void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
+		pid_t pid, struct tracer *t, double now);
 
-/* Attaches or detaches as the duty cycle says. Returns when the next switch is due (seconds). */
+/* Attaches or detaches as the account says. Returns when to look again (seconds). */
 double burst_tick(struct burst *b, struct tracer *t, double now);
 
 /*
@@ -52,13 +70,15 @@ double burst_tick(struct burst *b, struct tracer *t, double now);
  * target's work since the last report that was traced (the counts' sample).
  * cpu_hint: the target's CPU time as the caller knows it, for a target that
  * has exited (its own clock is gone then; a reaped child's rusage is not).
+ * *uncounted_ns: the probe time of the calls not counted since the last report.
  */
-double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint);
+double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint,
+			   double *uncounted_ns);
 
 /* The same fraction for the whole run, as of the last burst_take_fraction. */
 double burst_total_fraction(const struct burst *b);
 
-/* After the tracer's buffers were drained: the probe-time baseline starts again. */
+/* After the tracer's buffers were drained: the count of calls starts again. */
 void burst_rebase(struct burst *b, struct tracer *t);
 
 #endif /* FNPROF_BURST_H */

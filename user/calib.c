@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -60,15 +61,44 @@ static const struct {
  */
 #define CALIB_ROUNDS 10
 
-/* ns per call of fn over n calls. */
+#define CALIB_BATCH 50
+
+static double thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * ns per call of fn over n calls, in this thread's CPU time, which holds the
+ * probes' kernel time but not the time the thread waited for a CPU (other
+ * load would make the cost look larger than the target pays). The median of
+ * batches: an interrupt inflates one batch, not the figure.
+ */
 static double time_calls(void (*fn)(void), unsigned int n)
 {
-	double t0 = monotonic_s();
-	unsigned int i;
+	double per[CALIB_CALLS / CALIB_BATCH + 1], t0;
+	unsigned int b, i, nb = n / CALIB_BATCH ? n / CALIB_BATCH : 1;
 
-	for (i = 0; i < n; i++)
-		fn();
-	return (monotonic_s() - t0) * 1e9 / n;
+	if (nb > sizeof(per) / sizeof(per[0]))
+		nb = sizeof(per) / sizeof(per[0]);
+	for (b = 0; b < nb; b++) {
+		t0 = thread_cpu_ns();
+		for (i = 0; i < CALIB_BATCH; i++)
+			fn();
+		per[b] = (thread_cpu_ns() - t0) / CALIB_BATCH;
+	}
+	qsort(per, nb, sizeof(per[0]), cmp_double);
+	return per[nb / 2];
 }
 
 int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id)
@@ -171,11 +201,15 @@ static int calib_run(struct tracer *t, struct calibration *c)
 int calibrate(struct tracer *t, struct calibration *c)
 {
 	double t0 = monotonic_s();
-	int err;
+	int err, k;
 
 	memset(c, 0, sizeof(*c));
 	err = calib_run(t, c);
 	c->valid = !err;
+	for (k = 0; k < CAL_NR; k++) {
+		c->costs[k][0] = c->cost_ns[k];
+		c->nr_costs[k] = 1;
+	}
 	c->took_ms = (monotonic_s() - t0) * 1e3;
 	if (err)
 		log_warn("probe calibration failed (%s): figures include the probes' own time",
@@ -198,6 +232,55 @@ int calibrate_again(struct tracer *t, struct calibration *c)
 		*c = more;
 	}
 	return err;
+}
+
+/*
+ * The cost per call again, for the cases in mask (bit k: case k), and the
+ * median of all the measurements so far: on this kind of virtual machine it
+ * drifts with the host's load (a single-step traps to the hypervisor), and
+ * one measurement in a busy moment can be 50% off.
+ */
+#define CALIB_REFRESH_CALLS 200
+
+static void add_cost(struct calibration *c, int k, double ns)
+{
+	double v[CALIB_MAX_COSTS];
+	unsigned int i, n;
+
+	/* Full: keep every other measurement, spread over the whole run. */
+	if (c->nr_costs[k] == CALIB_MAX_COSTS) {
+		for (i = 0; i < CALIB_MAX_COSTS / 2; i++)
+			c->costs[k][i] = c->costs[k][2 * i];
+		c->nr_costs[k] = CALIB_MAX_COSTS / 2;
+	}
+	c->costs[k][c->nr_costs[k]++] = ns;
+	n = c->nr_costs[k];
+	memcpy(v, c->costs[k], n * sizeof(v[0]));
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	c->cost_ns[k] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void calib_refresh_cost(struct calibration *c, unsigned int mask)
+{
+	int k;
+
+	for (k = 0; k < CAL_NR && c->valid; k++) {
+		if (!(mask & (1U << k)))
+			continue;
+		time_calls(cases[k].fn, 50);  /* warm up, as in calibrate() */
+		add_cost(c, k, time_calls(cases[k].fn, CALIB_REFRESH_CALLS));
+	}
+}
+
+unsigned int calib_cases_of(const struct probe *p)
+{
+	unsigned int mask = 1U << p->kind;
+
+	if (p->exit == EXIT_RET)
+		mask |= 1U << CAL_RET | 1U << CAL_EMULATED;
+	else if (p->exit == EXIT_NONE)
+		mask |= 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED;
+	return mask;
 }
 
 /* Exit modes other than the uretprobe: their difference from it, measured on an emulated entry. */
@@ -227,11 +310,31 @@ double calib_bias_median(const struct calibration *c, const struct probe *p)
 	return bias_of(c->bias_ns, p);
 }
 
+static double cost_of(const double *v, const struct probe *p)
+{
+	double ns = v[p->kind] + exit_delta(v, p->exit);
+
+	return ns < 0 ? 0 : ns;
+}
+
 double calib_cost(const struct calibration *c, const struct probe *p)
 {
-	double v = c->cost_ns[p->kind] + exit_delta(c->cost_ns, p->exit);
+	return cost_of(c->cost_ns, p);
+}
 
-	return v < 0 ? 0 : v;
+double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s)
+{
+	double cost = calib_cost(c, p), first[CAL_NR], outside, cap;
+	int k;
+
+	if (!s->calls || !s->wall_sum)
+		return cost;
+	/* The part outside the interval, from the first calibration, whose bias was measured with it. */
+	for (k = 0; k < CAL_NR; k++)
+		first[k] = c->costs[k][0];
+	outside = cost_of(first, p) - calib_bias(c, p);
+	cap = (double)s->wall_sum / s->calls + (outside > 0 ? outside : 0);
+	return cap < cost ? cap : cost;
 }
 
 const char *calib_case_name(enum calib_case k)

@@ -25,6 +25,8 @@ enum calib_case {
 	CAL_NR,
 };
 
+#define CALIB_MAX_COSTS 64
+
 struct calibration {
 	bool valid;
 	double bias_ns[CAL_NR];  /* inside the measured interval, per call (median): the entry trap
@@ -33,6 +35,8 @@ struct calibration {
 	double min_ns[CAL_NR];   /* the fastest call: the spread shows how noisy the machine is */
 	double cost_ns[CAL_NR];  /* whole cost per call added to the traced program */
 	unsigned int calls;      /* calls per case */
+	double costs[CAL_NR][CALIB_MAX_COSTS];  /* cost_ns measurements: cost_ns is their median */
+	unsigned int nr_costs[CAL_NR];
 	double took_ms;
 	unsigned int runs;       /* calibrations pooled (the start of the run, then its end) */
 	double time_ns[CAL_NR];  /* the calls' whole time, per case */
@@ -40,6 +44,7 @@ struct calibration {
 };
 
 struct tracer;
+struct fn_stats;
 
 /* Probes at fnprof's own calibration functions, one per case, ids from first_id. */
 int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id);
@@ -60,6 +65,14 @@ int calibrate(struct tracer *t, struct calibration *c);
 int calibrate_again(struct tracer *t, struct calibration *c);
 
 /*
+ * Measures the cost per call again for the cases in mask (bit k: case k);
+ * cost_ns becomes the median of all the measurements.
+ */
+void calib_refresh_cost(struct calibration *c, unsigned int mask);
+/* The cases whose costs make up the cost of p's probes (calib_cost). */
+unsigned int calib_cases_of(const struct probe *p);
+
+/*
  * The bias of one traced function's probes, from its entry kind and exit
  * mode: the mean, for sums and averages; the median, for percentiles.
  */
@@ -67,6 +80,15 @@ double calib_bias(const struct calibration *c, const struct probe *p);
 double calib_bias_median(const struct calibration *c, const struct probe *p);
 /* The cost per call of its probes to the traced program. */
 double calib_cost(const struct calibration *c, const struct probe *p);
+/*
+ * The same, bounded by what the traced calls s show: the probes cannot have
+ * cost a call more than its whole measured interval (the function's own time
+ * and the probes' part inside it) plus the part outside it (cost less bias,
+ * both from the first calibration). A calibration caught in a slow moment of
+ * fnprof's own CPU (single-steps trap to the hypervisor here: 10 us, at times
+ * 15 or 30) would otherwise overprice every call.
+ */
+double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s);
 
 void calibration_print(const struct calibration *c, FILE *f);
 const char *calib_case_name(enum calib_case k);

@@ -54,6 +54,7 @@ struct run {
 	bool calibrated;
 	struct burst burst;
 	bool bursts;
+	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	size_t nr_slots;
@@ -232,7 +233,8 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 			       double span, __u64 cpu, bool total, double attached, __u64 self_cpu)
 {
 	struct report rep = {
-		.attached_fraction = attached,
+		.attached_fraction = attached, .max_overhead_pct = r->o->max_overhead_pct,
+		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
 		.nr_procs = r->nr_slots, .procs = r->procs,
@@ -260,13 +262,14 @@ static int report(struct run *r, bool final)
 
 	/*
 	 * The figures of the whole run subtract a bias measured at its start and
-	 * now, at its end: the probes' time drifts with the machine's load.
+	 * now, at its end: the probes' time drifts with the machine's load. Burst
+	 * mode keeps its own running measure of the cost (calib_refresh_cost).
 	 */
-	if (final && r->calibrated && !r->o->raw && calibrate_again(r->tracer, &r->cal))
+	if (final && r->calibrated && !r->o->raw && !r->bursts && calibrate_again(r->tracer, &r->cal))
 		log_debug("second probe calibration failed: the first one stands");
 	update_cpu(r);
 	self_cpu = self_usage(NULL);
-	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now) : 1;
+	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
 		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
 			return EXIT_FAIL;
@@ -484,7 +487,7 @@ static int run(struct run *r)
 	r->self_cpu_last = self_usage(NULL);
 	update_cpu(r);
 	if (r->tracer && r->o->max_overhead_pct) {
-		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, r->pid, r->tracer, r->t_start);
+		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
 	}
 	if (r->o->cmd && launch_release(&r->child)) {

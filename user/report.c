@@ -210,17 +210,26 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 /* What the probes cost the target in the interval: calls x measured cost per call. */
 static double probe_overhead_ns(const struct report *r)
 {
-	double ns = 0;
+	double ns = r->uncounted_probe_ns;  /* burst mode: calls while attaching or detaching */
 	size_t i;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++)
-		ns += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
+		ns += r->stats[i].calls * calib_cost_seen(r->cal, &r->pl->probes[i], &r->stats[i]);
 	return ns;
+}
+
+/* --max-overhead, over the whole run: did the probes slow the target's own work more? */
+static bool over_budget(const struct report *r, double ns, double *slowdown)
+{
+	double work = r->proc_cpu_known ? r->proc_cpu_ns - ns : 0;
+
+	*slowdown = work > 0 ? 100 * ns / work : 0;
+	return r->max_overhead_pct && r->total && *slowdown > r->max_overhead_pct;
 }
 
 static void print_overhead(const struct report *r, FILE *f)
 {
-	double ns = probe_overhead_ns(r), pct;
+	double ns = probe_overhead_ns(r), pct, slowdown;
 	char b[16];
 
 	if (!r->cal)
@@ -229,8 +238,13 @@ static void print_overhead(const struct report *r, FILE *f)
 	fprintf(f, "probe overhead: %s added to the target", fmt_ns(ns, b, sizeof(b)));
 	if (pct >= 0)
 		fprintf(f, " (%.1f%% of its CPU time)", pct);
+	if (r->max_overhead_pct)
+		fprintf(f, ", budget %g%% of its own work (--max-overhead)", r->max_overhead_pct);
 	fprintf(f, "; probe bias subtracted from every call\n");
-	if (pct > 5)
+	if (over_budget(r, ns, &slowdown))
+		fprintf(f, "warning: the probes slowed the target by %.1f%%, over the budget: at this call rate, "
+			   "one burst and its detach cost more than a run this short allows\n", slowdown);
+	else if (pct > 5 && !r->max_overhead_pct)
 		fprintf(f, "warning: tracing costs the target more than 5%% of its CPU time; "
 			   "trace fewer or less frequently called functions\n");
 }
@@ -577,6 +591,13 @@ static void json_overhead(struct json *j, const struct report *r)
 	json_u64(j, "probe_ns", (__u64)ns);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
 		json_f64(j, "pct_of_process_cpu", 100.0 * ns / r->proc_cpu_ns);
+	if (r->max_overhead_pct) {
+		double slowdown;
+
+		json_f64(j, "budget_pct", r->max_overhead_pct);
+		json_u64(j, "uncounted_probe_ns", (__u64)r->uncounted_probe_ns);
+		json_bool(j, "over_budget", over_budget(r, ns, &slowdown));
+	}
 	json_obj_end(j);
 	json_obj_begin(j, "calibration");
 	for (k = 0; k < CAL_NR; k++) {

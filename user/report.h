@@ -37,6 +37,8 @@ struct report {
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
+	double max_overhead_pct;    /* --max-overhead budget, 0 without */
+	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 };
 
 /* Derives the report-wide figures (average probe cost per call) once, before printing. */

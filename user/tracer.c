@@ -492,6 +492,7 @@ int tracer_pause(struct tracer *t)
 {
 	if (t->paused)
 		return 0;
+	t->skel->bss->paused = 1;
 	uprobes_detach(&t->links);
 	t->skel->bss->generation++;
 	t->paused = true;
@@ -509,16 +510,29 @@ int tracer_resume(struct tracer *t)
 	return err;
 }
 
-double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal)
+void tracer_count_calls(struct tracer *t, bool on)
+{
+	t->skel->bss->paused = !on;
+}
+
+__u64 tracer_paused_calls(struct tracer *t)
+{
+	return t->skel->bss->paused_calls;
+}
+
+double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
 {
 	struct fn_stats s;
 	double ns = 0;
 	__u32 i;
 
+	*calls = 0;
 	for (i = 0; i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
-			ns += s.calls * calib_cost(cal, &t->pl->probes[i]);
+		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false)) {
+			ns += s.calls * calib_cost_seen(cal, &t->pl->probes[i], &s);
+			*calls += s.calls;
+		}
 	}
 	return ns;
 }

@@ -53,15 +53,23 @@ int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
  */
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
 
-/* Burst mode: removes the target's probes (breakpoints gone at once), or puts them back. */
+/*
+ * Burst mode: removes the target's probes, or puts them back. Both wait for
+ * the kernel (an RCU grace period before the breakpoints change); from the
+ * pause until tracer_count_calls(t, true) the probes count no call.
+ */
 int tracer_pause(struct tracer *t);
 int tracer_resume(struct tracer *t);
+void tracer_count_calls(struct tracer *t, bool on);
+/* Calls that hit the probes while they did not count (attaching, detaching): they cost the same. */
+__u64 tracer_paused_calls(struct tracer *t);
 
 /*
  * What the target's calls in the current buffer so far (not drained) cost in
- * probe time, at the calibrated cost per call of each function's probes.
+ * probe time, at the calibrated cost per call of each function's probes; and
+ * how many calls that is.
  */
-double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal);
+double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls);
 
 void tracer_stop(struct tracer *t);
 

@@ -17,7 +17,9 @@
  *   hammer P           touch_pages(P) in a loop until killed (a noisy neighbour, not traced)
  *   nestpages P N      N calls of pages_outer(P): touches 16 pages itself, then touch_pages(P)
  *   reads N            N calls of read_zero(): 16 reads of 64 KiB from /dev/zero (mostly kernel time)
- *   rate N US          N times: US microseconds of untraced work, then one call of tiny()
+ *   rate N US [push]   N times: about US microseconds of untraced work, then one call of tiny()
+ *                      (tiny_push() with "push": an emulated first instruction, not single-stepped),
+ *                      interleaved with as much work again without calls (see run_rate)
  *   exec MS PROG ARGS  spin_us(50) for MS milliseconds, then exec PROG ARGS
  *   fork MS            spin_us(50) for MS milliseconds in a parent and a forked child
  *   forktree MS DELAY [detach]
@@ -218,13 +220,18 @@ NOINLINE unsigned long read_zero(void)
 	return sum;
 }
 
-/* Work between traced calls, in a function nobody traces. */
+/*
+ * Work between traced calls, in a function nobody traces: a fixed number of
+ * loop iterations (about us microseconds here), so that the work, and the CPU
+ * time it takes, does not depend on preemption the way a wall-clock spin does.
+ */
+#define LOOPS_PER_US 3600
 NOINLINE void busy_us(unsigned int us)
 {
-	unsigned long long w0 = clock_ns(CLOCK_MONOTONIC);
+	unsigned long i;
 
-	while (clock_ns(CLOCK_MONOTONIC) - w0 < us * 1000ULL)
-		;
+	for (i = 0; i < us * LOOPS_PER_US; i++)
+		__asm__ volatile("" : "+r"(i));
 }
 
 static unsigned long threads_n;
@@ -267,6 +274,37 @@ static void run_loop(void)
 		sleep_us(1000);
 	}
 	printf("stopped\n");
+}
+
+/*
+ * n calls of fn, each after us microseconds of untraced work, in blocks of
+ * about 2 ms; each block is followed by the same work without calls, timed
+ * apart: the untraced reference, measured in the same run and under the same
+ * load as the traced part (CPU time, which preemption does not inflate).
+ * The whole run's slowdown is (calls_cpu_ns + ref_cpu_ns) / (2 ref_cpu_ns) - 1.
+ */
+static void run_rate(unsigned long n, unsigned int us, unsigned long (*fn)(unsigned long))
+{
+	unsigned long long t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+	unsigned long long c1, c2, c3, calls_ns = 0, ref_ns = 0;
+	unsigned long i = 0, j, k, block = us && us < 2000 ? 2000 / us : 1, sum = 0;
+
+	while (i < n) {
+		c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		for (j = 0; j < block && i < n; j++, i++) {
+			busy_us(us);
+			sum += fn(i);
+		}
+		c2 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		for (k = 0; k < j; k++)
+			busy_us(us);
+		c3 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		calls_ns += c2 - c1;
+		ref_ns += c3 - c2;
+	}
+	fprintf(stderr, "truth rate calls=%lu elapsed_ns=%llu cpu_ns=%llu calls_cpu_ns=%llu ref_cpu_ns=%llu\n", n,
+		clock_ns(CLOCK_MONOTONIC) - t0, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0, calls_ns, ref_ns);
+	printf("rate sum %lu\n", sum);
 }
 
 static unsigned long arg(int argc, char **argv, int i)
@@ -318,14 +356,8 @@ int main(int argc, char **argv)
 			sum += read_zero();
 		printf("read %lu bytes\n", sum);
 	} else if (!strcmp(mode, "rate")) {
-		unsigned long long t0 = clock_ns(CLOCK_MONOTONIC);
-
-		for (i = 0, n = arg(argc, argv, 2); i < n; i++) {
-			busy_us(arg(argc, argv, 3));
-			sum += tiny(i);
-		}
-		fprintf(stderr, "truth rate calls=%lu elapsed_ns=%llu\n", n, clock_ns(CLOCK_MONOTONIC) - t0);
-		printf("rate sum %lu\n", sum);
+		run_rate(arg(argc, argv, 2), arg(argc, argv, 3),
+			 argc > 4 && !strcmp(argv[4], "push") ? tiny_push : tiny);
 	} else if (!strcmp(mode, "exec") || !strcmp(mode, "fork")) {
 		unsigned long long t0 = clock_ns(CLOCK_MONOTONIC);
 		pid_t child = !strcmp(mode, "fork") ? fork() : -1;
