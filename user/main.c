@@ -293,7 +293,8 @@ static void wait_event(struct run *r, double deadline)
 {
 	struct pollfd pfd = { .fd = r->pidfd, .events = POLLIN };
 	double left = deadline - monotonic_s();
-	int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
+	/* A deadline already past (a burst switch took a while) must not become poll's -1: forever. */
+	int ms = left > 0.25 ? 250 : left > 0 ? (int)(left * 1000) + 1 : 0;
 
 	if (poll(&pfd, 1, ms) > 0 && (pfd.revents & POLLIN)) {
 		reap_child(r);
