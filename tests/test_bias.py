@@ -5,7 +5,7 @@ p50/p99 within 3% for a 1 ms spin and sleep. The machine these tests run on is s
 noisy (a VM with 2 cores), so each check allows a stated extra absolute slack; the figures
 measured on a quiet machine are in the README.
 """
-from harness import FNPROF, check, final_report, func, run_fnprof, target, truth
+from harness import FNPROF, check, final_report, func, json_reports, run_fnprof, target, truth
 
 
 def traced(args, *cmd):
@@ -165,3 +165,17 @@ def test_preemption_in_entry_probe_not_counted():
     check(f["runq_ns"]["avg"] < 100, f"preemptions in the probe counted as run-queue time: {f['runq_ns']}")
     check(f["wall_ns"]["avg"] < 300 + 200, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns under "
           f"contention (raw {f['raw_wall_ns']['avg']:.0f})")
+
+
+def test_max_overhead_interval_reports_keep_time():
+    # Attaching and detaching take tens of ms each (RCU grace periods): a report due meanwhile
+    # is late, and must still come (a past deadline once made fnprof wait for the target's exit).
+    p = run_fnprof(["-f", "tiny", "--max-overhead", "5", "-i", "0.1", "--json", "--", target("work"),
+                    "rate", "25000", "40"], timeout=60)
+    check(p.returncode == 0, p.stderr[-1500:])
+    reps = json_reports(p.stderr)
+    spans = [r["interval_s"] for r in reps if not r["total"]]
+    total = reps[-1]["interval_s"]
+    check(len(spans) >= total / 0.1 - 3 and max(spans) < 0.4,
+          f"{len(spans)} interval reports in {total:.2f} s, longest {max(spans):.2f} s")
+

@@ -347,7 +347,8 @@ static void wait_event(struct run *r, double deadline)
 		{ .fd = tracer_fork_fd(r->tracer), .events = POLLIN },
 	};
 	double left = deadline - monotonic_s();
-	int ms = left > 0.25 ? 250 : (int)(left * 1000) + 1;
+	/* A deadline already past (a burst switch took a while) must not become poll's -1: forever. */
+	int ms = left > 0.25 ? 250 : left > 0 ? (int)(left * 1000) + 1 : 0;
 
 	poll(pfd, 2, ms);
 	/* Fork children get their probes as soon as fnprof hears of them (and on every tick). */
