@@ -17,17 +17,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
-
-#define BPF_LINK_CREATE_CMD 28         /* enum bpf_cmd: BPF_LINK_CREATE */
-#define UPROBE_MULTI_ATTACH_TYPE 48    /* enum bpf_attach_type: BPF_TRACE_UPROBE_MULTI */
-#define UPROBE_MULTI_RETURN 1          /* BPF_F_UPROBE_MULTI_RETURN */
-
-/* union bpf_attr, link_create.uprobe_multi (uapi, 6.6+); libbpf 1.1 has no API for it. */
-struct link_create_uprobe_multi {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, multi_flags, pid;
-};
+#include "uprobe_multi.h"
 
 static volatile sig_atomic_t stop;
 
@@ -78,20 +68,7 @@ static long func_offset(const char *path, const char *name)
 /* One uprobe_multi link of prog at offset of path in pid; its fd or -errno. */
 static int attach_multi(struct bpf_program *prog, const char *path, __u64 offset, int pid, bool ret)
 {
-	struct link_create_uprobe_multi *a;
-	char attr[128] = {};
-	int fd;
-
-	a = (struct link_create_uprobe_multi *)attr;
-	a->prog_fd = bpf_program__fd(prog);
-	a->attach_type = UPROBE_MULTI_ATTACH_TYPE;
-	a->path = (unsigned long)path;
-	a->offsets = (unsigned long)&offset;
-	a->cnt = 1;
-	a->multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	a->pid = pid;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE_CMD, attr, sizeof(attr));
-	return fd < 0 ? -errno : fd;
+	return uprobe_multi_link(bpf_program__fd(prog), path, &offset, NULL, 1, ret, pid);
 }
 
 static int attach_perf(struct floor_bpf *skel, int pid, const char *path, const char *func)

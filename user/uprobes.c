@@ -21,18 +21,8 @@
 
 #include "array.h"
 #include "log.h"
+#include "uprobe_multi.h"
 #include "uprobes.h"
-
-#define BPF_LINK_CREATE_CMD 28         /* enum bpf_cmd: BPF_LINK_CREATE */
-#define UPROBE_MULTI_ATTACH_TYPE 48    /* enum bpf_attach_type: BPF_TRACE_UPROBE_MULTI */
-#define UPROBE_MULTI_RETURN 1          /* BPF_F_UPROBE_MULTI_RETURN */
-
-/* union bpf_attr, link_create.uprobe_multi, as in the kernel's uapi since 6.6. */
-struct link_create_uprobe_multi {
-	__u32 prog_fd, target_fd, attach_type, flags;
-	__u64 path, offsets, ref_ctr_offsets, cookies;
-	__u32 cnt, multi_flags, pid;
-};
 
 /*
  * uprobe_multi links came with Linux 6.6. The release tells, without parsing
@@ -113,28 +103,18 @@ static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
 /* One uprobe_multi link for sites[0..n), which share program, object, process and kind. */
 static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, size_t n)
 {
-	struct link_create_uprobe_multi *a;
-	char attr[128] = {};
 	__u64 *offs = calloc(n, sizeof(*offs)), *cookies = calloc(n, sizeof(*cookies));
 	size_t i;
-	int fd = -1, err = -ENOMEM;
+	int fd = -ENOMEM, err = -ENOMEM;
 
-	a = (struct link_create_uprobe_multi *)attr;
 	if (offs && cookies) {
 		for (i = 0; i < n; i++) {
 			offs[i] = sites[i].offset;
 			cookies[i] = sites[i].cookie;
 		}
-		a->prog_fd = bpf_program__fd(sites[0].prog);
-		a->attach_type = UPROBE_MULTI_ATTACH_TYPE;
-		a->path = (unsigned long)sites[0].path;
-		a->offsets = (unsigned long)offs;
-		a->cookies = (unsigned long)cookies;
-		a->cnt = n;
-		a->multi_flags = sites[0].retprobe ? UPROBE_MULTI_RETURN : 0;
-		a->pid = sites[0].pid;
-		fd = syscall(__NR_bpf, BPF_LINK_CREATE_CMD, attr, sizeof(attr));
-		err = fd < 0 ? -errno : push_fd(s, fd);
+		fd = uprobe_multi_link(bpf_program__fd(sites[0].prog), sites[0].path, offs, cookies, n,
+				       sites[0].retprobe, sites[0].pid);
+		err = fd < 0 ? fd : push_fd(s, fd);
 	}
 	if (fd < 0 && err != -ENOMEM && !s->quiet)
 		attach_error(&sites[0], n, err);
