@@ -23,19 +23,20 @@ const volatile __u32 nr_funcs = 1;
 const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
 const volatile __u32 nr_cpus = 1;
 /*
- * --follow-forks: fork children of traced processes are traced too (user
- * space attaches their probes when it hears of the fork), each with
- * statistics of its own: slot 0 is the target, fork children take slots
- * 1..nr_slots-1 in fork order.
- */
-const volatile __u32 follow_forks = 0;
-/*
  * The program runs code on stacks of its own (coroutines, sigaltstack): the
  * thread's frames may lie on several stacks, so a frame below the stack
  * pointer is not necessarily dead, and a return closes exactly its own frame.
  */
 const volatile __u32 stack_switching = 0;
+/*
+ * Processes with statistics of their own: 1, or with --follow-forks the
+ * target (slot 0) and fork children of traced processes, which take slots
+ * 1..nr_slots-1 in fork order (user space attaches their probes when it
+ * hears of the fork).
+ */
 const volatile __u32 nr_slots = 1;
+
+#define follow_forks (nr_slots > 1)
 
 /*
  * Interval buffer in use: user space flips it, then reads and clears the other
@@ -137,16 +138,22 @@ static __always_inline bool is_tgid(__u32 tgid)
 }
 
 /*
- * The statistics slot of the current process: 0 for the target (and for
- * fnprof's own calibration calls), a traced fork child's own, or -1 for any
- * other process. The tgid comes from a helper rather than task->tgid: a
- * kernel type relocated in the uprobe programs would make the loader verify
- * them against the kernel's BTF, in one piece with the rest (~20 ms more to
- * attach, for ~20 ns less per call).
+ * The current process: the handlers take its tgid from a helper rather than
+ * task->tgid: a kernel type relocated in the uprobe programs would make the
+ * loader verify them against the kernel's BTF, in one piece with the rest
+ * (~20 ms more to attach, for ~20 ns less per call).
  */
-static __always_inline int current_slot(void)
+static __always_inline __u32 current_tgid(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/*
+ * The statistics slot of process tgid: 0 for the target (and for fnprof's
+ * own calibration calls), a traced fork child's own, or -1 for any other.
+ */
+static __always_inline int proc_slot(__u32 tgid)
+{
 	struct proc_info *pi;
 
 	if (is_tgid(tgid))
@@ -260,11 +267,12 @@ int BPF_KPROBE(fn_entry)
 	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
 	struct thread_state *ts;
 	struct fn_frame *f;
-	int slot = current_slot();
+	__u32 tgid = current_tgid();
+	int slot = proc_slot(tgid);
 
 	if (slot < 0 || slot >= nr_slots)
 		return 0;
-	if (paused && bpf_get_current_pid_tgid() >> 32 != self_tgid) {
+	if (paused && tgid != self_tgid) {
 		__sync_fetch_and_add(&paused_calls, 1);
 		return 0;
 	}
@@ -505,7 +513,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	struct thread_state *ts;
 	struct call c;
 	__u32 d, id;
-	int k, slot = current_slot();
+	int k, slot = proc_slot(current_tgid());
 	__u64 sp;
 
 	if (slot < 0 || slot >= nr_slots)
@@ -694,7 +702,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
 	struct thread_state *ts;
 
-	if (!maybe_traced(bpf_get_current_pid_tgid() >> 32))
+	if (!maybe_traced(current_tgid()))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts || !ts->depth)
@@ -710,7 +718,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct thread_state *ts;
 	__u64 now, off;
 
-	if (!maybe_traced(bpf_get_current_pid_tgid() >> 32))
+	if (!maybe_traced(current_tgid()))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ts || !ts->sys_start)

@@ -35,7 +35,6 @@ struct tracer {
 	pid_t pid;
 	bool paused;
 	struct uprobe_warm *warm;
-	bool follow_forks;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	__u64 *child_delay_ns;     /* per slot: fork to probes in place (0: not yet) */
@@ -104,10 +103,9 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->target_tgid = t->pid;
 	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
 	skel->rodata->nr_funcs = t->nr_total;
-	skel->rodata->follow_forks = t->follow_forks;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
-	bpf_program__set_autoload(skel->progs.on_fork, t->follow_forks);
+	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1);
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
@@ -118,11 +116,11 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
-	if (!err && t->follow_forks)
+	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
-	if (!err && t->follow_forks)
+	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.free_slots, t->nr_slots - 1);
-	if (!err && t->follow_forks)
+	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.forks, 64 * 1024);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
@@ -138,7 +136,7 @@ static int load(struct tracer *t, const struct events *evs)
 	err = trace_load(setup, &a, &t->skel, &t->sched);
 	if (!err && evs)
 		err = fill_counters(t, evs);
-	if (!err && t->follow_forks)
+	if (!err && t->nr_slots > 1)
 		err = fill_slots(t);
 	if (err) {
 		log_err("failed to load the BPF programs: %s%s", strerror(-err),
@@ -333,7 +331,6 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
-	t->follow_forks = follow_forks;
 	t->nr_slots = follow_forks ? slots_for(t) : 1;
 	err = load(t, evs);
 	if (!err && follow_forks)
