@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -37,7 +36,7 @@ struct tracer {
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
-	__u64 *child_delay_ns;     /* per slot: fork to probes in place (0: not yet) */
+	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
 };
 
@@ -246,9 +245,9 @@ static int on_fork_event(void *ctx, void *data, size_t size)
 static int follow_setup(struct tracer *t)
 {
 	t->child_links = calloc(t->nr_slots, sizeof(*t->child_links));
-	t->child_delay_ns = calloc(t->nr_slots, sizeof(*t->child_delay_ns));
+	t->procs = calloc(t->nr_slots, sizeof(*t->procs));
 	t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
-	if (!t->child_links || !t->child_delay_ns || !t->forks) {
+	if (!t->child_links || !t->procs || !t->forks) {
 		log_err("cannot set up --follow-forks: %s", strerror(errno));
 		return -ENOMEM;
 	}
@@ -268,37 +267,46 @@ int tracer_fork_fd(struct tracer *t)
  * The probes of a new fork child, in the child: the same sites, its pid. A
  * child that has gone already, or exec'd another program, just gets none.
  */
-static void follow_child(struct tracer *t, __u32 slot, const struct proc_info *pi, pid_t pid)
+static void follow_child(struct tracer *t, __u32 slot, __u64 fork_ns)
 {
-	struct timespec now;
+	struct traced_proc *p = &t->procs[slot];
 	int err;
 
-	err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, pid);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	t->child_delay_ns[slot] = now.tv_sec * 1000000000ULL + now.tv_nsec - pi->fork_ns;
-	if (!t->child_delay_ns[slot])
-		t->child_delay_ns[slot] = 1;
+	err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, p->pid);
+	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC too. */
+	p->delay_ns = monotonic_s() * 1e9 - fork_ns;
+	if (!p->delay_ns)
+		p->delay_ns = 1;
 	if (err)
-		log_debug("fork child %d: no probes (%s); it exited or exec'd first", pid, strerror(-err));
+		log_debug("fork child %d: no probes (%s); it exited or exec'd first", p->pid, strerror(-err));
 	else
-		log_debug("fork child %d traced %.0f us after its fork", pid, t->child_delay_ns[slot] / 1e3);
+		log_debug("fork child %d traced %.0f us after its fork", p->pid, p->delay_ns / 1e3);
+}
+
+/* The fork children in the procs map into t->procs; the new ones get their probes. */
+static void refresh_procs(struct tracer *t, bool attach)
+{
+	int fd = bpf_map__fd(t->skel->maps.procs);
+	__u32 key, *prev = NULL;
+	struct proc_info pi;
+
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &pi) || pi.slot >= t->nr_slots)
+			continue;
+		t->procs[pi.slot].pid = key;
+		t->procs[pi.slot].ppid = pi.ppid;
+		if (attach && !t->procs[pi.slot].delay_ns)
+			follow_child(t, pi.slot, pi.fork_ns);
+	}
 }
 
 int tracer_follow_forks(struct tracer *t)
 {
-	int fd;
-	__u32 key, *prev = NULL;
-	struct proc_info pi;
-
 	if (!t->forks)
 		return 0;
 	ring_buffer__consume(t->forks);
-	fd = bpf_map__fd(t->skel->maps.procs);
-	while (!bpf_map_get_next_key(fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(fd, &key, &pi) && pi.slot < t->nr_slots && !t->child_delay_ns[pi.slot])
-			follow_child(t, pi.slot, &pi, key);
-		prev = &key;
-	}
+	refresh_procs(t, true);
 	return 0;
 }
 
@@ -426,22 +434,12 @@ size_t tracer_nr_slots(const struct tracer *t)
 
 int tracer_procs(struct tracer *t, struct traced_proc *procs)
 {
-	int fd = bpf_map__fd(t->skel->maps.procs);
-	__u32 key, *prev = NULL;
-	struct proc_info pi;
-
 	memset(procs, 0, t->nr_slots * sizeof(*procs));
-	procs[0].pid = t->pid;
-	if (t->nr_slots < 2)
-		return 0;
-	while (!bpf_map_get_next_key(fd, prev, &key)) {
-		if (!bpf_map_lookup_elem(fd, &key, &pi) && pi.slot < t->nr_slots) {
-			procs[pi.slot].pid = key;
-			procs[pi.slot].ppid = pi.ppid;
-			procs[pi.slot].delay_ns = t->child_delay_ns[pi.slot];
-		}
-		prev = &key;
+	if (t->procs) {
+		refresh_procs(t, false);
+		memcpy(procs, t->procs, t->nr_slots * sizeof(*procs));
 	}
+	procs[0].pid = t->pid;
 	return 0;
 }
 
@@ -544,7 +542,7 @@ void tracer_stop(struct tracer *t)
 	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)
 		uprobes_free(&t->child_links[s]);
 	free(t->child_links);
-	free(t->child_delay_ns);
+	free(t->procs);
 	ring_buffer__free(t->forks);
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
