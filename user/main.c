@@ -71,10 +71,17 @@ struct run {
 	ino_t exe_ino;
 	bool exe_seen;
 	const char *note;
-	__u64 self_cpu_start, self_cpu_last;  /* fnprof's own CPU time then */
+	__u64 self_cpu_last;        /* fnprof's own CPU time at the last report */
 };
 
-/* fnprof's own CPU time (all its threads) and peak RSS. */
+/* User plus system time in an rusage, in ns. */
+static __u64 rusage_cpu_ns(const struct rusage *ru)
+{
+	return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL +
+	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
+}
+
+/* fnprof's own CPU time (all its threads, since it started) and peak RSS. */
 static __u64 self_usage(__u64 *rss_kib)
 {
 	struct rusage ru;
@@ -83,8 +90,7 @@ static __u64 self_usage(__u64 *rss_kib)
 		return 0;
 	if (rss_kib)
 		*rss_kib = ru.ru_maxrss;
-	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	return rusage_cpu_ns(&ru);
 }
 
 static void setup_signals(void)
@@ -224,8 +230,7 @@ static void reap_child(struct run *r)
 	if (wait4(r->pid, &r->child_status, WNOHANG, &ru) != r->pid)
 		return;
 	r->child_reaped = true;
-	r->cpu_now = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
-		     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
+	r->cpu_now = rusage_cpu_ns(&ru);
 	r->cpu_known = true;
 }
 
@@ -284,8 +289,7 @@ static int report(struct run *r, bool final)
 				   final && !r->nr_reports, attached, self_cpu - r->self_cpu_last);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
-					   true, r->bursts ? burst_total_fraction(&r->burst) : 1,
-					   self_cpu - r->self_cpu_start);
+					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
