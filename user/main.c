@@ -286,7 +286,9 @@ static int report(struct run *r, bool final)
 			r->total_drops[i] += drops[i];
 		/* A run with a single report: that report is the total. */
 		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports, attached, self_cpu - r->self_cpu_last);
+				   final && !r->nr_reports, attached,
+				   /* The only report is the total: start-up included. */
+				   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
 					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
