@@ -387,6 +387,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
 	t->nr_slots = conf->follow_forks ? slots_for(t) : 1;
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
+	/* fnprof's own thread, when it calibrates, takes one too. */
+	t->nr_threads += t->nr_total > t->nr_probes;
 	err = load(t, evs);
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
