@@ -229,6 +229,14 @@ static __always_inline struct cpu_thread *this_cpu_thread(void)
 	return bpf_map_lookup_elem(&running, &zero);
 }
 
+/* The state of the thread a CPU's note is of (its idx1 is set). */
+static __always_inline struct thread_state *cpu_state(const struct cpu_thread *c)
+{
+	__u32 idx = c->idx1 - 1;
+
+	return bpf_map_lookup_elem(&tstates, &idx);
+}
+
 /*
  * The state of the thread hitting a probe, whose registers are regs (the
  * program's context): on the fast path from this CPU's note of the running
@@ -245,10 +253,8 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 
 	if (!c)
 		return NULL;
-	if (c->regs == (__u64)regs && c->idx1) {
-		idx = c->idx1 - 1;
-		return bpf_map_lookup_elem(&tstates, &idx);
-	}
+	if (c->regs == (__u64)regs && c->idx1)
+		return cpu_state(c);
 	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
 				   create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!ref)
@@ -804,7 +810,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u64 now = 0;
 
 	if (maybe_traced(prev->tgid)) {
-		ts = task_state(prev);
+		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
+		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))
+			ts = cpu_state(cpu);
+		else
+			ts = task_state(prev);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
 			if (nr_events)
