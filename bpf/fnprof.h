@@ -27,12 +27,19 @@
 	(FNPROF_HIST_SUB + (FNPROF_HIST_MAX_POW - FNPROF_HIST_SUB_BITS) * FNPROF_HIST_SUB)
 
 /*
- * Attach cookie: the function id, and this bit on the probes placed on a
+ * Attach cookie: the function id, the statistics slot of the process the
+ * probe is in (--follow-forks), and flags: this bit on the probes placed on a
  * function's ret instructions (--exit=ret) rather than a uretprobe.
  */
 #define FNPROF_COOKIE_AT_RET (1U << 31)
 /* On an entry probe: --entry-only, count the call and keep no frame. */
 #define FNPROF_COOKIE_ENTRY_ONLY (1U << 30)
+/* On fnprof's own calibration probes: counted even while the target's are paused. */
+#define FNPROF_COOKIE_SELF (1U << 29)
+#define FNPROF_COOKIE_SLOT_SHIFT 20
+#define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
+#define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
+#define FNPROF_MAX_FUNCS (FNPROF_COOKIE_ID_MASK + 1)
 
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
@@ -91,15 +98,24 @@ struct fn_frame {
 	__u64 sp;            /* stack pointer at entry: identifies the frame */
 	__u64 ip;            /* the function's address (where the entry probe is) */
 	__u64 probe_off0;    /* thread's probe_off_cum at entry */
-	__u32 id;            /* function id (attach cookie) */
+	__u32 id;            /* function id (from the attach cookie) */
 	__u32 cpu;           /* CPU at entry */
 	__u32 outer;         /* 1 if no activation of the same function is below */
+	__u32 slot;          /* statistics slot of the process (from the attach cookie) */
 	__u32 scaled0;       /* thread's scaled_seq at entry */
 	__u64 vcsw0, ivcsw0, mig0, sys0;
 	__u64 child_calls;   /* traced calls returned directly into this one */
 	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
+};
+
+/* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
+struct ctr_frame {
 	__u64 ctr0[FNPROF_MAX_EVENTS];       /* thread's ctr_cum at entry */
 	__u64 child_ctr[FNPROF_MAX_EVENTS];  /* counts of traced calls made from this one */
+};
+
+struct thread_ctrs {
+	struct ctr_frame frames[FNPROF_MAX_DEPTH];   /* parallel to thread_state's */
 };
 
 /* Last reading of one perf counter on the thread's CPU. */
@@ -107,7 +123,23 @@ struct ctr_reading {
 	__u64 counter, enabled, running;
 };
 
-/* Per-thread state, in task storage. */
+/* A thread's entry in the pool of thread states (task storage). */
+struct thread_ref {
+	__u32 idx1;          /* its index in the pool + 1; 0: none */
+};
+
+/*
+ * Per CPU: the thread running on it, as sched_switch switched it in: the
+ * address of its user registers (the uprobe programs' context, which tells
+ * the thread without a helper call) and its pool index + 1, 0 if none yet.
+ */
+struct cpu_thread {
+	__u64 regs;
+	__u32 idx1;
+	__u32 pad;
+};
+
+/* Per-thread state, in a pool indexed by thread_ref. */
 struct thread_state {
 	__u32 depth;         /* frames in use, at most FNPROF_MAX_DEPTH */
 	__u32 out_runnable;  /* state when last switched out */
@@ -119,6 +151,8 @@ struct thread_state {
 	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
 	__u32 gen;           /* probe generation the frames belong to */
 	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
+	__u32 idx;           /* its index in the pool (and in that of counter frames) */
+	__u32 pad;
 	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */

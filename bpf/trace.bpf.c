@@ -35,6 +35,12 @@ const volatile __u32 stack_switching = 0;
  * hears of the fork).
  */
 const volatile __u32 nr_slots = 1;
+/*
+ * The kernel runs a probe's program only for the process the probe is for
+ * (uprobe_multi links with a pid): the handlers need not check. Perf-event
+ * links filter by address space only, which a vfork child shares.
+ */
+const volatile __u32 links_per_process = 0;
 
 #define follow_forks (nr_slots > 1)
 
@@ -60,12 +66,48 @@ volatile __u32 paused = 0;
 /* Calls that hit the probes while paused: not measured, but they cost the target. */
 volatile __u64 paused_calls = 0;
 
+/*
+ * Thread states live in a pool: a thread takes one at its first traced call
+ * (its index kept in task storage) and gives it back when it exits. Array
+ * lookups are inlined by the JIT, where a task-storage lookup is a helper
+ * call; with the per-CPU note of the running thread (`running`), the probe
+ * handlers find their thread's state without any.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} tstates SEC(".maps");
+
+/* With -e, each thread state's counter frames, at the same index (else one unused entry). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(key, __u32);
+	__type(value, struct thread_ctrs);
+} tctrs SEC(".maps");
+
+/* Pool indexes not in use (filled by user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(value, __u32);
+} free_tstates SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct thread_state);
+	__type(value, struct thread_ref);
 } threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_thread);
+} running SEC(".maps");
 
 /* --follow-forks: tgid of each traced fork child -> its slot. */
 struct {
@@ -164,6 +206,77 @@ static __always_inline int proc_slot(__u32 tgid)
 	return pi ? pi->slot : -1;
 }
 
+/* The state of thread ref, NULL if it has none. */
+static __always_inline struct thread_state *ref_state(const struct thread_ref *ref)
+{
+	__u32 idx;
+
+	if (!ref || !ref->idx1)
+		return NULL;
+	idx = ref->idx1 - 1;
+	return bpf_map_lookup_elem(&tstates, &idx);
+}
+
+static __always_inline struct thread_state *task_state(struct task_struct *task)
+{
+	return ref_state(bpf_task_storage_get(&threads, task, NULL, 0));
+}
+
+static __always_inline struct cpu_thread *this_cpu_thread(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&running, &zero);
+}
+
+/* The state of the thread a CPU's note is of (its idx1 is set). */
+static __always_inline struct thread_state *cpu_state(const struct cpu_thread *c)
+{
+	__u32 idx = c->idx1 - 1;
+
+	return bpf_map_lookup_elem(&tstates, &idx);
+}
+
+/*
+ * The state of the thread hitting a probe, whose registers are regs (the
+ * program's context): on the fast path from this CPU's note of the running
+ * thread, else from task storage, which then fills in the note; with create,
+ * a thread without a state takes one from the pool. NULL: none (without
+ * create), or the pool is empty.
+ */
+static __always_inline struct thread_state *probe_thread(void *regs, bool create)
+{
+	struct cpu_thread *c = this_cpu_thread();
+	struct thread_state *ts;
+	struct thread_ref *ref;
+	__u32 idx;
+
+	if (!c)
+		return NULL;
+	if (c->regs == (__u64)regs && c->idx1)
+		return cpu_state(c);
+	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				   create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!ref)
+		return NULL;
+	if (!ref->idx1) {
+		if (!create || bpf_map_pop_elem(&free_tstates, &idx))
+			return NULL;
+		ts = bpf_map_lookup_elem(&tstates, &idx);
+		if (!ts)
+			return NULL;
+		ts->idx = idx;
+		ts->depth = 0;
+		ts->gen = generation;
+		ts->out_ns = 0;
+		ts->sys_start = 0;
+		ref->idx1 = idx + 1;
+	}
+	c->regs = (__u64)regs;
+	c->idx1 = ref->idx1;
+	return ref_state(ref);
+}
+
 /* Whether a thread of process tgid may be inside traced calls (sched_switch, syscalls). */
 static __always_inline bool maybe_traced(__u32 tgid)
 {
@@ -176,15 +289,28 @@ static __always_inline __u32 stats_idx(__u32 slot, __u32 id)
 	return ((epoch & 1) * nr_slots + slot) * nr_funcs + id;
 }
 
-static __always_inline void snapshot_counters(struct thread_state *ts, struct fn_frame *f)
+static __always_inline struct thread_ctrs *ctr_frames(const struct thread_state *ts)
 {
+	__u32 idx = ts->idx;
+
+	return bpf_map_lookup_elem(&tctrs, &idx);
+}
+
+/* Frame d's counts start from the thread's totals now. */
+static __always_inline void snapshot_counters(struct thread_state *ts, __u32 d, struct fn_frame *f)
+{
+	struct thread_ctrs *tc = ctr_frames(ts);
+	struct ctr_frame *cf;
 	__u32 e;
 
-	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
-		f->ctr0[e] = ts->ctr_cum[e];
-		f->child_ctr[e] = 0;
-	}
 	f->scaled0 = ts->scaled_seq;
+	if (!tc)
+		return;
+	cf = &tc->frames[frame_idx(d)];
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		cf->ctr0[e] = ts->ctr_cum[e];
+		cf->child_ctr[e] = 0;
+	}
 }
 
 /*
@@ -263,24 +389,25 @@ static __always_inline void count_entry(__u32 slot, __u32 id)
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 d, i, id, cookie = bpf_get_attach_cookie(ctx);
+	__u32 d, i, cookie = bpf_get_attach_cookie(ctx);
+	__u32 id = cookie & FNPROF_COOKIE_ID_MASK;
+	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
-	__u32 tgid = current_tgid();
-	int slot = proc_slot(tgid);
 
-	if (slot < 0 || slot >= nr_slots)
+	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
 		return 0;
-	if (paused && tgid != self_tgid) {
+	if (slot >= nr_slots)
+		return 0;
+	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
 		__sync_fetch_and_add(&paused_calls, 1);
 		return 0;
 	}
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
-		count_entry(slot, cookie & ~FNPROF_COOKIE_ENTRY_ONLY);
+		count_entry(slot, id);
 		return 0;
 	}
-	ts = bpf_task_storage_get(&threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = probe_thread(ctx, true);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
 		return 0;
@@ -299,12 +426,11 @@ int BPF_KPROBE(fn_entry)
 		count_drop(DROP_DEPTH);
 		return 0;
 	}
-	id = cookie;
 	f = &ts->frames[frame_idx(d)];
 	if (nr_events) {
 		/* Outside any traced call the thread's reading is stale: restart it. */
 		ctr_read(ts, d > 0);
-		snapshot_counters(ts, f);
+		snapshot_counters(ts, d, f);
 	}
 	f->vcsw0 = ts->vcsw_cum;
 	f->ivcsw0 = ts->ivcsw_cum;
@@ -313,6 +439,7 @@ int BPF_KPROBE(fn_entry)
 	f->child_calls = 0;
 	f->desc_calls = 0;
 	f->id = id;
+	f->slot = slot;
 	f->sp = PT_REGS_SP(ctx);
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
@@ -383,6 +510,7 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 
 struct shift_ctx {
 	struct thread_state *ts;
+	struct thread_ctrs *tc;
 	__u32 from;
 };
 
@@ -394,6 +522,8 @@ static long shift_step_from(__u32 i, struct shift_ctx *c)
 	if (j + 1 >= FNPROF_MAX_DEPTH)
 		return 1;
 	c->ts->frames[j & (FNPROF_MAX_DEPTH - 1)] = c->ts->frames[(j + 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (c->tc)
+		c->tc->frames[j & (FNPROF_MAX_DEPTH - 1)] = c->tc->frames[(j + 1) & (FNPROF_MAX_DEPTH - 1)];
 	return 0;
 }
 
@@ -428,7 +558,7 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 	struct fn_stats *st;
 	__u64 b;
 
-	if (id >= nr_funcs) {
+	if (id >= nr_funcs || slot >= nr_slots) {
 		count_drop(DROP_NO_STATS);
 		return;
 	}
@@ -475,27 +605,46 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 		__sync_fetch_and_add(&st->hist[b], 1);
 }
 
-/* Per-call counts: the thread's totals since entry; the parent learns what its child used. */
-static __always_inline void call_counters(struct thread_state *ts, struct fn_frame *f,
-					  struct fn_frame *parent, struct call *c)
+/*
+ * Per-call counts of frame k: the thread's totals since entry; the parent
+ * (when it is one) learns what its child used.
+ */
+static __always_inline void call_counters(struct thread_state *ts, struct thread_ctrs *tc, __u32 k,
+					  bool parent, struct call *c)
 {
+	struct ctr_frame *cf, *pf;
 	__u32 e;
 
-	c->scaled = ts->scaled_seq != f->scaled0;
+	c->scaled = ts->scaled_seq != ts->frames[frame_idx(k)].scaled0;
+	if (!tc) {
+		count_drop(DROP_CTR_READ);
+		return;
+	}
+	cf = &tc->frames[frame_idx(k)];
+	pf = &tc->frames[frame_idx(k - 1)];
 	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
 		if (e >= nr_events)
 			break;
-		c->ctr[e] = ts->ctr_cum[e] - f->ctr0[e];
-		c->ctr_self[e] = c->ctr[e] > f->child_ctr[e] ? c->ctr[e] - f->child_ctr[e] : 0;
+		c->ctr[e] = ts->ctr_cum[e] - cf->ctr0[e];
+		c->ctr_self[e] = c->ctr[e] > cf->child_ctr[e] ? c->ctr[e] - cf->child_ctr[e] : 0;
 		if (parent)
-			parent->child_ctr[e] += c->ctr[e];
+			pf->child_ctr[e] += c->ctr[e];
 	}
 }
 
-/* A return without its entry; while paused (burst mode) the entry was left out on purpose. */
+/*
+ * A return without its entry; while paused (burst mode) the entry was left
+ * out on purpose, and in a thread the pool had no room for, it was counted
+ * as not timed.
+ */
 static __always_inline void count_orphan(void)
 {
-	if (!paused)
+	struct thread_ref *ref;
+
+	if (paused)
+		return;
+	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	if (!ref || ref->idx1)
 		count_drop(DROP_ORPHAN_RET);
 }
 
@@ -508,17 +657,17 @@ static __always_inline void count_orphan(void)
 static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 {
 	__u64 now = bpf_ktime_get_ns(), off;
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct fn_frame *f, *top, *parent = NULL;
+	struct thread_ctrs *tc = NULL;
 	struct thread_state *ts;
 	struct call c;
 	__u32 d, id;
-	int k, slot = proc_slot(current_tgid());
 	__u64 sp;
+	int k;
 
-	if (slot < 0 || slot >= nr_slots)
+	if (!links_per_process && proc_slot(current_tgid()) < 0)
 		return 0;
-	ts = bpf_task_storage_get(&threads, task, NULL, 0);
+	ts = probe_thread(ctx, false);
 	/* Burst mode: a call entered before the probes were last paused is not an orphan. */
 	if (ts && ts->gen != generation)
 		return 0;
@@ -541,7 +690,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		k = d - 1;
 		id = top->id;
 	} else {
-		id = bpf_get_attach_cookie(ctx) & ~FNPROF_COOKIE_AT_RET;
+		id = bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_ID_MASK;
 		k = match_frame(ts, d, id, sp);
 	}
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
@@ -572,9 +721,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	c.mig = ts->mig_cum - f->mig0;
 	c.sys = ts->sys_cum - f->sys0;
 	c.scaled = false;
-	if (nr_events)
-		call_counters(ts, f, parent, &c);
-	account(slot, id, &c, f);
+	if (nr_events) {
+		tc = ctr_frames(ts);
+		call_counters(ts, tc, k, parent != NULL, &c);
+	}
+	account(f->slot, id, &c, f);
 	if (parent) {
 		parent->child_wall += c.wall;
 		parent->child_calls++;
@@ -582,7 +733,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	}
 	if (stack_switching && (__u32)k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
-		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .from = k }, 0);
+		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }, 0);
 		ts->depth = d - 1;
 		return 0;
 	}
@@ -653,11 +804,17 @@ static __always_inline bool switched_out_runnable(bool preempt, struct task_stru
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	struct cpu_thread *cpu = this_cpu_thread();
 	struct thread_state *ts;
+	struct thread_ref *ref;
 	__u64 now = 0;
 
 	if (maybe_traced(prev->tgid)) {
-		ts = bpf_task_storage_get(&threads, prev, NULL, 0);
+		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
+		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))
+			ts = cpu_state(cpu);
+		else
+			ts = task_state(prev);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
 			if (nr_events)
@@ -672,24 +829,32 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				ts->vcsw_cum++;
 		}
 	}
-	if (maybe_traced(next->tgid)) {
-		ts = bpf_task_storage_get(&threads, next, NULL, 0);
-		if (ts && ts->out_ns) {
-			if (!now)
-				now = bpf_ktime_get_ns();
-			if (ts->out_probe)
-				ts->probe_off_cum += now - ts->out_ns;
-			else if (ts->out_runnable)
-				ts->runq_cum += now - ts->out_ns;
-			else
-				ts->blocked_cum += now - ts->out_ns;
-			ts->out_ns = 0;
-			if (ts->out_cpu != bpf_get_smp_processor_id())
-				ts->mig_cum++;
-			if (nr_events)
-				ctr_read(ts, false);
-		}
+	if (!maybe_traced(next->tgid)) {
+		if (cpu)
+			cpu->regs = 0;
+		return 0;
 	}
+	ref = bpf_task_storage_get(&threads, next, NULL, 0);
+	if (cpu) {
+		cpu->regs = (__u64)bpf_task_pt_regs(next);
+		cpu->idx1 = ref ? ref->idx1 : 0;
+	}
+	ts = ref_state(ref);
+	if (!ts || !ts->out_ns)
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (ts->out_probe)
+		ts->probe_off_cum += now - ts->out_ns;
+	else if (ts->out_runnable)
+		ts->runq_cum += now - ts->out_ns;
+	else
+		ts->blocked_cum += now - ts->out_ns;
+	ts->out_ns = 0;
+	if (ts->out_cpu != bpf_get_smp_processor_id())
+		ts->mig_cum++;
+	if (nr_events)
+		ctr_read(ts, false);
 	return 0;
 }
 
@@ -704,7 +869,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 
 	if (!maybe_traced(current_tgid()))
 		return 0;
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ts = task_state(bpf_get_current_task_btf());
 	if (!ts || !ts->depth)
 		return 0;
 	ts->sys_off0 = ts->runq_cum + ts->blocked_cum;
@@ -720,7 +885,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 
 	if (!maybe_traced(current_tgid()))
 		return 0;
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ts = task_state(bpf_get_current_task_btf());
 	if (!ts || !ts->sys_start)
 		return 0;
 	now = bpf_ktime_get_ns();
@@ -757,5 +922,30 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		*e = tgid;
 		bpf_ringbuf_submit(e, 0);
 	}
+	return 0;
+}
+
+/*
+ * A thread that exits gives its state back to the pool. It runs no more user
+ * code, so no probe of its can follow.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *task)
+{
+	struct cpu_thread *cpu;
+	struct thread_ref *ref;
+	__u32 idx;
+
+	if (!maybe_traced(task->tgid))
+		return 0;
+	ref = bpf_task_storage_get(&threads, task, NULL, 0);
+	if (!ref || !ref->idx1)
+		return 0;
+	idx = ref->idx1 - 1;
+	ref->idx1 = 0;
+	cpu = this_cpu_thread();
+	if (cpu)
+		cpu->idx1 = 0;
+	bpf_map_push_elem(&free_tstates, &idx, 0);
 	return 0;
 }

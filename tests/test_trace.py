@@ -111,6 +111,27 @@ def test_threads_all_counted():
     check(f["cpu_pct"] > 100, f"cpu% {f['cpu_pct']} for 4 spinning threads on 2 cores")
 
 
+def test_thread_states_reused_after_exit():
+    # 4 waves of 3 threads with room for 3: each wave's threads give their state back when
+    # they exit, so every call of all 12 threads is timed.
+    rep, p = traced(["-f", "spin_us", "--max-threads", "3"], target("work"), "waves", 4, 3, 200)
+    f = func(rep, "spin_us")
+    check(f["calls"] == 2400, f"calls {f['calls']} != 2400")
+    check(not any(rep["dropped"].values()), f"dropped {rep['dropped']}")
+
+
+def test_threads_beyond_max_threads_counted():
+    # 4 threads of ~100 ms at once with room for 2: the calls of the threads without a state
+    # are counted as not timed, not lost, and their returns are not orphans.
+    rep, p = traced(["-f", "spin_us", "--max-threads", "2"], target("work"), "threads", 4, 5000)
+    f, d = func(rep, "spin_us"), rep["dropped"]
+    check(f["calls"] + d["no_thread_state"] == 20000, f"calls {f['calls']} + {d['no_thread_state']} != 20000")
+    check(d["no_thread_state"] >= 5000, f"no_thread_state {d['no_thread_state']}: a thread had no state")
+    check(d["orphan_returns"] == 0, f"orphan_returns {d['orphan_returns']}")
+    p = run_fnprof(["-f", "spin_us", "--max-threads", "1", "--", target("work"), "threads", "2", "5000"])
+    check("no free thread state" in p.stderr, f"the table names the drop:\n{p.stderr}")
+
+
 def test_shared_library_function():
     rep, p = traced(["-f", "libtarget:lib_spin", "-f", "libc:getppid"], target("uselib"), 500)
     f = func(rep, "lib_spin")

@@ -186,8 +186,11 @@ static int start_tracing(struct run *r)
 	}
 	bool calib = !r->o->raw || r->o->max_overhead_pct;
 
-	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, calib, r->o->follow_forks,
-			   &r->tracer);
+	struct tracer_conf conf = {
+		.calibration = calib, .follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+	};
+
+	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer);
 	if (err)
 		return err;
 	r->nr_slots = tracer_nr_slots(r->tracer);
@@ -514,7 +517,9 @@ static int run_calibration(void)
 	struct tracer *t;
 	int err;
 
-	if (tracer_start(&none, getpid(), NULL, true, false, &t))
+	struct tracer_conf conf = { .calibration = true };
+
+	if (tracer_start(&none, getpid(), NULL, &conf, &t))
 		return EXIT_FAIL;
 	err = calibrate(t, &cal);
 	tracer_stop(t);

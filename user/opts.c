@@ -22,6 +22,9 @@ static const char usage_text[] =
 "  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
+"      --max-threads N    threads traced at once: a thread holds a state (~8.5 KiB of kernel\n"
+"                         memory) from its first traced call until it exits (default: 512, or\n"
+"                         twice the target's threads at the start)\n"
 "\n"
 "Functions (-f is repeatable):\n"
 "  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
@@ -70,7 +73,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
-	OPT_FOLLOW_FORKS,
+	OPT_FOLLOW_FORKS, OPT_MAX_THREADS,
 };
 
 static const struct option long_opts[] = {
@@ -98,6 +101,7 @@ static const struct option long_opts[] = {
 	{ "exit", required_argument, NULL, OPT_EXIT },
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
 	{},
 };
 
@@ -201,6 +205,11 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		break;
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
+	case OPT_MAX_THREADS:
+		if (parse_long(arg, 1, 1 << 20, &v))
+			return usage_error("invalid --max-threads '%s' (1-1048576)", arg);
+		o->max_threads = v;
+		break;
 	case OPT_MAX_OVERHEAD:
 		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < 0.1 ||
 		    o->max_overhead_pct > 100)

@@ -20,6 +20,7 @@ enum exit_mode {
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
+	unsigned int max_threads;  /* --max-threads: threads holding a thread state at once (0: default) */
 	char **cmd;                /* after "--": command to launch, NULL-terminated */
 	const char *funcs[MAX_FUNC_SPECS]; /* -f patterns: NAME, LIB:NAME, /path:NAME, globs */
 	size_t nr_funcs;

@@ -47,6 +47,20 @@ int proc_cpu_ns(pid_t pid, __u64 *ns)
 	return 0;
 }
 
+int proc_nr_threads(pid_t pid)
+{
+	char buf[1024], *tail;
+	int err, n;
+
+	err = read_stat_tail(pid, buf, sizeof(buf), &tail);
+	if (err)
+		return err;
+	/* Field 20, after state and 16 numbers. */
+	if (sscanf(tail, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &n) != 1)
+		return -EINVAL;
+	return n;
+}
+
 int proc_cpu_precise_ns(pid_t pid, __u64 *ns)
 {
 	struct timespec ts;

@@ -13,6 +13,9 @@ int proc_cpu_ns(pid_t pid, __u64 *ns);
 /* CPU time of process pid, ns, to the nanosecond (its CPU-time clock). */
 int proc_cpu_precise_ns(pid_t pid, __u64 *ns);
 
+/* How many threads process pid has now, or -errno. */
+int proc_nr_threads(pid_t pid);
+
 /* Whether pid names a live (not zombie) process. */
 bool proc_alive(pid_t pid);
 

@@ -12,7 +12,8 @@ static const struct {
 } drop_kinds[DROP_NR] = {
 	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames, "
 					 "whose return the kernel does not report (not timed)" },
-	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: per-thread state could not be allocated" },
+	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
+					     "(more threads calling traced functions than --max-threads)" },
 	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
 	[DROP_ABANDONED] = { "abandoned_frames", "frames abandoned by longjmp or unwinding (not timed)" },
 	[DROP_NO_STATS] = { "no_stats_slot", "calls lost: no statistics slot" },

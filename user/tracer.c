@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "calib.h"
 #include "log.h"
+#include "proc.h"
 #include "trace.skel.h"
 #include "trace_load.h"
 #include "tracer.h"
@@ -35,6 +36,7 @@ struct tracer {
 	bool paused;
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
+	__u32 nr_threads;          /* thread states in the pool */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
@@ -75,6 +77,26 @@ static int fill_counters(struct tracer *t, const struct events *evs)
 	return 0;
 }
 
+/* The pool of thread states: every index free. */
+static int fill_thread_pool(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.free_tstates);
+	__u32 i;
+
+	for (i = 0; i < t->nr_threads; i++)
+		if (bpf_map_update_elem(fd, NULL, &i, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+/* The pool's size when --max-threads does not set it. */
+static __u32 default_threads(pid_t pid)
+{
+	int n = proc_nr_threads(pid);
+
+	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
+}
+
 /* Fork children take slots 1.. in fork order. */
 static int fill_slots(struct tracer *t)
 {
@@ -104,6 +126,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->nr_funcs = t->nr_total;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
+	skel->rodata->links_per_process = t->links.multi;
 	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1);
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
@@ -114,6 +137,12 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.free_tstates, t->nr_threads);
+	if (!err && slots)
+		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
 	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
@@ -133,6 +162,8 @@ static int load(struct tracer *t, const struct events *evs)
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	err = trace_load(setup, &a, &t->skel, &t->sched);
+	if (!err)
+		err = fill_thread_pool(t);
 	if (!err && evs)
 		err = fill_counters(t, evs);
 	if (!err && t->nr_slots > 1)
@@ -155,28 +186,33 @@ static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t
 	};
 }
 
-/* The exit probes of p into out: a uretprobe, or one uprobe per ret instruction. Returns how many. */
-static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, struct uprobe_site *out)
+/*
+ * The exit probes of p into out: a uretprobe, or one uprobe per ret
+ * instruction; cookie: the slot and flags. Returns how many.
+ */
+static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u32 cookie, struct uprobe_site *out)
 {
 	int i;
 
+	cookie |= p->id;
 	if (p->exit == EXIT_URETPROBE) {
-		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset, p->id);
+		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset, cookie);
 		out[0].retprobe = true;
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], p->id | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 
 /*
  * The probes of probes[0..nr) in process pid into one set: every exit first,
  * then every entry, so that a call entered while attaching has no frame
- * rather than one whose return is never seen.
+ * rather than one whose return is never seen. cookie: the process's
+ * statistics slot and flags, for every probe.
  */
 static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr,
-			    pid_t pid)
+			    pid_t pid, __u32 cookie)
 {
 	struct uprobe_site *sites;
 	size_t i, n = 0, cap = 0;
@@ -188,10 +224,11 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	if (!sites)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++)
-		n += exit_sites(t, &probes[i], pid, &sites[n]);
+		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_entry, probes[i].offset,
-				     probes[i].id | (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
+				     cookie | probes[i].id |
+				     (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
@@ -216,6 +253,8 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	int err;
 
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
+	if (!err)
+		err = attach_tp(skel->progs.on_exit, &skel->links.on_exit, "sched_process_exit");
 	if (!err && t->nr_slots > 1)
 		err = attach_tp(skel->progs.on_fork, &skel->links.on_fork, "sched_process_fork");
 	if (!err && syscalls)
@@ -224,11 +263,12 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
 	if (err)
 		return err;
-	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid);
+	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid, 0);
 	uprobe_warm_stop(t->warm);
 	/* Calibration probes are in fnprof's own process. */
 	if (!err)
-		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid());
+		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid(),
+				       FNPROF_COOKIE_SELF);
 	if (err)
 		return err;
 	t->attach_s = monotonic_s() - t0;
@@ -272,7 +312,8 @@ static void follow_child(struct tracer *t, __u32 slot, __u64 fork_ns)
 	struct traced_proc *p = &t->procs[slot];
 	int err;
 
-	err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, p->pid);
+	err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, p->pid,
+			       slot << FNPROF_COOKIE_SLOT_SHIFT);
 	/* bpf_ktime_get_ns() is CLOCK_MONOTONIC too. */
 	p->delay_ns = monotonic_s() * 1e9 - fork_ns;
 	if (!p->delay_ns)
@@ -311,7 +352,7 @@ int tracer_follow_forks(struct tracer *t)
 }
 
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 bool calibration, bool follow_forks, struct tracer **out)
+		 const struct tracer_conf *conf, struct tracer **out)
 {
 	struct tracer *t;
 	int err;
@@ -322,11 +363,16 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_probes = t->nr_total = pl->nr;
 	t->pl = pl;
 	t->pid = pid;
-	if (calibration) {
+	if (conf->calibration) {
 		if (calib_self_probes(t->calib, pl->nr))
 			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
 		else
 			t->nr_total += CAL_NR;
+	}
+	if (t->nr_total > FNPROF_MAX_FUNCS) {
+		log_err("%zu functions: fnprof traces at most %u at once", t->nr_probes, FNPROF_MAX_FUNCS - CAL_NR);
+		free(t);
+		return EXIT_FAIL;
 	}
 	t->nr_cpus = libbpf_num_possible_cpus();
 
@@ -339,9 +385,12 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
-	t->nr_slots = follow_forks ? slots_for(t) : 1;
+	t->nr_slots = conf->follow_forks ? slots_for(t) : 1;
+	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
+	/* fnprof's own thread, when it calibrates, takes one too. */
+	t->nr_threads += t->nr_total > t->nr_probes;
 	err = load(t, evs);
-	if (!err && follow_forks)
+	if (!err && conf->follow_forks)
 		err = follow_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
@@ -500,7 +549,7 @@ int tracer_resume(struct tracer *t)
 
 	if (!t->paused)
 		return 0;
-	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid);
+	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid, 0);
 	t->paused = false;
 	return err;
 }

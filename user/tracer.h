@@ -15,13 +15,27 @@
 
 struct tracer;
 
+/* How a tracer is set up. */
+struct tracer_conf {
+	bool calibration;    /* probes on fnprof's own functions measure the probe bias */
+	bool follow_forks;   /* fork children get probes and statistics of their own */
+	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until
+			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
+};
+
+/*
+ * Thread states by default: this many, or twice the target's threads at the
+ * start. Each takes ~8.5 KiB of kernel memory (twice that with -e).
+ */
+#define TRACER_THREADS_DEFAULT 512
+
 /*
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe; with
  * evs (opened counters, or NULL), the probes read them per call and system
  * calls are timed. 0 or exit code (printed).
  */
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
-		 bool calibration, bool follow_forks, struct tracer **out);
+		 const struct tracer_conf *conf, struct tracer **out);
 
 /*
  * Processes with statistics of their own: 1, or with follow_forks the target

@@ -12,6 +12,7 @@
  *   recurse DEPTH N    N calls of recurse(DEPTH)
  *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
  *   threads T N        T threads, each N calls of spin_us(20)
+ *   waves W T N        W waves, one after the other, of T threads each making N calls of spin_us(20)
  *   loop               prints "ready", then spin_us(50) + sleep_us(1000) until SIGTERM/SIGINT
  *   pages P N          N calls of touch_pages(P): maps P fresh pages, touches each, unmaps
  *   hammer P           touch_pages(P) in a loop until killed (a noisy neighbour, not traced)
@@ -258,6 +259,15 @@ static void run_threads(int nr, unsigned long n)
 	printf("threads %d x %lu calls done\n", nr, n);
 }
 
+/* Threads that come and go: each wave's threads have exited before the next wave starts. */
+static void run_waves(int waves, int nr, unsigned long n)
+{
+	int w;
+
+	for (w = 0; w < waves; w++)
+		run_threads(nr, n);
+}
+
 static void on_stop(int sig)
 {
 	stop = sig;
@@ -340,6 +350,8 @@ int main(int argc, char **argv)
 			outer();
 	} else if (!strcmp(mode, "threads")) {
 		run_threads(arg(argc, argv, 2), arg(argc, argv, 3));
+	} else if (!strcmp(mode, "waves")) {
+		run_waves(arg(argc, argv, 2), arg(argc, argv, 3), arg(argc, argv, 4));
 	} else if (!strcmp(mode, "loop")) {
 		run_loop();
 	} else if (!strcmp(mode, "pages")) {
@@ -397,7 +409,7 @@ int main(int argc, char **argv)
 		for (;;)
 			touch_pages(arg(argc, argv, 2));
 	} else {
-		fprintf(stderr, "usage: work spin|sleep|count|recurse|nest|threads|loop|pages|hammer ARGS\n");
+		fprintf(stderr, "usage: work spin|sleep|count|recurse|nest|threads|waves|loop|pages|hammer ARGS\n");
 		return 2;
 	}
 	print_truth(&t_spin);
