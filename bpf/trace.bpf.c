@@ -351,26 +351,38 @@ static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
 	}
 }
 
+struct dead_ctx {
+	struct thread_state *ts;
+	__u64 sp;
+	__u32 d;
+};
+
+/* One frame of the search below: the next one down is dead, or the search ends. */
+static long dead_step(__u32 i, struct dead_ctx *c)
+{
+	if (!c->d || c->ts->frames[(c->d - 1) & (FNPROF_MAX_DEPTH - 1)].sp > c->sp)
+		return 1;
+	c->d--;
+	return 0;
+}
+
 /*
  * Frames that the stack has already unwound past (a C++ exception, longjmp,
  * a return we never saw) sit at or below the new call's stack pointer: a
  * live caller's frame is always above it. They are dropped and counted.
+ * The top frame is checked here; below it, in a bpf_loop (rare, and a loop
+ * the verifier would walk 64 times).
  */
 static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
 {
-	__u32 d = ts->depth, n = 0, i;
+	struct dead_ctx c = { .ts = ts, .sp = sp, .d = ts->depth };
 
-	for (i = 0; i < FNPROF_MAX_DEPTH; i++) {
-		if (!d || ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)].sp > sp)
-			break;
-		d--;
-		n++;
-	}
-	if (n) {
-		count_drops(DROP_ABANDONED, n);
-		ts->depth = d;
-	}
-	return d;
+	if (!c.d || ts->frames[(c.d - 1) & (FNPROF_MAX_DEPTH - 1)].sp > sp)
+		return c.d;
+	bpf_loop(FNPROF_MAX_DEPTH, dead_step, &c, 0);
+	count_drops(DROP_ABANDONED, ts->depth - c.d);
+	ts->depth = c.d;
+	return c.d;
 }
 
 /* --entry-only: a call counted, nothing else kept. */
