@@ -72,6 +72,7 @@ struct run {
 	bool exe_seen;
 	const char *note;
 	__u64 self_cpu_last;        /* fnprof's own CPU time at the last report */
+	double t_exec;              /* when fnprof started (monotonic_s) */
 };
 
 /* User plus system time in an rusage, in ns. */
@@ -249,6 +250,8 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 		.self_cpu_ns = self_cpu,
+		/* A total's own CPU time holds the start-up: its share is of fnprof's whole run. */
+		.self_wall_s = total ? monotonic_s() - r->t_exec : span,
 	};
 
 	self_usage(&rep.self_rss_kib);
@@ -531,7 +534,7 @@ static int run_calibration(void)
 
 int main(int argc, char **argv)
 {
-	struct run r = { .pidfd = -1 };
+	struct run r = { .pidfd = -1, .t_exec = monotonic_s() };
 	struct opts o;
 	int err;
 

@@ -263,7 +263,7 @@ static void print_footer(const struct report *r, FILE *f)
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_overhead(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
-		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->interval_s > 0 ? r->self_cpu_ns / (r->interval_s * 1e7) : 0.0,
+		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->self_wall_s > 0 ? r->self_cpu_ns / (r->self_wall_s * 1e7) : 0.0,
 		r->self_rss_kib / 1024.0);
 	if (r->evs)
 		fprintf(f, "counters: per-thread, callees included; '~' = scaled (counter was multiplexed)\n");

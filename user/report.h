@@ -36,6 +36,7 @@ struct report {
 	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
+	double self_wall_s;         /* the time it was spent over (for a total: since fnprof started) */
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
