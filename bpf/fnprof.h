@@ -53,6 +53,7 @@ enum fnprof_drop {
 	DROP_NO_STATS,     /* function id out of range (should never happen) */
 	DROP_CTR_READ,     /* a perf counter could not be read (counts of that call incomplete) */
 	DROP_FORK_LOST,    /* --follow-forks: a fork child not followed (no statistics slot left) */
+	DROP_POOL_LOST,    /* a thread state not given back to the pool (the kernel refused the push) */
 	DROP_NR,
 };
 
@@ -126,6 +127,7 @@ struct ctr_reading {
 /* A thread's entry in the pool of thread states (task storage). */
 struct thread_ref {
 	__u32 idx1;          /* its index in the pool + 1; 0: none */
+	__u32 refused;       /* once found the pool empty: returns without a frame are of those calls */
 };
 
 /*

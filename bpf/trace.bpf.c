@@ -176,7 +176,7 @@ static __always_inline __u32 frame_idx(__u32 i)
 
 static __always_inline bool is_tgid(__u32 tgid)
 {
-	return !target_tgid || tgid == target_tgid || tgid == self_tgid;
+	return !target_tgid || tgid == target_tgid || (self_tgid && tgid == self_tgid);
 }
 
 /*
@@ -260,8 +260,12 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 	if (!ref)
 		return NULL;
 	if (!ref->idx1) {
-		if (!create || bpf_map_pop_elem(&free_tstates, &idx))
+		if (!create)
 			return NULL;
+		if (bpf_map_pop_elem(&free_tstates, &idx)) {
+			ref->refused = 1;
+			return NULL;
+		}
 		ts = bpf_map_lookup_elem(&tstates, &idx);
 		if (!ts)
 			return NULL;
@@ -656,7 +660,7 @@ static __always_inline void count_orphan(void)
 	if (paused)
 		return;
 	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
-	if (!ref || ref->idx1)
+	if (!ref || !ref->refused)
 		count_drop(DROP_ORPHAN_RET);
 }
 
@@ -939,25 +943,30 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 /*
  * A thread that exits gives its state back to the pool. It runs no more user
- * code, so no probe of its can follow.
+ * code, so no probe of its can follow; calls still open (exit() or
+ * pthread_exit() inside a traced function) never return, and are counted.
+ * Every exiting thread with a state, whatever its process: the states of a
+ * process seen under another pid (a pid namespace) come back too.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
+	struct thread_ref *ref = bpf_task_storage_get(&threads, task, NULL, 0);
+	struct thread_state *ts = ref_state(ref);
 	struct cpu_thread *cpu;
-	struct thread_ref *ref;
 	__u32 idx;
 
-	if (!maybe_traced(task->tgid))
+	if (!ref || !ts)
 		return 0;
-	ref = bpf_task_storage_get(&threads, task, NULL, 0);
-	if (!ref || !ref->idx1)
-		return 0;
+	if (ts->depth && ts->gen == generation)
+		count_drops(DROP_ABANDONED, ts->depth);
 	idx = ref->idx1 - 1;
 	ref->idx1 = 0;
 	cpu = this_cpu_thread();
 	if (cpu)
 		cpu->idx1 = 0;
-	bpf_map_push_elem(&free_tstates, &idx, 0);
+	/* The queue's lock may refuse (rqspinlock): try again once, then count the loss. */
+	if (bpf_map_push_elem(&free_tstates, &idx, 0) && bpf_map_push_elem(&free_tstates, &idx, 0))
+		count_drop(DROP_POOL_LOST);
 	return 0;
 }

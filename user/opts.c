@@ -206,8 +206,8 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
 	case OPT_MAX_THREADS:
-		if (parse_long(arg, 1, 1 << 20, &v))
-			return usage_error("invalid --max-threads '%s' (1-1048576)", arg);
+		if (parse_long(arg, 1, 1 << 16, &v))
+			return usage_error("invalid --max-threads '%s' (1-65536)", arg);
 		o->max_threads = v;
 		break;
 	case OPT_MAX_OVERHEAD:

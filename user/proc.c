@@ -56,7 +56,7 @@ int proc_nr_threads(pid_t pid)
 	if (err)
 		return err;
 	/* Field 20, after state and 16 numbers. */
-	if (sscanf(tail, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d", &n) != 1)
+	if (sscanf(tail, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %d", &n) != 1)
 		return -EINVAL;
 	return n;
 }

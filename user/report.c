@@ -20,6 +20,9 @@ static const struct {
 	[DROP_CTR_READ] = { "counter_reads", "counter reads failed (those counts are incomplete)" },
 	[DROP_FORK_LOST] = { "children_not_followed",
 			     "fork children not followed: fnprof holds statistics for no more children" },
+	[DROP_POOL_LOST] = { "thread_states_lost",
+			     "thread states not given back when their thread exited (the kernel's queue "
+			     "refused them): fewer threads can be traced" },
 };
 
 void report_prepare(struct report *r)

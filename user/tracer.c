@@ -56,6 +56,7 @@ static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
 static __u32 slots_for(const struct tracer *t)
 {
 	enum { MAX_CHILDREN = 64 };
+	_Static_assert(MAX_CHILDREN + 1 <= FNPROF_COOKIE_SLOT_MASK + 1, "slots must fit the attach cookie");
 	const size_t STATS_BUDGET = 256UL << 20;
 	size_t per_slot = 2 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
 	size_t n = STATS_BUDGET / per_slot;
@@ -94,6 +95,8 @@ static __u32 default_threads(pid_t pid)
 {
 	int n = proc_nr_threads(pid);
 
+	if (n > TRACER_THREADS_MAX / 2)
+		return TRACER_THREADS_MAX;
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
 }
 
@@ -168,6 +171,13 @@ static int load(struct tracer *t, const struct events *evs)
 		err = fill_counters(t, evs);
 	if (!err && t->nr_slots > 1)
 		err = fill_slots(t);
+	if (err == -ENOMEM) {
+		log_err("failed to load the BPF programs: %s (thread states for %u threads take %.0f MiB: "
+			"a lower --max-threads needs less)", strerror(-err), t->nr_threads,
+			t->nr_threads * (sizeof(struct thread_state) + (evs ? sizeof(struct thread_ctrs) : 0)) /
+			1048576.0);
+		return err;
+	}
 	if (err) {
 		log_err("failed to load the BPF programs: %s%s", strerror(-err),
 			log_verbose ? "" : " (run with -v to see the verifier's log)");
@@ -360,6 +370,11 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return EXIT_FAIL;
+	if (pl->nr + CAL_NR > FNPROF_MAX_FUNCS) {
+		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - CAL_NR);
+		free(t);
+		return EXIT_FAIL;
+	}
 	t->nr_probes = t->nr_total = pl->nr;
 	t->pl = pl;
 	t->pid = pid;
@@ -368,11 +383,6 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
 		else
 			t->nr_total += CAL_NR;
-	}
-	if (t->nr_total > FNPROF_MAX_FUNCS) {
-		log_err("%zu functions: fnprof traces at most %u at once", t->nr_probes, FNPROF_MAX_FUNCS - CAL_NR);
-		free(t);
-		return EXIT_FAIL;
 	}
 	t->nr_cpus = libbpf_num_possible_cpus();
 

@@ -25,9 +25,11 @@ struct tracer_conf {
 
 /*
  * Thread states by default: this many, or twice the target's threads at the
- * start. Each takes ~8.5 KiB of kernel memory (twice that with -e).
+ * start, up to TRACER_THREADS_MAX (which --max-threads may pass). Each takes
+ * ~8.5 KiB of kernel memory (twice that with -e): 4 MiB by default.
  */
 #define TRACER_THREADS_DEFAULT 512
+#define TRACER_THREADS_MAX 16384
 
 /*
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe; with
