@@ -206,15 +206,18 @@ static __always_inline int proc_slot(__u32 tgid)
 	return pi ? pi->slot : -1;
 }
 
+/* The pool's entry at index idx1 - 1 (as thread_ref and cpu_thread keep it), NULL for 0. */
+static __always_inline struct thread_state *pool_state(__u32 idx1)
+{
+	__u32 idx = idx1 - 1;
+
+	return idx1 ? bpf_map_lookup_elem(&tstates, &idx) : NULL;
+}
+
 /* The state of thread ref, NULL if it has none. */
 static __always_inline struct thread_state *ref_state(const struct thread_ref *ref)
 {
-	__u32 idx;
-
-	if (!ref || !ref->idx1)
-		return NULL;
-	idx = ref->idx1 - 1;
-	return bpf_map_lookup_elem(&tstates, &idx);
+	return ref ? pool_state(ref->idx1) : NULL;
 }
 
 static __always_inline struct thread_state *task_state(struct task_struct *task)
@@ -229,12 +232,29 @@ static __always_inline struct cpu_thread *this_cpu_thread(void)
 	return bpf_map_lookup_elem(&running, &zero);
 }
 
-/* The state of the thread a CPU's note is of (its idx1 is set). */
-static __always_inline struct thread_state *cpu_state(const struct cpu_thread *c)
+/*
+ * A fresh state from the pool for thread ref, NULL if the pool is empty (the
+ * thread is marked: its returns without a frame are of calls not timed).
+ */
+static __always_inline struct thread_state *take_state(struct thread_ref *ref)
 {
-	__u32 idx = c->idx1 - 1;
+	struct thread_state *ts;
+	__u32 idx;
 
-	return bpf_map_lookup_elem(&tstates, &idx);
+	if (bpf_map_pop_elem(&free_tstates, &idx)) {
+		ref->refused = 1;
+		return NULL;
+	}
+	ts = bpf_map_lookup_elem(&tstates, &idx);
+	if (!ts)
+		return NULL;
+	ts->idx = idx;
+	ts->depth = 0;
+	ts->gen = generation;
+	ts->out_ns = 0;
+	ts->sys_start = 0;
+	ref->idx1 = idx + 1;
+	return ts;
 }
 
 /*
@@ -249,36 +269,21 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 	struct cpu_thread *c = this_cpu_thread();
 	struct thread_state *ts;
 	struct thread_ref *ref;
-	__u32 idx;
 
 	if (!c)
 		return NULL;
 	if (c->regs == (__u64)regs && c->idx1)
-		return cpu_state(c);
+		return pool_state(c->idx1);
 	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
 				   create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!ref)
 		return NULL;
-	if (!ref->idx1) {
-		if (!create)
-			return NULL;
-		if (bpf_map_pop_elem(&free_tstates, &idx)) {
-			ref->refused = 1;
-			return NULL;
-		}
-		ts = bpf_map_lookup_elem(&tstates, &idx);
-		if (!ts)
-			return NULL;
-		ts->idx = idx;
-		ts->depth = 0;
-		ts->gen = generation;
-		ts->out_ns = 0;
-		ts->sys_start = 0;
-		ref->idx1 = idx + 1;
+	ts = ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
+	if (ts) {
+		c->regs = (__u64)regs;
+		c->idx1 = ref->idx1;
 	}
-	c->regs = (__u64)regs;
-	c->idx1 = ref->idx1;
-	return ref_state(ref);
+	return ts;
 }
 
 /* Whether a thread of process tgid may be inside traced calls (sched_switch, syscalls). */
@@ -574,7 +579,7 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 	struct fn_stats *st;
 	__u64 b;
 
-	if (id >= nr_funcs || slot >= nr_slots) {
+	if (id >= nr_funcs) {
 		count_drop(DROP_NO_STATS);
 		return;
 	}
@@ -828,7 +833,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (maybe_traced(prev->tgid)) {
 		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
 		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))
-			ts = cpu_state(cpu);
+			ts = pool_state(cpu->idx1);
 		else
 			ts = task_state(prev);
 		if (ts && ts->depth) {
@@ -960,7 +965,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	if (ts->depth && ts->gen == generation)
 		count_drops(DROP_ABANDONED, ts->depth);
-	idx = ref->idx1 - 1;
+	idx = ts->idx;
 	ref->idx1 = 0;
 	cpu = this_cpu_thread();
 	if (cpu)

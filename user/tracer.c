@@ -78,16 +78,22 @@ static int fill_counters(struct tracer *t, const struct events *evs)
 	return 0;
 }
 
-/* The pool of thread states: every index free. */
-static int fill_thread_pool(struct tracer *t)
+/* Pushes first..end-1 onto a BPF queue map, in order: the indexes the BPF side hands out. */
+static int fill_queue(const struct bpf_map *queue, __u32 first, __u32 end)
 {
-	int fd = bpf_map__fd(t->skel->maps.free_tstates);
+	int fd = bpf_map__fd(queue);
 	__u32 i;
 
-	for (i = 0; i < t->nr_threads; i++)
+	for (i = first; i < end; i++)
 		if (bpf_map_update_elem(fd, NULL, &i, BPF_ANY))
 			return -errno;
 	return 0;
+}
+
+/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
+static bool calibrates(const struct tracer *t)
+{
+	return t->nr_total > t->nr_probes;
 }
 
 /* The pool's size when --max-threads does not set it. */
@@ -98,18 +104,6 @@ static __u32 default_threads(pid_t pid)
 	if (n > TRACER_THREADS_MAX / 2)
 		return TRACER_THREADS_MAX;
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
-}
-
-/* Fork children take slots 1.. in fork order. */
-static int fill_slots(struct tracer *t)
-{
-	int fd = bpf_map__fd(t->skel->maps.free_slots);
-	__u32 s;
-
-	for (s = 1; s < t->nr_slots; s++)
-		if (bpf_map_update_elem(fd, NULL, &s, BPF_ANY))
-			return -errno;
-	return 0;
 }
 
 struct setup_args {
@@ -125,7 +119,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	int err, slots = a->evs ? a->evs->nr_slots : 0;
 
 	skel->rodata->target_tgid = t->pid;
-	skel->rodata->self_tgid = t->nr_total > t->nr_probes ? getpid() : 0;
+	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
 	skel->rodata->nr_funcs = t->nr_total;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
@@ -165,22 +159,24 @@ static int load(struct tracer *t, const struct events *evs)
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	err = trace_load(setup, &a, &t->skel, &t->sched);
+	/* Every thread state free; fork children take slots 1.. in fork order. */
 	if (!err)
-		err = fill_thread_pool(t);
+		err = fill_queue(t->skel->maps.free_tstates, 0, t->nr_threads);
 	if (!err && evs)
 		err = fill_counters(t, evs);
-	if (!err && t->nr_slots > 1)
-		err = fill_slots(t);
-	if (err == -ENOMEM) {
-		log_err("failed to load the BPF programs: %s (thread states for %u threads take %.0f MiB: "
-			"a lower --max-threads needs less)", strerror(-err), t->nr_threads,
-			t->nr_threads * (sizeof(struct thread_state) + (evs ? sizeof(struct thread_ctrs) : 0)) /
-			1048576.0);
-		return err;
-	}
+	if (!err)
+		err = fill_queue(t->skel->maps.free_slots, 1, t->nr_slots);
 	if (err) {
-		log_err("failed to load the BPF programs: %s%s", strerror(-err),
-			log_verbose ? "" : " (run with -v to see the verifier's log)");
+		char hint[128] = "";
+
+		if (err == -ENOMEM)
+			snprintf(hint, sizeof(hint), " (thread states for %u threads take %.0f MiB: "
+				 "a lower --max-threads needs less)", t->nr_threads,
+				 t->nr_threads * (sizeof(struct thread_state) + (evs ? sizeof(struct thread_ctrs) : 0)) /
+				 1048576.0);
+		else if (!log_verbose)
+			snprintf(hint, sizeof(hint), " (run with -v to see the verifier's log)");
+		log_err("failed to load the BPF programs: %s%s", strerror(-err), hint);
 		return err;
 	}
 	return 0;
@@ -398,7 +394,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_slots = conf->follow_forks ? slots_for(t) : 1;
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
-	t->nr_threads += t->nr_total > t->nr_probes;
+	t->nr_threads += calibrates(t);
 	err = load(t, evs);
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
