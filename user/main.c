@@ -167,13 +167,23 @@ static void remember_exe(struct run *r)
 	}
 }
 
+/* The -f patterns into r->pl. */
+static int resolve(struct run *r)
+{
+	const struct resolve_conf conf = {
+		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
+	};
+
+	return resolve_probes(&conf, r->pid, &r->pl);
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
 
 	if (!r->o->nr_funcs)
 		return 0;
-	err = resolve_probes(r->o, r->pid, &r->pl);
+	err = resolve(r);
 	if (err)
 		return err;
 	remember_exe(r);
@@ -478,6 +488,16 @@ static int child_exit_code(struct run *r)
 	return launch_exit_code(r->child_status);
 }
 
+static int start_sampling(struct run *r)
+{
+	const struct sampler_conf conf = {
+		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
+		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
+	};
+
+	return sampler_start(&conf, r->pid, &r->sampler);
+}
+
 static int run(struct run *r)
 {
 	int err;
@@ -486,12 +506,12 @@ static int run(struct run *r)
 	if (!err)
 		err = setup_target(r);
 	if (!err && r->o->list) {
-		err = resolve_probes(r->o, r->pid, &r->pl);
+		err = resolve(r);
 		return err ? err : list_probes(r);
 	}
 	if (!err)
 		err = start_tracing(r);
-	if (!err && r->o->sample && sampler_start(r->o, r->pid, &r->sampler))
+	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
 	if (err)
 		return err;

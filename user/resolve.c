@@ -29,7 +29,7 @@ struct obj_cache {
 };
 
 struct resolver {
-	const struct opts *o;
+	const struct resolve_conf *o;
 	pid_t pid;
 	bool launch;
 	struct procmaps *pm;      /* attach mode only */
@@ -313,20 +313,6 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return SITE_STEPPED;
 }
 
-const char *exit_mode_name(enum exit_mode m)
-{
-	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };
-
-	return m <= EXIT_NONE ? names[m] : "?";
-}
-
-const char *site_kind_name(enum site_kind k)
-{
-	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
-
-	return k < SITE_NR ? names[k] : "?";
-}
-
 /* The first bytes of the function, from the file. */
 static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 {
@@ -499,7 +485,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	return added ? 0 : EXIT_FAIL;
 }
 
-int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
+int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
 {
 	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .out = out };
 	size_t i;
@@ -528,20 +514,4 @@ int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
 	if (err)
 		probe_list_free(out);
 	return err;
-}
-
-void probe_list_free(struct probe_list *pl)
-{
-	size_t i;
-
-	for (i = 0; i < pl->nr_held; i++)
-		close(pl->held_fds[i]);
-	for (i = 0; i < pl->nr; i++) {
-		free(pl->probes[i].name);
-		free(pl->probes[i].object);
-		free(pl->probes[i].open_path);
-		free(pl->probes[i].exits);
-	}
-	free(pl->probes);
-	memset(pl, 0, sizeof(*pl));
 }
