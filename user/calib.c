@@ -11,6 +11,7 @@
 #include "hist.h"
 #include "log.h"
 #include "procmaps.h"
+#include "stats.h"
 #include "tracer.h"
 
 /*

@@ -30,6 +30,7 @@
 #include "report.h"
 #include "resolve.h"
 #include "sample.h"
+#include "stats.h"
 #include "tracer.h"
 
 static volatile sig_atomic_t stop_signal;

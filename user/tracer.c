@@ -11,6 +11,7 @@
 #include "calib.h"
 #include "log.h"
 #include "proc.h"
+#include "stats.h"
 #include "trace.skel.h"
 #include "trace_load.h"
 #include "tracer.h"
@@ -406,41 +407,6 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	}
 	*out = t;
 	return 0;
-}
-
-void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
-{
-	unsigned int i;
-
-	if (!b->calls)
-		return;
-	if (!a->calls || b->wall_min < a->wall_min)
-		a->wall_min = b->wall_min;
-	if (b->wall_max > a->wall_max)
-		a->wall_max = b->wall_max;
-	a->calls += b->calls;
-	a->wall_sum += b->wall_sum;
-	a->runq_sum += b->runq_sum;
-	a->blocked_sum += b->blocked_sum;
-	a->self_sum += b->self_sum;
-	a->outer_wall += b->outer_wall;
-	a->outer_oncpu += b->outer_oncpu;
-	a->preempted += b->preempted;
-	a->migrated += b->migrated;
-	a->vcsw += b->vcsw;
-	a->ivcsw += b->ivcsw;
-	a->migrations += b->migrations;
-	a->outer_calls += b->outer_calls;
-	a->child_calls += b->child_calls;
-	a->desc_calls += b->desc_calls;
-	a->sys_sum += b->sys_sum;
-	for (i = 0; i < FNPROF_MAX_EVENTS; i++) {
-		a->ctr[i] += b->ctr[i];
-		a->ctr_self[i] += b->ctr_self[i];
-		a->ctr_scaled[i] += b->ctr_scaled[i];
-	}
-	for (i = 0; i < FNPROF_HIST_BUCKETS; i++)
-		a->hist[i] += b->hist[i];
 }
 
 /* Sums entry key of the stats map over CPUs into out; clears it when asked. */

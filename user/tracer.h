@@ -89,7 +89,4 @@ double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u
 
 void tracer_stop(struct tracer *t);
 
-/* Adds b into a: sums, min of mins, max of maxes, histograms. */
-void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b);
-
 #endif /* FNPROF_TRACER_H */
