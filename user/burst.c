@@ -39,6 +39,34 @@ static __u64 target_cpu(const struct burst *b, __u64 last)
 	return proc_cpu_precise_ns(b->pid, &ns) || ns < last ? last : ns;
 }
 
+struct peek {
+	const struct calibration *cal;
+	double ns;
+	__u64 calls;
+};
+
+static void price_calls(void *ctx, const struct probe *p, const struct fn_stats *s)
+{
+	struct peek *pk = ctx;
+
+	pk->ns += s->calls * calib_cost_seen(pk->cal, p, s);
+	pk->calls += s->calls;
+}
+
+/*
+ * What the target's calls in the tracer's current buffer so far cost in
+ * probe time, at the calibrated cost per call of each function's probes;
+ * and how many calls that is.
+ */
+static double peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
+{
+	struct peek pk = { .cal = cal };
+
+	tracer_peek(t, price_calls, &pk);
+	*calls = pk.calls;
+	return pk.ns;
+}
+
 void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
 		pid_t pid, struct tracer *t, double now)
 {
@@ -51,7 +79,7 @@ void burst_init(struct burst *b, double budget_pct, struct calibration *cal, con
 	for (i = 0; i < pl->nr; i++)
 		b->cases |= calib_cases_of(&pl->probes[i]);
 	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
-	tracer_peek_probe_ns(t, cal, &b->calls0);
+	peek_probe_ns(t, cal, &b->calls0);
 	b->paused0 = tracer_paused_calls(t);
 }
 
@@ -65,7 +93,7 @@ static double uncounted_cost(const struct burst *b)
 static void settle(struct burst *b, struct tracer *t)
 {
 	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls(t), dcalls;
-	double probe = tracer_peek_probe_ns(t, b->cal, &calls), dprobe, dcpu = cpu - b->cpu0, unc;
+	double probe = peek_probe_ns(t, b->cal, &calls), dprobe, dcpu = cpu - b->cpu0, unc;
 
 	/*
 	 * New calls at the buffer's price per call (which moves as the cost is
@@ -270,7 +298,7 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
-	tracer_peek_probe_ns(t, b->cal, &b->calls0);
+	peek_probe_ns(t, b->cal, &b->calls0);
 }
 
 double burst_total_fraction(const struct burst *b)

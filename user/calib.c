@@ -14,6 +14,8 @@
 #include "stats.h"
 #include "tracer.h"
 
+_Static_assert(CAL_NR <= TRACER_SELF_MAX, "the tracer takes every calibration case");
+
 /*
  * Empty functions written in assembly, so that their first instruction is
  * exactly the kind being measured. The last two, like the first, start with

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #include "fnprof.h"
-#include "resolve.h"
+#include "probe.h"
 
 /* The cases measured: each entry kind with a uretprobe, then the other exit modes. */
 enum calib_case {

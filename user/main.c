@@ -53,6 +53,7 @@ struct run {
 	bool have_events;
 	struct calibration cal;
 	bool calibrated;
+	struct probe self[CAL_NR];  /* the calibration's probes on fnprof's own functions */
 	struct burst burst;
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
@@ -178,6 +179,19 @@ static int resolve(struct run *r)
 	return resolve_probes(&conf, r->pid, &r->pl);
 }
 
+/*
+ * The calibration's probes, ids from first_id, into self (freed with
+ * calib_free_probes): how many, 0 when fnprof cannot find its own functions.
+ */
+static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struct probe **out)
+{
+	*out = self;
+	if (!calib_self_probes(self, first_id))
+		return CAL_NR;
+	log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
+	return 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -199,8 +213,11 @@ static int start_tracing(struct run *r)
 	bool calib = !r->o->raw || r->o->max_overhead_pct;
 
 	struct tracer_conf conf = {
-		.calibration = calib, .follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
 	};
+
+	if (calib)
+		conf.nr_self = self_probes(r->self, r->pl.nr, &conf.self);
 
 	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer);
 	if (err)
@@ -459,6 +476,7 @@ static int list_probes(struct run *r)
 static void cleanup(struct run *r)
 {
 	tracer_stop(r->tracer);
+	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
 	launch_abort(&r->child);
@@ -537,16 +555,21 @@ static int run(struct run *r)
 static int run_calibration(void)
 {
 	struct probe_list none = {};
+	struct probe self[CAL_NR];
 	struct calibration cal;
 	struct tracer *t;
 	int err;
 
-	struct tracer_conf conf = { .calibration = true };
+	struct tracer_conf conf = {};
 
-	if (tracer_start(&none, getpid(), NULL, &conf, &t))
+	conf.nr_self = self_probes(self, 0, &conf.self);
+	if (tracer_start(&none, getpid(), NULL, &conf, &t)) {
+		calib_free_probes(self);
 		return EXIT_FAIL;
+	}
 	err = calibrate(t, &cal);
 	tracer_stop(t);
+	calib_free_probes(self);
 	if (err)
 		return EXIT_FAIL;
 	calibration_print(&cal, stdout);

@@ -8,7 +8,6 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
-#include "calib.h"
 #include "log.h"
 #include "proc.h"
 #include "stats.h"
@@ -25,7 +24,7 @@ struct tracer {
 	struct uprobe_set calib_links;
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
-	struct probe calib[CAL_NR];
+	const struct probe *self;  /* the caller's */
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
 	__u64 *drops_percpu;
@@ -274,7 +273,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	uprobe_warm_stop(t->warm);
 	/* Calibration probes are in fnprof's own process. */
 	if (!err)
-		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid(),
+		err = attach_functions(t, &t->calib_links, t->self, t->nr_total - pl->nr, getpid(),
 				       FNPROF_COOKIE_SELF);
 	if (err)
 		return err;
@@ -367,20 +366,16 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return EXIT_FAIL;
-	if (pl->nr + CAL_NR > FNPROF_MAX_FUNCS) {
-		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - CAL_NR);
+	if (pl->nr + TRACER_SELF_MAX > FNPROF_MAX_FUNCS || conf->nr_self > TRACER_SELF_MAX) {
+		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - TRACER_SELF_MAX);
 		free(t);
 		return EXIT_FAIL;
 	}
 	t->nr_probes = t->nr_total = pl->nr;
 	t->pl = pl;
 	t->pid = pid;
-	if (conf->calibration) {
-		if (calib_self_probes(t->calib, pl->nr))
-			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
-		else
-			t->nr_total += CAL_NR;
-	}
+	t->self = conf->self;
+	t->nr_total += conf->nr_self;
 	t->nr_cpus = libbpf_num_possible_cpus();
 
 	t->percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(*t->percpu));
@@ -536,21 +531,16 @@ __u64 tracer_paused_calls(struct tracer *t)
 	return t->skel->bss->paused_calls;
 }
 
-double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
+void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx)
 {
 	struct fn_stats s;
-	double ns = 0;
 	__u32 i;
 
-	*calls = 0;
 	for (i = 0; i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false)) {
-			ns += s.calls * calib_cost_seen(cal, &t->pl->probes[i], &s);
-			*calls += s.calls;
-		}
+		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
+			fn(ctx, &t->pl->probes[i], &s);
 	}
-	return ns;
 }
 
 void tracer_stop(struct tracer *t)
@@ -567,7 +557,6 @@ void tracer_stop(struct tracer *t)
 	ring_buffer__free(t->forks);
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
-	calib_free_probes(t->calib);
 	free(t->percpu);
 	free(t->drops_percpu);
 	free(t);
