@@ -169,14 +169,14 @@ static void remember_exe(struct run *r)
 	}
 }
 
-/* The -f patterns into r->pl. */
+/* The -f patterns into r->pl. 0 or EXIT_FAIL (message printed). */
 static int resolve(struct run *r)
 {
 	const struct resolve_conf conf = {
 		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
 	};
 
-	return resolve_probes(&conf, r->pid, &r->pl);
+	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
 }
 
 /*
@@ -203,11 +203,10 @@ static int start_tracing(struct run *r)
 		return err;
 	remember_exe(r);
 	if (r->o->events) {
-		err = events_parse(r->o->events, &r->evs);
-		if (!err)
-			err = events_open(&r->evs, libbpf_num_possible_cpus());
-		if (err)
-			return err;
+		if (events_parse(r->o->events, &r->evs))
+			return EXIT_USAGE;
+		if (events_open(&r->evs, libbpf_num_possible_cpus()))
+			return EXIT_FAIL;
 		r->have_events = true;
 	}
 	bool calib = !r->o->raw || r->o->max_overhead_pct;
@@ -218,10 +217,8 @@ static int start_tracing(struct run *r)
 
 	if (calib)
 		conf.nr_self = self_probes(r->self, r->pl.nr, &conf.self);
-
-	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer);
-	if (err)
-		return err;
+	if (tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer))
+		return EXIT_FAIL;
 	r->nr_slots = tracer_nr_slots(r->tracer);
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));

@@ -214,16 +214,18 @@ static int open_in_root(struct resolver *r, const char *path, char *open_path)
 
 	if (r->out->nr_held == MAX_HELD_FDS) {
 		log_err("too many objects outside the target's mappings (at most %d)", MAX_HELD_FDS);
-		return EXIT_FAIL;
+		return -EMFILE;
 	}
 	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fd = rfd < 0 ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
 	if (fd < 0) {
-		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(errno));
+		int err = -errno;
+
+		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(-err));
 		if (rfd >= 0)
 			close(rfd);
-		return EXIT_FAIL;
+		return err;
 	}
 	close(rfd);
 	r->out->held_fds[r->out->nr_held++] = fd;
@@ -248,7 +250,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 			 find_system_lib(objname, path, PATH_MAX)) {
 			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
 				objname, r->exe);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		strcpy(open_path, path);
 		return 0;
@@ -257,7 +259,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 	if (!p && objname[0] != '/') {
 		log_err("no object matching '%s' is mapped by process %d (see /proc/%d/maps)",
 			objname, r->pid, r->pid);
-		return EXIT_FAIL;
+		return -ENOENT;
 	}
 	snprintf(path, PATH_MAX, "%s", p ? p : objname);
 	/* Mapped: the mapped file itself. Not mapped yet (dlopen later): looked up inside the target's root. */
@@ -276,7 +278,7 @@ static int locate_exe(struct resolver *r)
 	if (r->launch) {
 		if (find_in_path(r->o->cmd[0], r->exe_open, sizeof(r->exe_open))) {
 			log_err("cannot run '%s': no such executable file (searched PATH)", r->o->cmd[0]);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		if (!realpath(r->exe_open, r->exe))
 			snprintf(r->exe, sizeof(r->exe), "%s", r->exe_open);
@@ -285,13 +287,15 @@ static int locate_exe(struct resolver *r)
 	}
 	snprintf(link, sizeof(link), "/proc/%d/exe", r->pid);
 	if (stat(link, &st)) {
-		log_err("cannot read the executable of process %d: %s", r->pid, strerror(errno));
-		return EXIT_FAIL;
+		int err = -errno;
+
+		log_err("cannot read the executable of process %d: %s", r->pid, strerror(-err));
+		return err;
 	}
 	for (i = 0; i < r->pm->nr; i++) {
 		if (r->pm->maps[i].inode == st.st_ino) {
 			snprintf(r->exe, sizeof(r->exe), "%s", r->pm->maps[i].path);
-			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open)) ? EXIT_FAIL : 0;
+			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open));
 		}
 	}
 	/* Not in the maps (deleted or replaced file): the kernel's own reference still works. */
@@ -436,7 +440,7 @@ static int check_unwinding(struct resolver *r)
 
 	exe = load_object(r, r->exe, r->exe_open);
 	if (!exe)
-		return EXIT_FAIL;
+		return -ENOENT;
 	/* The probes match returns to calls by stack pointer: they need to know, whatever the exit mode. */
 	r->out->switches_stacks = exe->switches_stacks;
 	if (r->o->exit_mode != EXIT_AUTO)
@@ -463,7 +467,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 		return err;
 	st = load_object(r, path, open_path);
 	if (!st)
-		return EXIT_FAIL;
+		return -ENOENT;
 	n = symtab_match(st, name, &m);
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
@@ -472,17 +476,17 @@ static int resolve_spec(struct resolver *r, const char *spec)
 			added++;
 		} else if (!pattern_is_glob(name)) {
 			log_err("cannot trace '%s' in %s: %s", m[i]->name, path, why);
-			err = EXIT_FAIL;
+			err = -EPERM;
 		} else {
 			log_debug("skipping %s in %s: %s", m[i]->name, path, why);
 		}
 	}
 	free(m);
 	if (err)
-		return err < 0 ? EXIT_FAIL : err;
+		return err;
 	if (!added)
 		report_not_found(st, path, name);
-	return added ? 0 : EXIT_FAIL;
+	return added ? 0 : -ENOENT;
 }
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
@@ -497,7 +501,7 @@ int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *o
 		if (err) {
 			log_err("cannot read the mappings of process %d: %s", pid,
 				err == -ESRCH ? "no such process" : strerror(-err));
-			return EXIT_FAIL;
+			return err;
 		}
 	}
 	err = locate_exe(&r);

@@ -24,8 +24,8 @@ struct resolve_conf {
 /*
  * Resolves conf->funcs for process pid (attach mode) or for the command
  * conf->cmd about to be launched (pid is its pid; its libraries are not mapped
- * yet, so they are found through DT_NEEDED). 0, or an exit code after the
- * error was printed.
+ * yet, so they are found through DT_NEEDED). 0, or -errno after the error
+ * was printed.
  */
 int resolve_probes(const struct resolve_conf *conf, pid_t pid, struct probe_list *out);
 

@@ -365,11 +365,11 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return EXIT_FAIL;
+		return -ENOMEM;
 	if (pl->nr + TRACER_SELF_MAX > FNPROF_MAX_FUNCS || conf->nr_self > TRACER_SELF_MAX) {
 		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - TRACER_SELF_MAX);
 		free(t);
-		return EXIT_FAIL;
+		return -E2BIG;
 	}
 	t->nr_probes = t->nr_total = pl->nr;
 	t->pl = pl;
@@ -383,7 +383,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	if (t->nr_cpus <= 0 || !t->percpu || !t->drops_percpu) {
 		log_err("out of memory");
 		tracer_stop(t);
-		return EXIT_FAIL;
+		return -ENOMEM;
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
@@ -398,7 +398,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		err = attach(t, pl, evs != NULL);
 	if (err) {
 		tracer_stop(t);
-		return EXIT_FAIL;
+		return err;
 	}
 	*out = t;
 	return 0;

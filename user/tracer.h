@@ -49,7 +49,7 @@ struct tracer_conf {
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe (and
  * per self probe, in fnprof's own process); with
  * evs (opened counters, or NULL), the probes read them per call and system
- * calls are timed. 0 or exit code (printed).
+ * calls are timed. 0, or -errno (message printed).
  */
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
 		 const struct tracer_conf *conf, struct tracer **out);
