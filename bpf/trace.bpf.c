@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "fnprof.h"
+#include "trace.bpf.h"
 #include "bits.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -295,7 +296,7 @@ static __always_inline bool maybe_traced(__u32 tgid)
 
 static __always_inline __u32 stats_idx(__u32 slot, __u32 id)
 {
-	return ((epoch & 1) * nr_slots + slot) * nr_funcs + id;
+	return fnprof_stats_key(epoch & 1, nr_slots, slot, nr_funcs, id);
 }
 
 static __always_inline struct thread_ctrs *ctr_frames(const struct thread_state *ts)

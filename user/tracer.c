@@ -37,6 +37,7 @@ struct tracer {
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	__u32 nr_threads;          /* thread states in the pool */
+	size_t thread_bytes;       /* kernel memory per thread state (and its counter frames) */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
@@ -45,7 +46,7 @@ struct tracer {
 /* The stats map key of function id of the process in slot, in buffer half. */
 static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
 {
-	return (half * t->nr_slots + slot) * t->nr_total + id;
+	return fnprof_stats_key(half, t->nr_slots, slot, t->nr_total, id);
 }
 
 /*
@@ -133,6 +134,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
+	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0);
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
@@ -172,8 +174,7 @@ static int load(struct tracer *t, const struct events *evs)
 		if (err == -ENOMEM)
 			snprintf(hint, sizeof(hint), " (thread states for %u threads take %.0f MiB: "
 				 "a lower --max-threads needs less)", t->nr_threads,
-				 t->nr_threads * (sizeof(struct thread_state) + (evs ? sizeof(struct thread_ctrs) : 0)) /
-				 1048576.0);
+				 t->nr_threads * (double)t->thread_bytes / 1048576.0);
 		else if (!log_verbose)
 			snprintf(hint, sizeof(hint), " (run with -v to see the verifier's log)");
 		log_err("failed to load the BPF programs: %s%s", strerror(-err), hint);
