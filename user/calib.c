@@ -151,8 +151,7 @@ void calib_free_probes(struct probe probes[CAL_NR])
 	}
 }
 
-/* The figures of every case from the calls pooled so far. */
-static void calib_figures(struct calibration *c)
+void calib_figures(struct calibration *c)
 {
 	const struct fn_stats *st;
 	int k;
