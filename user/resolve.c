@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "array.h"
-#include "disasm.h"
 #include "log.h"
 #include "procmaps.h"
 #include "resolve.h"
@@ -105,10 +105,8 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 	return st;
 }
 
-static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-	"/lib", "/usr/lib", "/usr/local/lib",
-};
+/* After the architecture's own (arch_lib_dirs). */
+static const char *const lib_dirs[] = { "/lib", "/usr/lib", "/usr/local/lib" };
 
 /* Searches a ':'-separated list of directories ($ORIGIN expanded) for file. */
 static bool search_dirs(const char *dirs, const char *origin, const char *file, char *buf, size_t size)
@@ -134,6 +132,8 @@ static bool locate_needed(const char *file, const char *runpath, const char *ori
 
 	if (search_dirs(runpath, origin, file, buf, size) ||
 	    search_dirs(getenv("LD_LIBRARY_PATH"), origin, file, buf, size))
+		return true;
+	if (search_dirs(arch_lib_dirs, origin, file, buf, size))
 		return true;
 	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++)
 		if (search_dirs(lib_dirs[i], origin, file, buf, size))
@@ -302,19 +302,6 @@ static int locate_exe(struct resolver *r)
 	snprintf(r->exe, sizeof(r->exe), "%s", link);
 	snprintf(r->exe_open, sizeof(r->exe_open), "%s", link);
 	return 0;
-}
-
-enum site_kind site_kind_of(const unsigned char *insn, size_t len)
-{
-	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
-		return SITE_EMULATED;                   /* push %rax..%rdi */
-	if (len >= 2 && insn[0] == 0x41 && insn[1] >= 0x50 && insn[1] <= 0x57)
-		return SITE_EMULATED;                   /* push %r8..%r15 */
-	if (len >= 5 && !memcmp(insn, nop5, 5))
-		return SITE_NOP5;
-	return SITE_STEPPED;
 }
 
 /* The first bytes of the function, from the file. */

@@ -10,9 +10,6 @@
 
 #include "probe.h"
 
-/* The kind of probe site that the function's first bytes make. */
-enum site_kind site_kind_of(const unsigned char *insn, size_t len);
-
 /* What to resolve. */
 struct resolve_conf {
 	const char *const *funcs;  /* -f patterns: NAME, LIB:NAME, /path:NAME, globs */
