@@ -1,4 +1,5 @@
-"""The source's structure: no include cycle among the user/ modules (no root, no BPF).
+"""The source's structure: no include cycle among the user/ modules, every header compiles alone
+(no root, no BPF).
 
 A module is foo.c with foo.h. Module A uses module B when foo.c or foo.h of A
 includes B's header. A cycle (calib uses the tracer, the tracer uses calib)
@@ -6,6 +7,7 @@ means neither can be understood, tested or replaced alone.
 """
 import os
 import re
+import subprocess
 
 from harness import ROOT, check
 
@@ -64,3 +66,15 @@ def test_no_include_cycle():
     check("tracer" in graph and "calib" in graph, f"user/ modules not found in {USER}")
     cycle = find_cycle(graph)
     check(cycle is None, "include cycle among user/ modules: " + " -> ".join(cycle or []))
+
+
+def test_every_header_compiles_alone():
+    """A header states its contract and includes what it needs: each compiles on its own."""
+    failed = []
+    for h in sorted(f for f in os.listdir(USER) if f.endswith(".h")):
+        p = subprocess.run(["gcc", "-fsyntax-only", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
+                            f"-I{USER}", f"-I{os.path.join(ROOT, 'bpf')}", "-x", "c", "-"],
+                           input=f'#include "{h}"\n', capture_output=True, text=True)
+        if p.returncode:
+            failed.append(f"{h}: {p.stderr.strip().splitlines()[0] if p.stderr.strip() else p.returncode}")
+    check(not failed, "headers that do not compile alone:\n" + "\n".join(failed))
