@@ -78,9 +78,11 @@ def test_calibration_and_overhead_reported():
     rep, _ = traced(["-f", "tiny"], target("work"), "count", 5000)
     cal = rep["calibration"]
     check({"emulated", "single-stepped", "nop5", "ret-exit", "entry-only"} <= set(cal), f"calibration cases {set(cal)}")
-    timed = [v for k, v in cal.items() if k != "entry-only"]
-    check(all(v["bias_ns"] > 0 and v["cost_ns"] >= v["bias_ns"] for v in timed), str(cal))
-    check(cal["entry-only"]["cost_ns"] > 0, str(cal))
+    # Only the case that tiny's probes need is measured (each costs start-up CPU); the others are null.
+    site = func(rep, "tiny")["site"]
+    check(site in cal and cal[site]["bias_ns"] > 0 and cal[site]["cost_ns"] >= cal[site]["bias_ns"], str(cal))
+    others = [k for k in cal if k != site]
+    check(all(cal[k]["cost_ns"] is None and cal[k]["bias_ns"] is None for k in others), str(cal))
     check(rep["overhead"]["probe_ns"] > 5000 * 500, f"overhead {rep['overhead']}")
     check(rep["overhead"]["pct_of_process_cpu"] > 5, "a 2 ns function traced 5000 times costs > 5%")
     p = run_fnprof(["-f", "tiny", "--", target("work"), "count", "5000"])

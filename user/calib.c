@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,10 @@ void calib_figures(struct calibration *c)
 
 	for (k = 0; k < CAL_NR; k++) {
 		st = &c->pooled[k];
+		if (!(c->cases & 1U << k)) {
+			c->cost_ns[k] = c->bias_ns[k] = c->mean_ns[k] = c->min_ns[k] = NAN;
+			continue;
+		}
 		c->cost_ns[k] = c->time_ns[k] / (c->calls ? c->calls : 1);
 		if (cases[k].exit == EXIT_NONE || !st->calls)
 			continue;
@@ -150,9 +155,12 @@ static int calib_run(struct tracer *t, struct calibration *c)
 	int r, k, err = st ? 0 : -ENOMEM;
 
 	for (k = 0; k < CAL_NR && !err; k++)
-		time_calls(cases[k].fn, 50);  /* warm up */
+		if (c->cases & 1U << k)
+			time_calls(cases[k].fn, 50);  /* warm up */
 	for (r = 0; r < CALIB_ROUNDS && !err; r++) {
 		for (k = 0; k < CAL_NR && !err; k++) {
+			if (!(c->cases & 1U << k))
+				continue;
 			/*
 			 * Untraced, a call takes ~1 ns (a few instructions and ret): what is
 			 * measured, outside and inside the interval, is the probes' own time.
@@ -176,12 +184,13 @@ static int calib_run(struct tracer *t, struct calibration *c)
 	return err;
 }
 
-int calibrate(struct tracer *t, struct calibration *c)
+int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 {
 	double t0 = monotonic_s();
 	int err, k;
 
 	memset(c, 0, sizeof(*c));
+	c->cases = mask & CALIB_ALL;
 	err = calib_run(t, c);
 	c->valid = !err;
 	for (k = 0; k < CAL_NR; k++) {
@@ -243,7 +252,7 @@ void calib_refresh_cost(struct calibration *c, unsigned int mask)
 	int k;
 
 	for (k = 0; k < CAL_NR && c->valid; k++) {
-		if (!(mask & (1U << k)))
+		if (!(mask & c->cases & (1U << k)))
 			continue;
 		time_calls(cases[k].fn, 50);  /* warm up, as in calibrate() */
 		add_cost(c, k, time_calls(cases[k].fn, CALIB_REFRESH_CALLS));
@@ -258,6 +267,16 @@ unsigned int calib_cases_of(const struct probe *p)
 		mask |= 1U << CAL_RET | 1U << CAL_EMULATED;
 	else if (p->exit == EXIT_NONE)
 		mask |= 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED;
+	return mask;
+}
+
+unsigned int calib_cases_of_list(const struct probe_list *pl)
+{
+	unsigned int mask = 0;
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		mask |= calib_cases_of(&pl->probes[i]);
 	return mask;
 }
 
@@ -328,12 +347,15 @@ void calibration_print(const struct calibration *c, FILE *f)
 	fprintf(f, "probe calibration (%u calls per case in %u rounds, %.0f ms):\n", c->calls,
 		c->runs * CALIB_ROUNDS, c->took_ms);
 	fprintf(f, "  %-16s %-10s %10s %10s %10s %12s\n", "ENTRY", "EXIT", "BIAS", "MEAN", "MIN", "COST/CALL");
-	for (k = 0; k < CAL_NR; k++)
+	for (k = 0; k < CAL_NR; k++) {
+		if (!(c->cases & 1U << k))
+			continue;
 		fprintf(f, "  %-16s %-10s %10s %10s %10s %12s\n", site_kind_name(cases[k].kind),
 			exit_mode_name(cases[k].exit), fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->bias_ns[k], b[0], 16),
 			fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->mean_ns[k], b[3], 16),
 			fmt_ns(cases[k].exit == EXIT_NONE ? -1 : c->min_ns[k], b[1], 16),
 			fmt_ns(c->cost_ns[k], b[2], 16));
+	}
 	fprintf(f, "  BIAS: time the probes add inside the measured interval, median (subtracted from percentiles);\n"
 		   "  MEAN: its mean over the fastest 99%% (subtracted from sums and averages);\n"
 		   "  COST/CALL: time they add to the traced program per call (the overhead).\n");

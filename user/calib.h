@@ -29,6 +29,7 @@ enum calib_case {
 
 struct calibration {
 	bool valid;
+	unsigned int cases;      /* the cases measured (bit k: case k); the others' figures are NaN */
 	double bias_ns[CAL_NR];  /* inside the measured interval, per call (median): the entry trap
 				    after the timestamp plus the exit path before it */
 	double mean_ns[CAL_NR];  /* mean of the fastest 99%: what sums and averages lose per call */
@@ -51,10 +52,14 @@ int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id);
 void calib_free_probes(struct probe probes[CAL_NR]);
 
 /*
- * Measures every case by calling fnprof's own empty functions under t's
- * probes (t started with calibration). 0, or -errno (then no correction).
+ * Measures the cases in mask (bit k: case k; CALIB_ALL: every one) by
+ * calling fnprof's own empty functions under t's probes (t started with
+ * calibration): only those the traced functions need, since each costs
+ * fnprof CPU time (a single-stepped case ~10 ms). 0, or -errno (then no
+ * correction).
  */
-int calibrate(struct tracer *t, struct calibration *c);
+#define CALIB_ALL ((1U << CAL_NR) - 1)
+int calibrate(struct tracer *t, struct calibration *c, unsigned int mask);
 
 /*
  * Calibrates again and pools the calls with those measured before, so that
@@ -80,6 +85,8 @@ void calib_figures(struct calibration *c);
 void calib_refresh_cost(struct calibration *c, unsigned int mask);
 /* The cases whose costs make up the cost of p's probes (calib_cost). */
 unsigned int calib_cases_of(const struct probe *p);
+/* Those of every probe of pl. */
+unsigned int calib_cases_of_list(const struct probe_list *pl);
 
 /*
  * The bias of one traced function's probes, from its entry kind and exit

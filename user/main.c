@@ -29,6 +29,7 @@
 #include "proc.h"
 #include "report.h"
 #include "resolve.h"
+#include "steps.h"
 #include "sample.h"
 #include "stats.h"
 #include "tracer.h"
@@ -199,6 +200,7 @@ static int start_tracing(struct run *r)
 	if (!r->o->nr_funcs)
 		return 0;
 	err = resolve(r);
+	steps_mark("resolve");
 	if (err)
 		return err;
 	remember_exe(r);
@@ -215,8 +217,10 @@ static int start_tracing(struct run *r)
 		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
 	};
 
-	if (calib)
+	if (calib) {
 		conf.nr_self = self_probes(r->self, r->pl.nr, &conf.self);
+		conf.self_mask = calib_cases_of_list(&r->pl);
+	}
 	if (tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer))
 		return EXIT_FAIL;
 	r->nr_slots = tracer_nr_slots(r->tracer);
@@ -229,7 +233,8 @@ static int start_tracing(struct run *r)
 	}
 	/* The calibration traces fnprof's own functions with the same probes. */
 	if (!err && calib)
-		r->calibrated = !calibrate(r->tracer, &r->cal);
+		r->calibrated = !calibrate(r->tracer, &r->cal, calib_cases_of_list(&r->pl));
+	steps_mark("calibration");
 	if (!err && r->o->max_overhead_pct && !r->calibrated) {
 		log_err("--max-overhead needs the probe calibration, which failed");
 		err = EXIT_FAIL;
@@ -301,8 +306,12 @@ static int report(struct run *r, bool final)
 	 * now, at its end: the probes' time drifts with the machine's load. Burst
 	 * mode keeps its own running measure of the cost (calib_refresh_cost).
 	 */
+	if (final)
+		steps_skip();
 	if (final && r->calibrated && !r->o->raw && !r->bursts && calibrate_again(r->tracer, &r->cal))
 		log_debug("second probe calibration failed: the first one stands");
+	if (final)
+		steps_mark("final calibration");
 	update_cpu(r);
 	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
@@ -521,6 +530,7 @@ static int run(struct run *r)
 	err = open_output(r);
 	if (!err)
 		err = setup_target(r);
+	steps_mark("target set-up");
 	if (!err && r->o->list) {
 		err = resolve(r);
 		return err ? err : list_probes(r);
@@ -564,7 +574,7 @@ static int run_calibration(void)
 		calib_free_probes(self);
 		return EXIT_FAIL;
 	}
-	err = calibrate(t, &cal);
+	err = calibrate(t, &cal, CALIB_ALL);
 	tracer_stop(t);
 	calib_free_probes(self);
 	if (err)
@@ -579,6 +589,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	int err;
 
+	steps_begin();
 	err = opts_parse(argc, argv, &o);
 	if (err >= 0)
 		return err;
@@ -588,11 +599,16 @@ int main(int argc, char **argv)
 	r.o = &o;
 	if (!o.list && check_system())
 		return EXIT_FAIL;
+	steps_mark("checks");
 	if (o.list_events)
 		return events_list(stdout);
 	if (o.calibrate)
 		return run_calibration();
 	err = run(&r);
+	steps_mark("final report");
 	cleanup(&r);
+	steps_mark("detach and clean-up");
+	if (log_verbose)
+		steps_print(stderr);
 	return err;
 }

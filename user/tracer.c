@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "stats.h"
 #include "trace.skel.h"
+#include "steps.h"
 #include "trace_load.h"
 #include "tracer.h"
 #include "uprobe_warm.h"
@@ -25,6 +26,7 @@ struct tracer {
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
 	const struct probe *self;  /* the caller's */
+	unsigned int self_mask;    /* those attached (bit k: self[k]) */
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
 	__u64 *drops_percpu;
@@ -107,6 +109,31 @@ static __u32 default_threads(pid_t pid)
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
 }
 
+/* Whether a probe to attach has its exit on ret instructions (fn_exit_ret). */
+static bool probes_at_ret(const struct tracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->pl->nr; i++)
+		if (t->pl->probes[i].exit == EXIT_RET)
+			return true;
+	for (i = 0; i < t->nr_total - t->nr_probes; i++)
+		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET)
+			return true;
+	return false;
+}
+
+/* The self probes of t->self_mask, copied into out (room for TRACER_SELF_MAX): how many. */
+static size_t self_attached(const struct tracer *t, struct probe *out)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->nr_total - t->nr_probes; i++)
+		if (t->self_mask & 1U << i)
+			out[n++] = t->self[i];
+	return n;
+}
+
 struct setup_args {
 	struct tracer *t;
 	const struct events *evs;
@@ -126,6 +153,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->nr_slots = t->nr_slots;
 	skel->rodata->links_per_process = t->links.multi;
 	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1);
+	bpf_program__set_autoload(skel->progs.fn_exit_ret, probes_at_ret(t));
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
@@ -161,6 +189,7 @@ static int load(struct tracer *t, const struct events *evs)
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	err = trace_load(setup, &a, &t->skel, &t->sched);
+	steps_mark("load+verify");
 	/* Every thread state free; fork children take slots 1.. in fork order. */
 	if (!err)
 		err = fill_queue(t->skel->maps.free_tstates, 0, t->nr_threads);
@@ -268,14 +297,20 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
+	steps_mark("attach tracepoints");
 	if (err)
 		return err;
 	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid, 0);
 	uprobe_warm_stop(t->warm);
+	steps_mark("attach probes");
 	/* Calibration probes are in fnprof's own process. */
-	if (!err)
-		err = attach_functions(t, &t->calib_links, t->self, t->nr_total - pl->nr, getpid(),
+	if (!err) {
+		struct probe self[TRACER_SELF_MAX];
+
+		err = attach_functions(t, &t->calib_links, self, self_attached(t, self), getpid(),
 				       FNPROF_COOKIE_SELF);
+	}
+	steps_mark("attach calibration probes");
 	if (err)
 		return err;
 	t->attach_s = monotonic_s() - t0;
@@ -376,6 +411,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->pl = pl;
 	t->pid = pid;
 	t->self = conf->self;
+	t->self_mask = conf->self_mask ? conf->self_mask : (1U << conf->nr_self) - 1;
 	t->nr_total += conf->nr_self;
 	t->nr_cpus = libbpf_num_possible_cpus();
 
@@ -392,6 +428,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
+	steps_mark("tracer set-up");
 	err = load(t, evs);
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);

@@ -32,6 +32,12 @@ struct tracer_conf {
 	 */
 	const struct probe *self;
 	size_t nr_self;
+	/*
+	 * The self probes to attach (bit k: self[k]), 0 for all: the others
+	 * keep their ids but see no call, and a program that only they would
+	 * use is not even loaded (verification is most of the start-up).
+	 */
+	unsigned int self_mask;
 	bool follow_forks;   /* fork children get probes and statistics of their own */
 	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */

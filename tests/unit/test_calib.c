@@ -18,6 +18,7 @@ static void pool(struct calibration *c)
 
 	memset(c, 0, sizeof(*c));
 	c->calls = 1000;
+	c->cases = CALIB_ALL;
 	for (k = 0; k < CAL_NR; k++) {
 		struct fn_stats *s = &c->pooled[k];
 
@@ -67,6 +68,27 @@ static void case_without_calls(void)
 	CHECK(isfinite(c.cost_ns[CAL_EMULATED]));
 }
 
+/* A case left out of the calibration has no figures (NaN: null in JSON), not zeros. */
+static void case_not_measured(void)
+{
+	struct calibration c;
+	char buf[2048] = "";
+	FILE *f;
+
+	pool(&c);
+	c.cases = 1U << CAL_EMULATED | 1U << CAL_RET;
+	calib_figures(&c);
+	CHECK(c.cost_ns[CAL_EMULATED] == 100 && c.cost_ns[CAL_RET] == 400);
+	CHECK(isnan(c.cost_ns[CAL_STEPPED]) && isnan(c.bias_ns[CAL_STEPPED]) && isnan(c.mean_ns[CAL_NOP5]));
+	f = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	calibration_print(&c, f);
+	fclose(f);
+	CHECK(strstr(buf, "emulated") && strstr(buf, " ret ") && !strstr(buf, "single-stepped") && !strstr(buf, "nop5"));
+}
+
 /* A probe's bias and cost: its entry kind's, plus its exit mode's difference from a uretprobe. */
 static void bias_and_cost_by_exit_mode(void)
 {
@@ -108,6 +130,7 @@ int main(void)
 {
 	RUN(figures_per_case);
 	RUN(case_without_calls);
+	RUN(case_not_measured);
 	RUN(bias_and_cost_by_exit_mode);
 	RUN(cost_bounded_by_calls);
 	UNIT_EXIT();
