@@ -35,6 +35,8 @@ FNPROF = os.path.join(ROOT, "fnprof")
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 REPEATS = int(os.environ.get("BENCH_REPEATS", "2" if QUICK else "5"))
 Q = 4 if QUICK else 1   # quick mode divides the call counts by this
+# BENCH_CASES=a,b: only these cases (no pairs, sampling or 1000 functions), results.md left as it is
+ONLY = [c for c in os.environ.get("BENCH_CASES", "").split(",") if c]
 
 # name, binary, mode, calls, ns (spin/sleep length), label
 CASES = [
@@ -45,9 +47,17 @@ CASES = [
     ("spin_10us", "bt_fp", "spin", 20000 // Q, 10000, "10 us spin"),
     ("spin_1ms", "bt_fp", "spin", 400 // Q, 1000000, "1 ms spin"),
     ("sleep_1ms", "bt_fp", "sleep", 400 // Q, 1000000, "1 ms sleep"),
+    ("wl_o2", "bt_o2", "workload", 20000 // Q, 0, "2 ns function via pointer, -O2"),
+    ("wl_fp", "bt_fp", "workload", 100000 // Q, 0, "2 ns function via pointer, -fno-omit-frame-pointer"),
+    ("wl_nop5", "bt_nop5", "workload", 40000 // Q, 0, "2 ns function via pointer, 5-byte nop entry"),
 ]
-FUNC = {"nop": "target_nop", "spin": "target_spin", "sleep": "target_sleep"}
+FUNC = {"nop": "target_nop", "spin": "target_spin", "sleep": "target_sleep", "workload": "target_tiny"}
 NOP_CASES = ["nop_o2", "nop_fp", "nop_nop5"]
+# The bench's workload: a tight loop calling target_tiny through a function pointer, in the three builds.
+WL_CASES = ["wl_o2", "wl_fp", "wl_nop5"]
+WL_TOOLS = ["none", "bpftrace", "funclatency", "fnprof"]
+# Cases whose figure is the reading itself (their truth is the untraced loop's ~2 ns per call).
+TINY_CASES = NOP_CASES + WL_CASES
 LAT_CASES = ["nop_o2", "spin_1us", "spin_10us", "spin_1ms", "sleep_1ms"]
 
 TOOLS = ["none", "floor", "floor_multi", "bpftrace", "bpftrace_hist", "funclatency", "fnprof"]
@@ -357,7 +367,7 @@ def parse_report(tool, text, fn):
         w = f.get("wall_ns", {})
         return dict(avg=w.get("avg"), p50=w.get("p50"), p99=w.get("p99"), calls=f.get("calls"),
                     raw_avg=f.get("raw_wall_ns", {}).get("avg"), site=f.get("site"),
-                    bias=f.get("bias_ns"))
+                    bias=f.get("bias_ns"), steps=rep.get("fnprof", {}).get("steps"))
     return {}
 
 
@@ -641,13 +651,13 @@ class Results:
 
     def truth(self, case):
         rs = self.ok(case, "none")
-        if case.startswith("nop"):
+        if case in TINY_CASES:
             return med([r["ns_per_call"] for r in rs])
         return med([r["truth_avg"] for r in rs])
 
     def lat_err(self, case, tool, key="tool_avg", truth_key="truth_avg"):
         """median over runs of (tool's reading - the truth the target measured in that same run)"""
-        nop_truth = self.truth(case) if case.startswith("nop") else None
+        nop_truth = self.truth(case) if case in TINY_CASES else None
         errs, pcts, vals = [], [], []
         for r in self.ok(case, tool):
             if r.get(key) is None:
@@ -657,6 +667,11 @@ class Results:
             errs.append(r[key] - tr)
             pcts.append((r[key] - tr) / tr * 100 if tr else None)
         return med(vals), med(errs), med(pcts)
+
+    def lat_range(self, case, tool, key="tool_avg"):
+        """(min, max) over runs of the tool's reading, or None"""
+        vals = [r[key] for r in self.ok(case, tool) if r.get(key) is not None]
+        return (min(vals), max(vals)) if vals else None
 
 
 def cell_fail(res, case, tool):
@@ -753,6 +768,42 @@ def build_report(runs, meta):
     parts.append("### fnprof percentiles against the truth (the target's own per-call measurements)\n\n"
                  + table(hdr, rows))
 
+    # 2c. every run of the 2 ns functions: the spread, not only the median
+    hdr = ["case (first instruction)", "untraced", "bpftrace (stats)", "funclatency (log2 midpoints)", "fnprof",
+           "fnprof --raw figure"]
+    rows = []
+    for case in TINY_CASES:
+        c = next(x for x in CASES if x[0] == case)
+        fn = FUNC[c[2]]
+        row = [f"{c[5]} (`{first_insn(c[1], fn)}`)", fmt_ns(res.truth(case))]
+        for tool, key in [("bpftrace", "tool_avg"), ("funclatency", "tool_avg"), ("fnprof", "tool_avg"),
+                          ("fnprof", "tool_raw_avg")]:
+            f = cell_fail(res, case, tool)
+            v = res.lat_err(case, tool, key)[0]
+            rg = res.lat_range(case, tool, key)
+            row.append(f or ("-" if v is None else f"{fmt_ns(v)} ({fmt_ns(rg[0])}..{fmt_ns(rg[1])})"))
+        rows.append(row)
+    parts.append("### 2 ns functions, every run\n\n"
+                 "(average per call each tool read: median over the runs, in brackets the lowest and the highest "
+                 "run; the truth is ~2 ns. nop: `target_nop` called directly; via pointer: the workload, "
+                 "`target_tiny` called through a function pointer in a tight loop)\n\n" + table(hdr, rows))
+
+    # 2d. fnprof's start-up, step by step (its JSON's fnprof.steps)
+    steps = {}
+    for r in runs:
+        if r["tool"] == "fnprof" and r.get("case") in [c[0] for c in CASES] and r.get("tool_steps"):
+            for st in r["tool_steps"]:
+                steps.setdefault(st["step"], []).append((st["wall_ms"], st["cpu_ms"]))
+    if steps:
+        rows = []
+        for name, v in steps.items():
+            w, c = [x[0] for x in v], [x[1] for x in v]
+            rows.append([name, f"{med(w):.1f} ms ({min(w):.1f}..{max(w):.1f})",
+                         f"{med(c):.1f} ms ({min(c):.1f}..{max(c):.1f})"])
+        parts.append("### fnprof's start-up, step by step\n\n(each step's wall time and fnprof's CPU time in it, "
+                     "all its threads: median over the runs of all cases, in brackets the range; from the `steps` of "
+                     "its JSON, the same as `-v` prints)\n\n" + table(["step", "wall", "CPU"], rows))
+
     # 3. attach time and tool resources
     hdr = ["tool", "attach, 1 function", "attach, 1000 functions (f_*)", "exit after target, 1000 functions",
            "CPU per run", "peak RSS"]
@@ -761,7 +812,9 @@ def build_report(runs, meta):
         rs = [r for r in runs if r["tool"] == tool and r["case"] in [c[0] for c in CASES] and "error" not in r]
         errs = [r["error"] for r in runs if r["tool"] == tool and r["case"] != "many" and "error" in r]
         a = med([r.get("attach_ms") for r in rs])
-        row = [TOOL_LABEL[tool], f"{a:.1f} ms" if a is not None else (f"failed: {errs[0]}" if errs else "-")]
+        arg = [r["attach_ms"] for r in rs if r.get("attach_ms") is not None]
+        row = [TOOL_LABEL[tool], f"{a:.1f} ms ({min(arg):.0f}..{max(arg):.0f})" if a is not None
+               else (f"failed: {errs[0]}" if errs else "-")]
         mrs = [r for r in runs if r["case"] == "many" and r["tool"] == tool]
         if not mrs:
             row += ["not run", "-"]
@@ -782,6 +835,7 @@ def build_report(runs, meta):
                  "(attach: tool start until the int3 is in the target's memory at the function's entry, polled "
                  "every ~1 ms in /proc/PID/mem; for 1000 functions, until the last of the 1000 has it; exit: "
                  "from the target's exit (fnprof) or SIGINT (bpftrace) until the tool has exited, detaching. "
+                 "in brackets the fastest and the slowest run; "
                  "CPU: the tool's utime+stime over a whole run, start to exit, median over all cases; "
                  "peak RSS: ru_maxrss = VmHWM)\n\n" + table(hdr, rows))
 
@@ -828,6 +882,17 @@ def build_report(runs, meta):
         goal(txt, None if p is None else abs(p) <= lim, f"{p:+.1f}%" if p is not None else "-")
     v, e, p = res.lat_err("nop_o2", "fnprof")
     goal("2 ns function (-O2) reads < 0.3 us", None if v is None else v < 300, fmt_ns(v))
+    af = med([r.get("attach_ms") for r in runs if r["tool"] == "funclatency" and "error" not in r])
+    goal("attach 1 function below funclatency's (median)", None if a1 is None or af is None else a1 < af,
+         f"{a1:.1f} vs {af:.1f} ms" if a1 is not None and af is not None else "-")
+    cpu = med([r.get("cpu_ms") for r in runs if r["tool"] == "fnprof" and r["case"] in ("spin_1ms", "sleep_1ms")
+               and "error" not in r])
+    goal("fnprof's own CPU, a ~0.5 s one-function run, < 50 ms", None if cpu is None else cpu < 50,
+         f"{cpu:.0f} ms" if cpu is not None else "-")
+    for case in TINY_CASES:
+        rg = res.lat_range(case, "fnprof")
+        goal(f"{case}: every run < 0.3 us", None if rg is None else rg[1] < 300,
+             f"{fmt_ns(rg[0])}..{fmt_ns(rg[1])}" if rg else "-")
     for case in ("spin_1ms", "sleep_1ms"):
         for q in ("p50", "p99"):
             v, e, p = res.lat_err(case, "fnprof", f"tool_{q}", f"truth_{q}")
@@ -936,7 +1001,10 @@ def main():
     runs = []
     for rep in range(REPEATS):
         for case in CASES:
-            tools = TOOLS if case[0] in NOP_CASES else [t for t in TOOLS if t not in NOP_ONLY_TOOLS]
+            if ONLY and case[0] not in ONLY:
+                continue
+            tools = TOOLS if case[0] in NOP_CASES else WL_TOOLS if case[0] in WL_CASES else \
+                [t for t in TOOLS if t not in NOP_ONLY_TOOLS]
             for tool in tools:
                 r = run_one(case, tool)
                 r["rep"] = rep
@@ -946,7 +1014,7 @@ def main():
                        f"{r['ns_per_call']:10.1f} ns/call" + (f"  attach {r['attach_ms']:.1f} ms"
                                                             if "attach_ms" in r else "")
                        + (f"  read {r['tool_avg']:.0f} ns" if r.get("tool_avg") is not None else "")))
-        for binname in PAIR_CALLS:
+        for binname in ([] if ONLY else PAIR_CALLS):
             r = run_pair(binname, rep % 2 == 0)
             r["rep"] = rep
             runs.append(r)
@@ -954,7 +1022,7 @@ def main():
                 + (f"failed: {r['error']}" if "error" in r else
                    f"fnprof - floor {r['fnprof_minus_floor']:+.0f} ns/call ({r['links']})"))
     secs = 2 if QUICK else 5
-    for rep in range(1 if QUICK else 3):
+    for rep in range(0 if ONLY else 1 if QUICK else 3):
         for tool in ["none", "fnprof"]:
             r = run_sampling(tool, secs)
             r["rep"] = rep
@@ -968,18 +1036,20 @@ def main():
             break
     # Last: 1000 functions. Detaching 2000 perf-event uprobes waits for RCU grace periods one by one on
     # this kernel and slows every uprobe attach on the machine meanwhile, so it goes after the rest, once.
-    many_tools = ["fnprof"] + (["bpftrace"] if os.environ.get("BENCH_MANY_BPFTRACE") else [])
+    many_tools = [] if ONLY else ["fnprof"] + (["bpftrace"] if os.environ.get("BENCH_MANY_BPFTRACE") else [])
     for tool in many_tools:
         r = run_many(tool)
         r["rep"] = 0
         runs.append(r)
         log(f"[{now() - t_start:6.1f}s] many: {tool}: " + (r.get("error") or f"{r['attach_ms']:.0f} ms")
             + (f", exit {r['exit_s']:.1f} s after the target" if "exit_s" in r else ""))
-    with open(os.path.join(OUT, "runs.json"), "w") as f:
+    with open(os.path.join(OUT, "runs-cases.json" if ONLY else "runs.json"), "w") as f:
         json.dump(dict(meta=meta, runs=runs), f, indent=1)
     report = build_report(runs, meta)
     report += f"\nBench time: {now() - t_start:.0f} s.\n"
     print(report)
+    if ONLY:
+        return 0
     path = os.path.join(HERE, "results.md")
     with open(path, "w") as f:
         f.write("# fnprof benchmark results\n\nProduced by `make bench` (bench/run.sh).\n\n" + report

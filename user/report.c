@@ -6,6 +6,7 @@
 #include "json.h"
 #include "report.h"
 #include "stats.h"
+#include "steps.h"
 
 /*
  * A new field in struct fn_stats: compute its figure in fn_figures_compute()
@@ -624,6 +625,25 @@ static void json_overhead(struct json *j, const struct report *r)
 	json_obj_end(j);
 }
 
+/* fnprof's start-up steps (steps.h), in order: where its first milliseconds and CPU went. */
+static void json_steps(struct json *j)
+{
+	const char *name;
+	double wall, cpu;
+	int i;
+
+	json_arr_begin(j, "steps");
+	for (i = 0; i < steps_count(); i++) {
+		steps_get(i, &name, &wall, &cpu);
+		json_obj_begin(j, NULL);
+		json_str(j, "step", name);
+		json_f64(j, "wall_ms", wall);
+		json_f64(j, "cpu_ms", cpu);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
 static void json_functions(struct json *j, const struct report *r)
 {
 	size_t i;
@@ -683,6 +703,8 @@ void report_print_json(const struct report *r, FILE *f)
 	json_obj_begin(&j, "fnprof");
 	json_u64(&j, "cpu_ns", r->self_cpu_ns);
 	json_u64(&j, "peak_rss_kib", r->self_rss_kib);
+	if (r->total)
+		json_steps(&j);
 	json_obj_end(&j);
 	json_obj_end(&j);
 	json_finish(&j);

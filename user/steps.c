@@ -48,6 +48,18 @@ void steps_mark(const char *name)
 	st.cpu0 = cpu;
 }
 
+int steps_count(void)
+{
+	return st.nr;
+}
+
+void steps_get(int i, const char **name, double *wall_ms, double *cpu_ms)
+{
+	*name = st.name[i];
+	*wall_ms = st.wall_ms[i];
+	*cpu_ms = st.cpu_ms[i];
+}
+
 void steps_print(FILE *f)
 {
 	double wall = 0, cpu = 0;

@@ -15,6 +15,9 @@ void steps_begin(void);
 void steps_mark(const char *name);
 /* Not counted: the time since the last mark (waiting for the run to end). */
 void steps_skip(void);
+/* The steps marked so far: how many; step i's name and times into the others. */
+int steps_count(void);
+void steps_get(int i, const char **name, double *wall_ms, double *cpu_ms);
 /* One line, "start-up: NAME W ms (cpu C ms), ...; total ...", to f. */
 void steps_print(FILE *f);
 

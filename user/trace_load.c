@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -209,42 +210,63 @@ static int share_maps(struct trace_bpf *skel, const struct trace_bpf *owner)
 	return 0;
 }
 
-struct load_job {
+/* The tracepoint half, loading on its own thread. */
+struct trace_pending {
 	struct trace_bpf *skel;
+	pthread_t thread;
+	bool behind;   /* the uprobe half goes first: this one yields the CPU to it */
 	int err;
 };
 
 static void *load_thread(void *arg)
 {
-	struct load_job *j = arg;
+	struct trace_pending *j = arg;
+
+	/* Linux's nice is per thread: with the target busy on the other CPU, the uprobe half gets this one. */
+	if (j->behind && setpriority(PRIO_PROCESS, 0, 10))
+		log_debug("cannot lower the tracepoint loader's priority: %s", strerror(errno));
 
 	j->err = trace_bpf__load(j->skel);
 	return NULL;
 }
 
+/* Waits for the thread of j (started) and frees j: its load's result. */
+static int join_pending(struct trace_pending *j)
+{
+	int err;
+
+	pthread_join(j->thread, NULL);
+	err = j->err;
+	free(j);
+	return err;
+}
+
 /*
  * The maps first, from an instance that loads no program (so it needs no
  * kernel BTF either); then the tracepoint half, others, on a thread, and
- * the uprobe half here.
+ * the uprobe half here. With pending, returns without waiting for the
+ * thread when the uprobe half loaded (*pending: the thread, which owns
+ * others from then on).
  */
 static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
-		       struct trace_bpf *others, struct trace_bpf **probes)
+		       struct trace_bpf *others, struct trace_bpf **probes, struct trace_pending **pending)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, own_btf, .btf_custom_path = btf_path);
 	struct trace_bpf *maps = NULL, *up = NULL;
-	struct load_job job = { .skel = others };
+	struct trace_pending *job = calloc(1, sizeof(*job));
 	bool started = false;
-	pthread_t th;
-	int err;
+	int err = job ? 0 : -ENOMEM;
 
-	err = open_instance(setup, arg, &own_btf, &maps);
+	err = err ? : open_instance(setup, arg, &own_btf, &maps);
 	if (!err) {
 		load_only(maps, HALF_NONE);
 		err = trace_bpf__load(maps);
 	}
 	err = err ? : share_maps(others, maps);
 	if (!err) {
-		err = -pthread_create(&th, NULL, load_thread, &job);
+		job->skel = others;
+		job->behind = pending != NULL;
+		err = -pthread_create(&job->thread, NULL, load_thread, job);
 		started = !err;
 	}
 	err = err ? : open_instance(setup, arg, &own_btf, &up);
@@ -253,23 +275,36 @@ static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
 		err = share_maps(up, maps);
 	}
 	err = err ? : trace_bpf__load(up);
-	if (started)
-		pthread_join(th, NULL);
-	err = err ? : job.err;
 	trace_bpf__destroy(maps);
+	if (started && pending && !err) {
+		*pending = job;
+		*probes = up;
+		return 0;
+	}
+	if (started) {
+		int job_err = join_pending(job);
+
+		err = err ? : job_err;
+	} else {
+		free(job);
+	}
 	if (err)
 		trace_bpf__destroy(up);
 	*probes = err ? NULL : up;
 	return err;
 }
 
-int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched)
+/* trace_load() and trace_load_early(): the tracepoint half still loading into *pending, with pending. */
+static int load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched,
+		struct trace_pending **pending)
 {
 	struct trace_bpf *skel;
 	char path[64];
 	int fd, err;
 
 	*probes = *sched = NULL;
+	if (pending)
+		*pending = NULL;
 	err = open_instance(setup, arg, NULL, &skel);
 	if (err)
 		return err;
@@ -285,12 +320,44 @@ int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struc
 		return err;
 	}
 	load_only(skel, HALF_OTHERS);
-	err = load_halves(setup, arg, path, skel, probes);
+	err = load_halves(setup, arg, path, skel, probes, pending);
 	close(fd);
+	if (pending && *pending)
+		return 0;  /* skel is the thread's */
 	if (err)
 		trace_bpf__destroy(skel);
 	else
 		log_debug("loaded the uprobe and the tracepoint programs side by side, on shared maps");
 	*sched = err ? NULL : skel;
+	return err;
+}
+
+int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched)
+{
+	return load(setup, arg, probes, sched, NULL);
+}
+
+int trace_load_early(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched,
+		     struct trace_pending **pending)
+{
+	return load(setup, arg, probes, sched, pending);
+}
+
+int trace_load_finish(struct trace_pending *pending, struct trace_bpf **sched)
+{
+	struct trace_bpf *skel;
+	int err;
+
+	*sched = NULL;
+	if (!pending)
+		return 0;
+	skel = pending->skel;
+	err = join_pending(pending);
+	if (err) {
+		trace_bpf__destroy(skel);
+		return err;
+	}
+	*sched = skel;
+	log_debug("loaded the tracepoint programs after the uprobe programs, on shared maps");
 	return err;
 }

@@ -30,4 +30,20 @@ typedef int (*trace_setup_fn)(struct trace_bpf *skel, void *arg);
  */
 int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched);
 
+/*
+ * The same, but where the object loads in two halves it returns as soon as
+ * the uprobe half is loaded, with the tracepoint half still loading on its
+ * thread (*pending; *sched NULL): the target's probes can go in meanwhile.
+ * Where it loads in one piece, as trace_load() with *pending NULL. Every
+ * *pending must go to trace_load_finish(), even on a later failure.
+ */
+struct trace_pending;
+int trace_load_early(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched,
+		     struct trace_pending **pending);
+/*
+ * Waits for the tracepoint half of pending (NULL: nothing to wait for) and
+ * frees pending: *sched the instance with its programs, or NULL. 0 or -errno.
+ */
+int trace_load_finish(struct trace_pending *pending, struct trace_bpf **sched);
+
 #endif /* FNPROF_TRACE_LOAD_H */

@@ -26,6 +26,7 @@ struct tracer {
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
 	const struct probe *self;  /* the caller's */
+	struct trace_pending *pending;  /* the tracepoint programs, still loading */
 	unsigned int self_mask;    /* those attached (bit k: self[k]) */
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
@@ -188,8 +189,15 @@ static int load(struct tracer *t, const struct events *evs)
 	int err;
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
-	err = trace_load(setup, &a, &t->skel, &t->sched);
-	steps_mark("load+verify");
+	/*
+	 * Without -e or --follow-forks, the target's probes need not wait for
+	 * the tracepoint programs (see attach()).
+	 */
+	if (evs || t->nr_slots > 1)
+		err = trace_load(setup, &a, &t->skel, &t->sched);
+	else
+		err = trace_load_early(setup, &a, &t->skel, &t->sched, &t->pending);
+	steps_mark(t->pending ? "load+verify (uprobe programs)" : "load+verify");
 	/* Every thread state free; fork children take slots 1.. in fork order. */
 	if (!err)
 		err = fill_queue(t->skel->maps.free_tstates, 0, t->nr_threads);
@@ -282,10 +290,9 @@ static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const cha
 	return 0;
 }
 
-static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
+static int attach_tracepoints(struct tracer *t, bool syscalls)
 {
 	struct trace_bpf *skel = t->sched ? t->sched : t->skel;
-	double t0 = monotonic_s();
 	int err;
 
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
@@ -298,11 +305,47 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_exit, &skel->links.on_sys_exit, "sys_exit");
 	steps_mark("attach tracepoints");
+	return err;
+}
+
+/* The tracepoint programs still loading: waits for them. */
+static int finish_load(struct tracer *t)
+{
+	int err;
+
+	if (!t->pending)
+		return 0;
+	err = trace_load_finish(t->pending, &t->sched);
+	t->pending = NULL;
+	steps_mark("load+verify (tracepoint programs)");
 	if (err)
-		return err;
-	err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid, 0);
+		log_err("failed to load the BPF programs: %s%s", strerror(-err),
+			log_verbose ? "" : " (run with -v to see the verifier's log)");
+	return err;
+}
+
+/*
+ * The tracepoint programs, then the target's probes, then the calibration's.
+ * While the tracepoint programs still load (t->pending), the target's
+ * probes go in first: its calls are counted and timed from then on, and only
+ * the on/off-CPU split of a call switched out before sched_switch's program
+ * is attached (~10 ms later) counts that time as on-CPU. Fork children and
+ * system calls (--follow-forks, -e) need their tracepoints first.
+ */
+static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
+{
+	double t0 = monotonic_s();
+	bool early = t->pending != NULL;
+	int err = 0;
+
+	if (!early)
+		err = attach_tracepoints(t, syscalls);
+	if (!err)
+		err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid, 0);
 	uprobe_warm_stop(t->warm);
 	steps_mark("attach probes");
+	if (early)
+		err = finish_load(t) ? : err ? : attach_tracepoints(t, syscalls);
 	/* Calibration probes are in fnprof's own process. */
 	if (!err) {
 		struct probe self[TRACER_SELF_MAX];
@@ -593,6 +636,7 @@ void tracer_stop(struct tracer *t)
 	free(t->child_links);
 	free(t->procs);
 	ring_buffer__free(t->forks);
+	finish_load(t);
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
 	free(t->percpu);

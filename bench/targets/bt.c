@@ -11,7 +11,10 @@
  * e8: a call, the kernel's optimized uprobe on a 5-byte nop).
  *
  * usage: bt nop N | bt spin N NS | bt sleep N NS | bt work SECONDS NS  (work: spin calls for SECONDS)
- *        bt pair N
+ *        bt pair N | bt workload N
+ *
+ * workload: N calls of target_tiny (~2 ns: three stores) through a function pointer, in a tight loop:
+ * a function shaped like neither fnprof's calibration functions nor the tests' targets.
  *
  * pair: two tools at once, one on each of the twins target_nop and target_nop2 (both addresses are
  * printed). N calls of each, in alternating blocks of PAIR_BLOCK (a b b a a b ...), each block timed;
@@ -49,6 +52,16 @@ NOINLINE void target_nop2(void)
 	volatile long x = 0;
 	(void)x;
 }
+
+/* ~2 ns: three stores; with frame pointers push %rbp; mov %rsp,%rbp; three movs; pop %rbp; ret. */
+NOINLINE void target_tiny(void)
+{
+	volatile long a = 1, b = 2, c = 3;
+	(void)a, (void)b, (void)c;
+}
+
+/* Called through this: the compiler cannot inline or hoist it. */
+static void (*volatile tiny_fn)(void) = target_tiny;
 
 /* Busy-waits NS ns and records how long it took, from inside. */
 NOINLINE void target_spin(unsigned long long ns, unsigned long i)
@@ -139,7 +152,8 @@ static double pct(const unsigned long long *v, unsigned long n, double p)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s nop N | spin N NS | sleep N NS | work SECONDS NS | pair N\n", argv[0]);
+		fprintf(stderr, "usage: %s nop N | spin N NS | sleep N NS | work SECONDS NS | pair N | workload N\n",
+			argv[0]);
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -149,10 +163,11 @@ int main(int argc, char **argv)
 		return pair(n);
 	unsigned long long ns = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
 	void *fn = !strcmp(mode, "nop") ? (void *)target_nop
+		 : !strcmp(mode, "workload") ? (void *)target_tiny
 		 : !strcmp(mode, "sleep") ? (void *)target_sleep : (void *)target_spin;
 	char c;
 
-	if (strcmp(mode, "nop") && strcmp(mode, "work"))
+	if (strcmp(mode, "nop") && strcmp(mode, "work") && strcmp(mode, "workload"))
 		truth = calloc(n, sizeof(*truth));
 	printf("addr %lx\n", (unsigned long)fn);
 	fflush(stdout);
@@ -164,6 +179,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "nop")) {
 		for (i = 0; i < n; i++)
 			target_nop();
+	} else if (!strcmp(mode, "workload")) {
+		for (i = 0; i < n; i++)
+			tiny_fn();
 	} else if (!strcmp(mode, "spin")) {
 		for (i = 0; i < n; i++)
 			target_spin(ns, i);
