@@ -31,6 +31,18 @@ def test_2ns_function_bias_removed():
     check(f["wall_ns"]["avg"] < 0.4 * raw, f"single-stepped 2 ns function reads {f['wall_ns']['avg']:.0f} ns (raw {raw:.0f})")
 
 
+def test_bias_range_is_the_error_bar():
+    # Each function carries the range its probes' median bias took over the calibration's rounds
+    # (issue 15: where fnprof cannot be sure, it shows the error bar); the median itself lies in it.
+    # A range wider than 300 ns puts an "uncertain:" line under the table (unit/test_report).
+    rep, _ = traced(["-f", "tiny", "-f", "tiny_push"], target("work"), "count", 5000)
+    for name, case in (("tiny", "single-stepped"), ("tiny_push", "emulated")):
+        rg, cal = func(rep, name)["bias_range_ns"], rep["calibration"][case]
+        check(0 < rg["min"] <= cal["bias_ns"] <= rg["max"], f"{name}: range {rg}, calibration {cal}")
+    f = func(rep, "tiny")
+    check(f["bias_range_ns"]["min"] > 5000, f"a single step costs microseconds: {f['bias_range_ns']}")
+
+
 def spin_error(us, calls):
     rep, p = traced(["-f", "spin_us"], target("work"), "spin", us, calls)
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")

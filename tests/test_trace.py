@@ -278,6 +278,26 @@ def test_per_probe_links_without_uprobe_multi():
     check(func(final_report(p.stderr), "tiny")["calls"] == 3000, "calls with per-probe links")
 
 
+def test_startup_steps_shown():
+    # Issue 15: -v prints where the start-up went, step by step (wall and CPU time); the JSON total
+    # report carries the same steps under fnprof.steps. The target's probes go in before the
+    # tracepoint programs have loaded (no -e, no --follow-forks).
+    p = run_fnprof(["-v", "-f", "spin_us", "--json", "--", target("work"), "spin", "20", "50"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    line = next((l for l in p.stderr.splitlines() if l.startswith("fnprof: steps:")), "")
+    for step in ("resolve", "load+verify (uprobe programs)", "attach probes", "load+verify (tracepoint programs)",
+                 "attach tracepoints", "calibration", "final calibration", "detach and clean-up"):
+        check(f" {step} " in line, f"step {step!r} missing: {line}")
+    check(line.index("attach probes") < line.index("load+verify (tracepoint programs)"), line)
+    steps = final_report(p.stderr)["fnprof"]["steps"]
+    names = [s["step"] for s in steps]
+    check("calibration" in names and all(s["wall_ms"] >= 0 and s["cpu_ms"] >= 0 for s in steps), str(steps))
+    # With --follow-forks the tracepoints (the fork's) go first.
+    p = run_fnprof(["-v", "--follow-forks", "-f", "spin_us", "--", target("work"), "spin", "20", "5"])
+    line = next((l for l in p.stderr.splitlines() if l.startswith("fnprof: steps:")), "")
+    check(p.returncode == 0 and line.index("attach tracepoints") < line.index("attach probes"), line)
+
+
 def test_programs_load_side_by_side_or_in_one_piece():
     # The uprobe and the tracepoint programs load as two instances of the object, on shared maps;
     # when the uprobe programs need the kernel's BTF (FNPROF_ONE_PIECE=1 takes that way), as one.

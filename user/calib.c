@@ -148,6 +148,19 @@ void calib_figures(struct calibration *c)
 	}
 }
 
+/* One round of case k: its median widens the case's range. */
+static void note_round(struct calibration *c, int k, const struct fn_stats *st)
+{
+	double m = hist_percentile(st->hist, st->wall_min, st->wall_max, 50, 0);
+
+	if (cases[k].exit == EXIT_NONE)
+		return;
+	if (isnan(c->round_lo[k]) || m < c->round_lo[k])
+		c->round_lo[k] = m;
+	if (isnan(c->round_hi[k]) || m > c->round_hi[k])
+		c->round_hi[k] = m;
+}
+
 /* One calibration's calls, pooled into c. */
 static int calib_run(struct tracer *t, struct calibration *c)
 {
@@ -171,8 +184,10 @@ static int calib_run(struct tracer *t, struct calibration *c)
 				err = tracer_calibration_stats(t, k, st);
 			if (!err && st->calls < CALIB_CALLS / CALIB_ROUNDS)
 				err = -EIO;
-			if (!err)
+			if (!err) {
 				fn_stats_merge(&c->pooled[k], st);
+				note_round(c, k, st);
+			}
 		}
 	}
 	free(st);
@@ -191,6 +206,8 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 
 	memset(c, 0, sizeof(*c));
 	c->cases = mask & CALIB_ALL;
+	for (k = 0; k < CAL_NR; k++)
+		c->round_lo[k] = c->round_hi[k] = NAN;
 	err = calib_run(t, c);
 	c->valid = !err;
 	for (k = 0; k < CAL_NR; k++) {
@@ -305,6 +322,19 @@ double calib_bias(const struct calibration *c, const struct probe *p)
 double calib_bias_median(const struct calibration *c, const struct probe *p)
 {
 	return bias_of(c->bias_ns, p);
+}
+
+void calib_bias_range(const struct calibration *c, const struct probe *p, double *lo, double *hi)
+{
+	double delta = exit_delta(c->bias_ns, p->exit);
+
+	*lo = *hi = NAN;
+	if (p->exit == EXIT_NONE || isnan(c->round_lo[p->kind]))
+		return;
+	*lo = c->round_lo[p->kind] + delta;
+	*hi = c->round_hi[p->kind] + delta;
+	*lo = *lo < 0 ? 0 : *lo;
+	*hi = *hi < *lo ? *lo : *hi;
 }
 
 static double cost_of(const double *v, const struct probe *p)

@@ -42,6 +42,13 @@ struct calibration {
 	unsigned int runs;       /* calibrations pooled (the start of the run, then its end) */
 	double time_ns[CAL_NR];  /* the calls' whole time, per case */
 	struct fn_stats pooled[CAL_NR];  /* every calibration call measured, per case */
+	/*
+	 * The lowest and the highest median of one round (100 calls) per case,
+	 * over every calibration: how far the probes' own time moved while
+	 * fnprof measured it (a single step here: ~9 us for a while, ~13 for
+	 * another). NaN before a round. The error bar of the bias.
+	 */
+	double round_lo[CAL_NR], round_hi[CAL_NR];
 };
 
 struct tracer;
@@ -94,6 +101,12 @@ unsigned int calib_cases_of_list(const struct probe_list *pl);
  */
 double calib_bias(const struct calibration *c, const struct probe *p);
 double calib_bias_median(const struct calibration *c, const struct probe *p);
+/*
+ * The range the median bias of p's probes took over the calibrations'
+ * rounds (round_lo/hi plus its exit mode's difference): *lo, *hi, NaN when
+ * not known.
+ */
+void calib_bias_range(const struct calibration *c, const struct probe *p, double *lo, double *hi);
 /* The cost per call of its probes to the traced program. */
 double calib_cost(const struct calibration *c, const struct probe *p);
 /*

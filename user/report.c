@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,9 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
+	fig->bias_lo = fig->bias_hi = NAN;
+	if (r->cal)
+		calib_bias_range(r->cal, p, &fig->bias_lo, &fig->bias_hi);
 	fig->calls = s->calls * est;
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
@@ -263,6 +267,38 @@ static void print_overhead(const struct report *r, FILE *f)
 			   "trace fewer or less frequently called functions\n");
 }
 
+/*
+ * Where the probes' own time moved by more than UNCERTAIN_NS between the
+ * calibrations' rounds (a single-stepped entry on a virtual machine), a
+ * function's average is only known within the range that moves it by: say
+ * so rather than print a confident figure.
+ */
+#define UNCERTAIN_NS 300.0
+
+static void print_uncertain(const struct report *r, FILE *f)
+{
+	struct fn_figures g;
+	char name[256], b[4][16];
+	double own;
+	size_t i;
+
+	for (i = 0; r->cal && i < r->pl->nr; i++) {
+		const struct fn_stats *s = &r->stats[i];
+		const struct probe *p = &r->pl->probes[i];
+
+		fn_figures_compute(r, s, &g);
+		if (!g.timed || isnan(g.bias_lo) || g.bias_hi - g.bias_lo <= UNCERTAIN_NS)
+			continue;
+		/* The raw average less the traced descendants' probe time: what its own bias comes off. */
+		own = (double)s->wall_sum / s->calls - (g.bias_ns - calib_bias(r->cal, p));
+		fprintf(f, "uncertain: %s AVG %s, between %s and %s: its probes' own time (%s entry) moved by %s "
+			   "during the calibrations\n", probe_display_name(p, name, sizeof(name)),
+			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(sub0(own, g.bias_hi), b[1], 16),
+			fmt_ns(sub0(own, g.bias_lo), b[2], 16), site_kind_name(p->kind),
+			fmt_ns(g.bias_hi - g.bias_lo, b[3], 16));
+	}
+}
+
 static void print_footer(const struct report *r, FILE *f)
 {
 	char b[16];
@@ -275,6 +311,7 @@ static void print_footer(const struct report *r, FILE *f)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_overhead(r, f);
+	print_uncertain(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
 		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->self_wall_s > 0 ? r->self_cpu_ns / (r->self_wall_s * 1e7) : 0.0,
 		r->self_rss_kib / 1024.0);
@@ -573,6 +610,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_str(j, "site", site_kind_name(p->kind));
 	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);
+	json_obj_begin(j, "bias_range_ns");
+	json_f64(j, "min", g.bias_lo);
+	json_f64(j, "max", g.bias_hi);
+	json_obj_end(j);
 	json_obj_begin(j, "raw_wall_ns");
 	json_f64(j, "avg", s->calls ? (double)s->wall_sum / s->calls : 0);
 	json_u64(j, "min", s->wall_min);

@@ -45,6 +45,8 @@ struct fn_figures {
 	bool timed;                 /* false for --entry-only functions: calls only */
 	double calls;               /* extrapolated in burst mode */
 	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
+	double bias_lo, bias_hi;    /* the range its own probes' median bias took in the calibrations'
+				       rounds (NaN: not known): the figures' error bar */
 	double wall_min, wall_max;
 	double calls_per_s;
 	double wall_avg, p50, p90, p99;

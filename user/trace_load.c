@@ -358,6 +358,7 @@ int trace_load_finish(struct trace_pending *pending, struct trace_bpf **sched)
 		return err;
 	}
 	*sched = skel;
-	log_debug("loaded the tracepoint programs after the uprobe programs, on shared maps");
+	log_debug("loaded the uprobe and the tracepoint programs side by side, on shared maps "
+		  "(the tracepoint programs after the target's probes were in)");
 	return err;
 }

@@ -111,6 +111,31 @@ static void bias_and_cost_by_exit_mode(void)
 	CHECK(calib_cases_of(&p) == (1U << CAL_STEPPED | 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED));
 }
 
+/* The range of the bias: the rounds' medians of the entry's case, plus the exit mode's difference. */
+static void bias_range(void)
+{
+	struct calibration c = { .valid = true };
+	struct probe p = { .kind = SITE_STEPPED, .exit = EXIT_URETPROBE };
+	double lo, hi;
+
+	c.round_lo[CAL_STEPPED] = 9000;
+	c.round_hi[CAL_STEPPED] = 13000;
+	c.bias_ns[CAL_EMULATED] = 600;
+	c.bias_ns[CAL_RET] = 700;
+	calib_bias_range(&c, &p, &lo, &hi);
+	CHECK(lo == 9000 && hi == 13000);
+	p.exit = EXIT_RET;
+	calib_bias_range(&c, &p, &lo, &hi);
+	CHECK(lo == 9100 && hi == 13100);
+	p.exit = EXIT_NONE;
+	calib_bias_range(&c, &p, &lo, &hi);
+	CHECK(isnan(lo) && isnan(hi));
+	p.exit = EXIT_URETPROBE;
+	c.round_lo[CAL_STEPPED] = c.round_hi[CAL_STEPPED] = NAN;   /* not measured */
+	calib_bias_range(&c, &p, &lo, &hi);
+	CHECK(isnan(lo) && isnan(hi));
+}
+
 /* The cost is capped by the calls' whole measured time plus the part outside it. */
 static void cost_bounded_by_calls(void)
 {
@@ -133,5 +158,6 @@ int main(void)
 	RUN(case_not_measured);
 	RUN(bias_and_cost_by_exit_mode);
 	RUN(cost_bounded_by_calls);
+	RUN(bias_range);
 	UNIT_EXIT();
 }

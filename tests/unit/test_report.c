@@ -38,6 +38,7 @@ static struct report make_report(void)
 	for (i = 0; i < 4; i++)
 		st.hist[hist_bucket_of(walls[i])]++;
 	probe.exit = EXIT_URETPROBE;
+	probe.kind = SITE_EMULATED;
 	return (struct report){
 		.interval_s = 0.5, .pl = &pl, .stats = &st, .proc_cpu_known = true, .proc_cpu_ns = 6000,
 	};
@@ -94,6 +95,46 @@ static void bias_subtracted(void)
 	CHECK(NEAR(f.proc_pct, 100.0 * 2000 / 6000));
 }
 
+/*
+ * The probes' own time moved by 3 us between the calibration's rounds (a
+ * single step here): the figures carry that range, and the table says that
+ * the average lies somewhere in it; 200 ns of movement is below the bar.
+ */
+static void uncertain_bias_shown(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+	char buf[4096] = "";
+	FILE *out;
+
+	probe.kind = SITE_STEPPED;
+	cal.mean_ns[CAL_STEPPED] = cal.bias_ns[CAL_STEPPED] = 500;
+	cal.round_lo[CAL_STEPPED] = 300;
+	cal.round_hi[CAL_STEPPED] = 3300;
+	r.cal = &cal;
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(f.bias_lo == 300 && f.bias_hi == 3300 && f.wall_avg == 500);
+	out = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK(out != NULL);
+	if (!out)
+		return;
+	report_print_table(&r, out, false);
+	fclose(out);
+	/* raw average 1000 ns: between 1000 - 3300 (0) and 1000 - 300 */
+	CHECK(strstr(buf, "uncertain: x:f AVG 500ns, between 0ns and 700ns") != NULL);
+	cal.round_hi[CAL_STEPPED] = 500;
+	memset(buf, 0, sizeof(buf));
+	out = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK(out != NULL);
+	if (!out)
+		return;
+	report_print_table(&r, out, false);
+	fclose(out);
+	CHECK(strstr(buf, "uncertain") == NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -146,6 +187,7 @@ int main(void)
 {
 	RUN(raw_averages);
 	RUN(bias_subtracted);
+	RUN(uncertain_bias_shown);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
 	RUN(untimed_and_unknown);
