@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -214,17 +213,12 @@ static int share_maps(struct trace_bpf *skel, const struct trace_bpf *owner)
 struct trace_pending {
 	struct trace_bpf *skel;
 	pthread_t thread;
-	bool behind;   /* the uprobe half goes first: this one yields the CPU to it */
 	int err;
 };
 
 static void *load_thread(void *arg)
 {
 	struct trace_pending *j = arg;
-
-	/* Linux's nice is per thread: with the target busy on the other CPU, the uprobe half gets this one. */
-	if (j->behind && setpriority(PRIO_PROCESS, 0, 10))
-		log_debug("cannot lower the tracepoint loader's priority: %s", strerror(errno));
 
 	j->err = trace_bpf__load(j->skel);
 	return NULL;
@@ -244,12 +238,10 @@ static int join_pending(struct trace_pending *j)
 /*
  * The maps first, from an instance that loads no program (so it needs no
  * kernel BTF either); then the tracepoint half, others, on a thread, and
- * the uprobe half here. With pending, returns without waiting for the
- * thread when the uprobe half loaded (*pending: the thread, which owns
- * others from then on).
+ * the uprobe half here.
  */
 static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
-		       struct trace_bpf *others, struct trace_bpf **probes, struct trace_pending **pending)
+		       struct trace_bpf *others, struct trace_bpf **probes)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, own_btf, .btf_custom_path = btf_path);
 	struct trace_bpf *maps = NULL, *up = NULL;
@@ -265,7 +257,6 @@ static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
 	err = err ? : share_maps(others, maps);
 	if (!err) {
 		job->skel = others;
-		job->behind = pending != NULL;
 		err = -pthread_create(&job->thread, NULL, load_thread, job);
 		started = !err;
 	}
@@ -276,11 +267,6 @@ static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
 	}
 	err = err ? : trace_bpf__load(up);
 	trace_bpf__destroy(maps);
-	if (started && pending && !err) {
-		*pending = job;
-		*probes = up;
-		return 0;
-	}
 	if (started) {
 		int job_err = join_pending(job);
 
@@ -292,6 +278,39 @@ static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
 		trace_bpf__destroy(up);
 	*probes = err ? NULL : up;
 	return err;
+}
+
+/*
+ * The uprobe half first, creating the maps itself (no third instance: its
+ * open and load cost ~2 ms); then the tracepoint half, others, on a thread
+ * on the same maps, left loading in *pending.
+ */
+static int load_uprobes_first(trace_setup_fn setup, void *arg, const char *btf_path,
+			      struct trace_bpf *others, struct trace_bpf **probes, struct trace_pending **pending)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, own_btf, .btf_custom_path = btf_path);
+	struct trace_pending *job = calloc(1, sizeof(*job));
+	struct trace_bpf *up = NULL;
+	int err = job ? 0 : -ENOMEM;
+
+	err = err ? : open_instance(setup, arg, &own_btf, &up);
+	if (!err) {
+		load_only(up, HALF_UPROBES);
+		err = trace_bpf__load(up);
+	}
+	err = err ? : share_maps(others, up);
+	if (!err) {
+		job->skel = others;
+		err = -pthread_create(&job->thread, NULL, load_thread, job);
+	}
+	if (err) {
+		free(job);
+		trace_bpf__destroy(up);
+		return err;
+	}
+	*pending = job;
+	*probes = up;
+	return 0;
 }
 
 /* trace_load() and trace_load_early(): the tracepoint half still loading into *pending, with pending. */
@@ -320,7 +339,8 @@ static int load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, stru
 		return err;
 	}
 	load_only(skel, HALF_OTHERS);
-	err = load_halves(setup, arg, path, skel, probes, pending);
+	err = pending ? load_uprobes_first(setup, arg, path, skel, probes, pending) :
+	      load_halves(setup, arg, path, skel, probes);
 	close(fd);
 	if (pending && *pending)
 		return 0;  /* skel is the thread's */

@@ -8,8 +8,9 @@
  * BTF, they need nothing of the kernel's. So the object is opened three
  * times: one instance creates the maps and loads no program; then the
  * tracepoint half loads on a thread while the uprobe half loads on the
- * caller's, both on the first instance's maps. Should the uprobe programs
- * ever relocate against another type, everything loads in one piece.
+ * caller's, both on the first instance's maps (trace_load_early(): twice,
+ * the uprobe half creating the maps). Should the uprobe programs ever
+ * relocate against another type, everything loads in one piece.
  */
 #ifndef FNPROF_TRACE_LOAD_H
 #define FNPROF_TRACE_LOAD_H
@@ -31,9 +32,10 @@ typedef int (*trace_setup_fn)(struct trace_bpf *skel, void *arg);
 int trace_load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched);
 
 /*
- * The same, but where the object loads in two halves it returns as soon as
- * the uprobe half is loaded, with the tracepoint half still loading on its
- * thread (*pending; *sched NULL): the target's probes can go in meanwhile.
+ * The same, but where the object loads in two halves the uprobe half loads
+ * first, creating the maps, and it returns then, with the tracepoint half
+ * loading on a thread (*pending; *sched NULL): the target's probes can go
+ * in meanwhile.
  * Where it loads in one piece, as trace_load() with *pending NULL. Every
  * *pending must go to trace_load_finish(), even on a later failure.
  */
