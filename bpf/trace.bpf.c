@@ -407,6 +407,20 @@ static __always_inline void count_entry(__u32 slot, __u32 id)
 		count_drop(DROP_NO_STATS);
 }
 
+/* Whether an entry probe with this cookie counts the call: its process's, and not paused. */
+static __always_inline bool entry_counts(__u32 cookie, __u32 slot)
+{
+	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+		return false;
+	if (slot >= nr_slots)
+		return false;
+	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
+		__sync_fetch_and_add(&paused_calls, 1);
+		return false;
+	}
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -416,14 +430,8 @@ int BPF_KPROBE(fn_entry)
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+	if (!entry_counts(cookie, slot))
 		return 0;
-	if (slot >= nr_slots)
-		return 0;
-	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
-		__sync_fetch_and_add(&paused_calls, 1);
-		return 0;
-	}
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
 		count_entry(slot, id);
 		return 0;
@@ -975,3 +983,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		count_drop(DROP_POOL_LOST);
 	return 0;
 }
+
+/* Go programs: calls kept per goroutine (go_entry, go_exit_ret, go_gone). */
+#include "go.bpf.h"

@@ -39,6 +39,12 @@ TARGET_PROGS += $(TEST_BIN)/gotarget
 $(TEST_BIN)/gotarget: tests/targets/go/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
+# The same, stripped (-s -w: no .symtab, no DWARF): names only from .gopclntab.
+TARGET_PROGS += $(TEST_BIN)/gotarget-stripped
+$(TEST_BIN)/gotarget-stripped: tests/targets/go/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build \
+		-ldflags='-s -w' -o $@ $<
 endif
 
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.

@@ -384,6 +384,10 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct symtab
 	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p);
+	if (st->go && p->exit == EXIT_RET) {
+		p->go = true;
+		p->cpu_unknown = "Go: goroutines switch in user space, unseen by the kernel's scheduler events";
+	}
 }
 
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,
@@ -423,7 +427,9 @@ static void report_not_found(const struct symtab *st, const char *path, const ch
 	}
 	n = symtab_suggest(st, name, near, 5);
 	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s)", name, path, st->nr,
-		st->source == SYMS_SYMTAB ? ".symtab" : ".dynsym: the binary is stripped, only exported functions are known");
+		st->source == SYMS_SYMTAB ? ".symtab"
+		: st->source == SYMS_GOPCLNTAB ? ".gopclntab: the Go binary is stripped, names from the Go runtime's table"
+		: ".dynsym: the binary is stripped, only exported functions are known");
 	for (i = 0; i < n; i++)
 		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", near[i]);
 	fputc('\n', stderr);
@@ -462,6 +468,43 @@ static int check_unwinding(struct resolver *r)
 	return 0;
 }
 
+/*
+ * Functions of a Go binary are timed per goroutine: that needs the register
+ * ABI, a ret probe (a uretprobe breaks the runtime) and no per-thread
+ * counters. Remembers where goroutines end (runtime.goexit1). 0 or an exit code.
+ */
+static int check_go(struct resolver *r, const struct symtab *st, const char *path, const char *open_path)
+{
+	const struct sym **m = NULL;
+	const char *why = go_unsupported(&st->go_info);
+
+	if (!st->go)
+		return 0;
+	if (why) {
+		log_err("cannot trace functions of the Go program %s (%s): %s", path,
+			st->go_info.version[0] ? st->go_info.version : "version unknown", why);
+		return EXIT_FAIL;
+	}
+	if (r->o->exit_mode == EXIT_URETPROBE) {
+		log_err("cannot trace %s with --exit=uretprobe: the Go runtime aborts on a return address "
+			"it did not write; use --exit=ret (or auto)", path);
+		return EXIT_FAIL;
+	}
+	if (r->o->events) {
+		log_err("cannot count -e events in the Go program %s: counts are kept per thread, and a "
+			"goroutine moves between threads inside a call", path);
+		return EXIT_FAIL;
+	}
+	if (r->out->go_exit_path || symtab_match(st, "runtime.goexit1", &m) != 1) {
+		free(m);
+		return 0;
+	}
+	r->out->go_exit_offset = m[0]->offset;
+	r->out->go_exit_path = strdup(open_path);
+	free(m);
+	return r->out->go_exit_path ? 0 : EXIT_FAIL;
+}
+
 static int resolve_spec(struct resolver *r, const char *spec)
 {
 	char objname[PATH_MAX], path[PATH_MAX], open_path[PATH_MAX];
@@ -478,6 +521,9 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	st = load_object(r, path, open_path);
 	if (!st)
 		return EXIT_FAIL;
+	err = check_go(r, st, path, open_path);
+	if (err)
+		return err;
 	n = symtab_match(st, name, &m);
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
@@ -543,5 +589,6 @@ void probe_list_free(struct probe_list *pl)
 		free(pl->probes[i].exits);
 	}
 	free(pl->probes);
+	free(pl->go_exit_path);
 	memset(pl, 0, sizeof(*pl));
 }

@@ -124,6 +124,33 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
 	return 0;
 }
 
+struct go_syms {
+	struct symtab *st;
+	size_t *cap;
+};
+
+static int add_go_func(void *arg, const char *name, __u64 addr, __u64 size)
+{
+	struct go_syms *g = arg;
+	GElf_Sym s = { .st_value = addr, .st_size = size,
+		       .st_info = GELF_ST_INFO(STB_GLOBAL, STT_FUNC) };
+
+	return add_sym(g->st, g->cap, name, &s);
+}
+
+/* A stripped Go binary still has the runtime's table of functions: their names from there. */
+static int read_gopclntab(Elf *elf, struct symtab *st, size_t *cap)
+{
+	struct go_syms g = { .st = st, .cap = cap };
+	int err = go_pclntab_funcs(elf, add_go_func, &g);
+
+	if (err == -ENOENT || err == -EINVAL)
+		return 0;   /* no table, or one of a layout not known: stripped as any other */
+	if (!err && st->nr)
+		st->source = SYMS_GOPCLNTAB;
+	return err;
+}
+
 static Elf_Scn *find_section(Elf *elf, Elf64_Word type)
 {
 	Elf_Scn *scn = NULL;
@@ -255,8 +282,14 @@ static int load_elf(Elf *elf, struct symtab *st)
 			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
 		}
 	}
+	if (!st->nr) {
+		err = read_gopclntab(elf, st, &cap);
+		if (err)
+			return err;
+	}
 	sort_and_merge(st);
 	find_markers(elf, st);
+	st->go = !go_info_read(elf, &st->go_info) || st->source == SYMS_GOPCLNTAB;
 	return 0;
 }
 

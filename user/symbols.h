@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <linux/types.h>
 
+#include "gobin.h"
+
 enum sym_source {
 	SYMS_NONE,    /* neither table has functions: stripped */
 	SYMS_SYMTAB,
 	SYMS_DYNSYM,  /* no .symtab: only exported functions are known */
+	SYMS_GOPCLNTAB, /* a stripped Go binary: every function, from the Go runtime's own table */
 };
 
 struct sym {
@@ -37,6 +40,8 @@ struct symtab {
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
 	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
 	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
+	bool go;               /* a Go executable (.go.buildinfo or .gopclntab) */
+	struct go_info go_info;  /* its toolchain, as far as .go.buildinfo tells */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
 };

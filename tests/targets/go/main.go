@@ -1,12 +1,21 @@
-// A Go program: goroutines, and recursion that makes the runtime grow (copy) stacks.
+// A Go program: goroutines that park inside calls, and recursion that makes the runtime grow (copy)
+// stacks under open calls. It measures its own truth ("truth KEY field=value" on stderr).
 // A uretprobe breaks it (the runtime finds the trampoline as a return address); ret probes do not.
-// Usage: gotarget N
+// Usage:
+//
+//	gotarget N                 4 goroutines x N calls of hot(), recursing up to 199 deep
+//	gotarget park G CALLS      G goroutines x CALLS calls of work(): spin 20 us, sleep 100 us, spin 20 us
+//	gotarget deep G ROUNDS     G goroutines x ROUNDS recursions of rec(), 50..199 deep, on fresh stacks
+//	gotarget spin SECONDS      burns CPU in spin() for the sampling test
 package main
 
 import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 //go:noinline
@@ -24,8 +33,7 @@ func hot(i int) int {
 	return grow(i%200) + i
 }
 
-func main() {
-	n, _ := strconv.Atoi(os.Args[1])
+func legacy(n int) {
 	sum := 0
 	done := make(chan int)
 	for g := 0; g < 4; g++ {
@@ -41,4 +49,112 @@ func main() {
 		sum += <-done
 	}
 	fmt.Println("sum", sum)
+}
+
+//go:noinline
+func spinFor(d time.Duration) int {
+	n := 0
+	for t0 := time.Now(); time.Since(t0) < d; n++ {
+	}
+	return n
+}
+
+// work parks its goroutine mid-call: it often resumes on another OS thread.
+//
+// It times itself from its first line to its return: the call's own time, without the probes'
+// traps around it, which the caller's clock would include.
+//
+//go:noinline
+func work() int {
+	t0 := time.Now()
+	n := spinFor(20 * time.Microsecond)
+	time.Sleep(100 * time.Microsecond)
+	n += spinFor(20 * time.Microsecond)
+	atomic.AddInt64(&workNs, int64(time.Since(t0)))
+	return n
+}
+
+var workNs int64
+
+func park(goroutines, calls int) {
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				work()
+			}
+		}()
+	}
+	wg.Wait()
+	n := goroutines * calls
+	fmt.Fprintf(os.Stderr, "truth park calls=%d avg_ns=%.0f\n", n, float64(workNs)/float64(n))
+	fmt.Println("park done", n)
+}
+
+var entries int64
+
+//go:noinline
+func rec(depth int) int {
+	var pad [512]byte // 0.5 KiB a frame: a fresh 8 KiB stack is copied several times on the way down
+	atomic.AddInt64(&entries, 1)
+	pad[depth%512] = byte(depth)
+	if depth == 0 {
+		return int(pad[0])
+	}
+	return rec(depth-1) + int(pad[depth%512]&1)
+}
+
+func deep(goroutines, rounds int) {
+	var wg sync.WaitGroup
+	sums := make([]int, goroutines*rounds)
+	var total int64
+	for g := 0; g < goroutines; g++ {
+		for r := 0; r < rounds; r++ {
+			wg.Add(1)
+			// A goroutine per recursion: each starts on a small stack, grown under the open calls.
+			go func(g, r int) {
+				defer wg.Done()
+				t0 := time.Now()
+				s := rec(50 + (r*37+g*11)%150)
+				atomic.AddInt64(&total, int64(time.Since(t0)))
+				sums[g*rounds+r] = s
+			}(g, r)
+		}
+		wg.Wait()
+	}
+	sum := 0
+	for _, s := range sums {
+		sum += s
+	}
+	fmt.Fprintf(os.Stderr, "truth deep entries=%d outer=%d outer_avg_ns=%.0f\n", entries, goroutines*rounds,
+		float64(total)/float64(goroutines*rounds))
+	fmt.Println("deep sum", sum)
+}
+
+//go:noinline
+func spin(d time.Duration) int {
+	return spinFor(d)
+}
+
+func main() {
+	arg := func(i int) int {
+		n, err := strconv.Atoi(os.Args[i])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep G ROUNDS | spin SECONDS")
+			os.Exit(2)
+		}
+		return n
+	}
+	switch os.Args[1] {
+	case "park":
+		park(arg(2), arg(3))
+	case "deep":
+		deep(arg(2), arg(3))
+	case "spin":
+		spin(time.Duration(arg(2)) * time.Second)
+	default:
+		legacy(arg(1))
+	}
 }
