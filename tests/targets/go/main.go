@@ -6,6 +6,7 @@
 //	gotarget N                 4 goroutines x N calls of hot(), recursing up to 199 deep
 //	gotarget park G CALLS      G goroutines x CALLS calls of work(): spin 20 us, sleep 100 us, spin 20 us
 //	gotarget deep G ROUNDS     G goroutines x ROUNDS recursions of rec(), 50..199 deep, on fresh stacks
+//	gotarget grow G ROUNDS     the same, 20..59 deep: fewer frames than fnprof keeps, stacks still grow
 //	gotarget spin SECONDS      burns CPU in spin() for the sampling test
 package main
 
@@ -93,20 +94,27 @@ func park(goroutines, calls int) {
 	fmt.Println("park done", n)
 }
 
-var entries int64
+var entries, recNs int64
 
+// rec times itself, first line to return, as work() does.
+//
 //go:noinline
 func rec(depth int) int {
+	t0 := time.Now()
 	var pad [512]byte // 0.5 KiB a frame: a fresh 8 KiB stack is copied several times on the way down
 	atomic.AddInt64(&entries, 1)
 	pad[depth%512] = byte(depth)
-	if depth == 0 {
-		return int(pad[0])
+	r := int(pad[0])
+	if depth > 0 {
+		r = rec(depth-1) + int(pad[depth%512]&1)
 	}
-	return rec(depth-1) + int(pad[depth%512]&1)
+	atomic.AddInt64(&recNs, int64(time.Since(t0)))
+	return r
 }
 
-func deep(goroutines, rounds int) {
+// deep: rec() from G x ROUNDS fresh goroutines, 50..199 deep (past the 64 frames kept);
+// with maxDepth 60 (grow), 20..59 deep: every frame kept, the stack still copied under them.
+func deep(goroutines, rounds, minDepth, spread int) {
 	var wg sync.WaitGroup
 	sums := make([]int, goroutines*rounds)
 	var total int64
@@ -117,7 +125,7 @@ func deep(goroutines, rounds int) {
 			go func(g, r int) {
 				defer wg.Done()
 				t0 := time.Now()
-				s := rec(50 + (r*37+g*11)%150)
+				s := rec(minDepth + (r*37+g*11)%spread)
 				atomic.AddInt64(&total, int64(time.Since(t0)))
 				sums[g*rounds+r] = s
 			}(g, r)
@@ -128,8 +136,8 @@ func deep(goroutines, rounds int) {
 	for _, s := range sums {
 		sum += s
 	}
-	fmt.Fprintf(os.Stderr, "truth deep entries=%d outer=%d outer_avg_ns=%.0f\n", entries, goroutines*rounds,
-		float64(total)/float64(goroutines*rounds))
+	fmt.Fprintf(os.Stderr, "truth deep entries=%d rec_avg_ns=%.0f outer=%d outer_avg_ns=%.0f\n", entries,
+		float64(recNs)/float64(entries), goroutines*rounds, float64(total)/float64(goroutines*rounds))
 	fmt.Println("deep sum", sum)
 }
 
@@ -142,7 +150,7 @@ func main() {
 	arg := func(i int) int {
 		n, err := strconv.Atoi(os.Args[i])
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep G ROUNDS | spin SECONDS")
+			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | spin SECONDS")
 			os.Exit(2)
 		}
 		return n
@@ -151,7 +159,9 @@ func main() {
 	case "park":
 		park(arg(2), arg(3))
 	case "deep":
-		deep(arg(2), arg(3))
+		deep(arg(2), arg(3), 50, 150)
+	case "grow":
+		deep(arg(2), arg(3), 20, 40)
 	case "spin":
 		spin(time.Duration(arg(2)) * time.Second)
 	default:

@@ -1,0 +1,132 @@
+"""Go programs: calls kept per goroutine (issue 13).
+
+Target: tests/targets/go/main.go (built as gotarget and, with -ldflags='-s -w', gotarget-stripped).
+work() spins 20 us, sleeps 100 us (parking its goroutine: it often resumes on another OS thread)
+and spins 20 us; rec() recurses on fresh goroutines whose stacks the runtime grows (copies) under
+the open calls. Both time themselves, first line to return.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+
+from harness import BIN, Skip, check, final_report, func, run_fnprof, target, truth
+
+
+def go_target(name):
+    if not os.path.exists(os.path.join(BIN, name)) and not shutil.which("go"):
+        raise Skip("go is not installed (Debian golang-go, from make test-deps): no Go target")
+    return target(name)
+
+
+def plain_output(*cmd):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
+
+
+def traced(args, *cmd):
+    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=180)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    return final_report(p.stderr), p
+
+
+def nonzero(drops):
+    return {k: v for k, v in drops.items() if v}
+
+
+def check_park(name):
+    want = plain_output(go_target(name), "park", 8, 300)
+    rep, p = traced(["-f", "main.work"], go_target(name), "park", 8, 300)
+    t = truth(p.stderr, "park")
+    f = func(rep, "main.work")
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    check(f["calls"] == t["calls"], f"{f['calls']} calls of {t['calls']:.0f}; dropped {nonzero(rep['dropped'])}")
+    avg = f["wall_ns"]["avg"]
+    check(abs(avg - t["avg_ns"]) <= 0.05 * t["avg_ns"], f"avg {avg:.0f} ns vs truth {t['avg_ns']:.0f} ns")
+    check(not nonzero(rep["dropped"]), f"dropped: {nonzero(rep['dropped'])}")
+    return f
+
+
+def test_go_parked_goroutines_timed_per_goroutine():
+    # The call parks and resumes on another thread: its return closes it there, its wall is right.
+    f = check_park("gotarget")
+    # Goroutine switches are invisible to sched_switch: on/off-CPU unknown, and said so.
+    for k in ("oncpu_ns", "offcpu_ns", "runq_ns", "blocked_ns", "cpu_pct", "proc_pct"):
+        check(f[k] is None, f"{k} is {f[k]!r}, not null (unknown) for a Go function")
+    check("goroutine" in f.get("cpu_unknown", ""), f"no reason for the unknown CPU split: {f.get('cpu_unknown')!r}")
+    check(f["exit"] == "ret", f"exit mode {f['exit']}")
+
+
+def test_go_table_shows_unknown_cpu():
+    p = run_fnprof(["-f", "main.work", "--", go_target("gotarget"), "park", "2", "20"], timeout=120)
+    check(p.returncode == 0, p.stderr[-2000:])
+    row = next((l for l in p.stderr.splitlines() if l.startswith("main.work")), "")
+    cols = row.split()
+    check(len(cols) == 12 and cols[8:] == ["-", "-", "-", "-"], f"ONCPU..%PROC not '-': {row!r}")
+    check("unknown ('-') for Go functions" in p.stderr, f"no reason under the table:\n{p.stderr[-1500:]}")
+
+
+def test_go_stack_growth_under_traced_frames():
+    # 20..59 deep with 0.5 KiB frames on fresh 8 KiB stacks: copied several times under open calls.
+    want = plain_output(go_target("gotarget"), "grow", 8, 20)
+    rep, p = traced(["-f", "main.rec"], go_target("gotarget"), "grow", 8, 20)
+    t = truth(p.stderr, "deep")
+    f = func(rep, "main.rec")
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    check(f["calls"] == t["entries"], f"{f['calls']} calls of {t['entries']:.0f}: {nonzero(rep['dropped'])}")
+    check(not nonzero(rep["dropped"]), f"dropped: {nonzero(rep['dropped'])}")
+    # The target's clock runs inside each call, probes of the nested calls included: the raw wall.
+    raw = f["raw_wall_ns"]["avg"]
+    check(abs(raw - t["rec_avg_ns"]) <= 0.05 * t["rec_avg_ns"], f"avg {raw:.0f} ns vs truth {t['rec_avg_ns']:.0f}")
+
+
+def test_go_deep_recursion_accounted_exactly():
+    # 50..199 deep: the 64 outermost frames timed, every deeper call counted as lost, none orphaned.
+    want = plain_output(go_target("gotarget"), "deep", 8, 20)
+    rep, p = traced(["-f", "main.rec"], go_target("gotarget"), "deep", 8, 20)
+    t = truth(p.stderr, "deep")
+    f, d = func(rep, "main.rec"), rep["dropped"]
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    check(f["calls"] + d["returns_lost"] == t["entries"],
+          f"{f['calls']} calls + {d['returns_lost']} lost != {t['entries']:.0f} entries")
+    check(d["orphan_returns"] == 0 and d["abandoned_frames"] == 0, f"dropped: {nonzero(d)}")
+
+
+def test_go_stripped_binary_names_from_pclntab():
+    check_park("gotarget-stripped")
+
+
+def test_go_stripped_binary_sampled_by_name():
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "r.json")
+        p = run_fnprof(["-F", "199", "--json", "-o", out, "--", go_target("gotarget-stripped"), "spin", "1"],
+                       timeout=60)
+        check(p.returncode == 0, p.stderr[-2000:])
+        rep = [r for r in map(__import__("json").loads, filter(str.strip, open(out))) if r.get("mode") == "sample"][-1]
+    finally:
+        shutil.rmtree(d)
+    names = {f["name"]: f for f in rep["functions"]}
+    check("main.spinFor" in names and names["main.spinFor"]["total_pct"] > 80,
+          f"main.spinFor not on the stacks: {list(names)[:10]}")
+
+
+def test_go_unsupported_version_refused():
+    # The same binary, its .go.buildinfo saying Go 1.16: no register ABI, the goroutine not in r14.
+    src = go_target("gotarget")
+    data = bytearray(open(src, "rb").read())
+    at = data.find(b"\xff Go buildinf:")
+    v = data.find(b"go1.", at, at + 64)
+    check(at >= 0 and v > 0, "no .go.buildinfo version in the Go target")
+    data[v:v + 6] = b"go1.16"
+    d = tempfile.mkdtemp()
+    try:
+        old = os.path.join(d, "gotarget-old")
+        with open(old, "wb") as f:
+            f.write(data)
+        os.chmod(old, 0o755)
+        p = run_fnprof(["-f", "main.work", "--", old, "park", "1", "1"], timeout=60)
+    finally:
+        shutil.rmtree(d)
+    check(p.returncode != 0, "a Go 1.16 binary was traced")
+    check("go1.16" in p.stderr and "Go before 1.17" in p.stderr, f"no reason given: {p.stderr[-800:]}")
+    check("truth park" not in p.stderr, "the target ran anyway")
