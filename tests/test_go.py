@@ -91,6 +91,17 @@ def test_go_deep_recursion_accounted_exactly():
     check(d["orphan_returns"] == 0 and d["abandoned_frames"] == 0, f"dropped: {nonzero(d)}")
 
 
+def test_go_goroutine_ending_inside_a_call():
+    # runtime.Goexit inside quit(): the goroutine's open call is let go when it ends (runtime.goexit1),
+    # counted as abandoned, not kept until its g is reused.
+    rep, p = traced(["-f", "main.quit", "-f", "main.work"], go_target("gotarget"), "goexit", 50)
+    t = truth(p.stderr, "goexit")
+    d = rep["dropped"]
+    check(func(rep, "main.quit")["calls"] == 0, "quit() never returns")
+    check(func(rep, "main.work")["calls"] == t["work"], f"{func(rep, 'main.work')['calls']} work() calls")
+    check(d["abandoned_frames"] == t["quit"] and d["orphan_returns"] == 0, f"dropped: {nonzero(d)}")
+
+
 def test_go_stripped_binary_names_from_pclntab():
     check_park("gotarget-stripped")
 

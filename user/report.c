@@ -85,10 +85,10 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->calls = s->calls * est;
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
+	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
 	if (!s->calls)
 		return;
 	fig->timed = p->exit != EXIT_NONE;
-	fig->cpu_unknown = fig->timed ? p->cpu_unknown : NULL;
 	inside = probe_time_inside(r, s, p);
 	fig->bias_ns = inside / n;
 	fig->offcpu_total = s->runq_sum + s->blocked_sum;

@@ -7,12 +7,14 @@
 //	gotarget park G CALLS      G goroutines x CALLS calls of work(): spin 20 us, sleep 100 us, spin 20 us
 //	gotarget deep G ROUNDS     G goroutines x ROUNDS recursions of rec(), 50..199 deep, on fresh stacks
 //	gotarget grow G ROUNDS     the same, 20..59 deep: fewer frames than fnprof keeps, stacks still grow
+//	gotarget goexit G          G goroutines end inside quit() (runtime.Goexit), then G calls of work()
 //	gotarget spin SECONDS      burns CPU in spin() for the sampling test
 package main
 
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -141,6 +143,31 @@ func deep(goroutines, rounds, minDepth, spread int) {
 	fmt.Println("deep sum", sum)
 }
 
+// quit ends its goroutine inside the call: the call never returns.
+//
+//go:noinline
+func quit() {
+	runtime.Goexit()
+}
+
+// goexit: G goroutines end inside quit(); then work() runs G times on the main goroutine.
+func goexit(goroutines int) {
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			quit()
+		}()
+	}
+	wg.Wait()
+	for g := 0; g < goroutines; g++ {
+		work()
+	}
+	fmt.Fprintf(os.Stderr, "truth goexit quit=%d work=%d\n", goroutines, goroutines)
+	fmt.Println("goexit done")
+}
+
 //go:noinline
 func spin(d time.Duration) int {
 	return spinFor(d)
@@ -150,7 +177,7 @@ func main() {
 	arg := func(i int) int {
 		n, err := strconv.Atoi(os.Args[i])
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | spin SECONDS")
+			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | goexit G | spin SECONDS")
 			os.Exit(2)
 		}
 		return n
@@ -162,6 +189,8 @@ func main() {
 		deep(arg(2), arg(3), 50, 150)
 	case "grow":
 		deep(arg(2), arg(3), 20, 40)
+	case "goexit":
+		goexit(arg(2))
 	case "spin":
 		spin(time.Duration(arg(2)) * time.Second)
 	default:
