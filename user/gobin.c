@@ -231,6 +231,20 @@ static const char *pcln_name(const struct pcln *t, __u64 rec)
 	return (const char *)t->b + off;
 }
 
+/*
+ * Whether the function is an ABI0 wrapper (the table names it as the function
+ * it wraps; .symtab adds ".abi0"): called from assembly, it loads the running
+ * goroutine from thread-local storage into r14, mov %fs:-8,%r14, first thing.
+ */
+static bool abi0_wrapper(Elf *elf, __u64 addr, __u64 size)
+{
+	static const unsigned char load_g[] = { 0x64, 0x4c, 0x8b, 0x34, 0x25, 0xf8, 0xff, 0xff, 0xff };
+	size_t n = size < 32 ? size : 32;
+	const unsigned char *code = at_vaddr(elf, addr, n);
+
+	return code && memmem(code, n, load_g, sizeof(load_g));
+}
+
 int go_pclntab_funcs(Elf *elf, go_func_fn fn, void *arg)
 {
 	struct pcln t = { 0 };
@@ -251,7 +265,7 @@ int go_pclntab_funcs(Elf *elf, go_func_fn fn, void *arg)
 			return -EINVAL;
 		name = pcln_name(&t, rec);
 		if (name && *name && next > entry) {
-			err = fn(arg, name, entry, next - entry);
+			err = fn(arg, name, entry, next - entry, abi0_wrapper(elf, entry, next - entry));
 			if (err)
 				return err;
 		}

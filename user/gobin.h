@@ -24,8 +24,12 @@ int go_info_read(Elf *elf, struct go_info *gi);
  */
 const char *go_unsupported(const struct go_info *gi);
 
-/* One function of .gopclntab: name (valid during the call), link-time address and size. */
-typedef int (*go_func_fn)(void *arg, const char *name, __u64 addr, __u64 size);
+/*
+ * One function of .gopclntab: name (valid during the call), link-time address
+ * and size; abi0: an ABI0 wrapper of the function of that name (which Go's
+ * .symtab calls NAME.abi0).
+ */
+typedef int (*go_func_fn)(void *arg, const char *name, __u64 addr, __u64 size, bool abi0);
 
 /*
  * Calls fn for every function in .gopclntab (Go 1.16 and later layouts), in

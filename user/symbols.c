@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,12 +130,16 @@ struct go_syms {
 	size_t *cap;
 };
 
-static int add_go_func(void *arg, const char *name, __u64 addr, __u64 size)
+static int add_go_func(void *arg, const char *name, __u64 addr, __u64 size, bool abi0)
 {
 	struct go_syms *g = arg;
 	GElf_Sym s = { .st_value = addr, .st_size = size,
 		       .st_info = GELF_ST_INFO(STB_GLOBAL, STT_FUNC) };
+	char buf[512];
 
+	/* As .symtab names it: -f NAME is the function, not the wrapper assembly calls it through. */
+	if (abi0 && snprintf(buf, sizeof(buf), "%s.abi0", name) < (int)sizeof(buf))
+		name = buf;
 	return add_sym(g->st, g->cap, name, &s);
 }
 
