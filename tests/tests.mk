@@ -45,6 +45,12 @@ $(TEST_BIN)/gotarget-stripped: tests/targets/go/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build \
 		-ldflags='-s -w' -o $@ $<
+# A cgo program: C functions inside a Go binary.
+TARGET_PROGS += $(TEST_BIN)/gotarget-cgo
+$(TEST_BIN)/gotarget-cgo: tests/targets/gocgo/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off CGO_ENABLED=1 \
+		$(GO) build -o $@ $<
 endif
 
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.

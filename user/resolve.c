@@ -371,7 +371,7 @@ static void find_ret_exits(struct probe *p)
 }
 
 /* --exit=auto: a uretprobe only where nothing unwinds through return addresses or moves stacks. */
-static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st)
+static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st, bool s_go)
 {
 	p->exit = r->o->exit_mode;
 	if (p->exit == EXIT_AUTO) {
@@ -384,9 +384,9 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct symtab
 	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p);
-	if (st->go && p->exit == EXIT_RET) {
+	if (s_go && p->exit == EXIT_RET) {
 		p->go = true;
-		p->cpu_unknown = "Go: goroutines switch in user space, unseen by the kernel's scheduler events";
+		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";
 	}
 }
 
@@ -411,7 +411,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
 	pl->nr++;
-	choose_exit(r, p, st);
+	choose_exit(r, p, st, s->go);
 	return 0;
 }
 
@@ -469,7 +469,7 @@ static int check_unwinding(struct resolver *r)
 }
 
 /*
- * Functions of a Go binary are timed per goroutine: that needs the register
+ * Go functions are timed per goroutine: that needs the register
  * ABI, a ret probe (a uretprobe breaks the runtime) and no per-thread
  * counters. Remembers where goroutines end (runtime.goexit1). 0 or an exit code.
  */
@@ -478,8 +478,6 @@ static int check_go(struct resolver *r, const struct symtab *st, const char *pat
 	const struct sym **m = NULL;
 	const char *why = go_unsupported(&st->go_info);
 
-	if (!st->go)
-		return 0;
 	if (why) {
 		log_err("cannot trace functions of the Go program %s (%s): %s", path,
 			st->go_info.version[0] ? st->go_info.version : "version unknown", why);
@@ -521,10 +519,14 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	st = load_object(r, path, open_path);
 	if (!st)
 		return EXIT_FAIL;
-	err = check_go(r, st, path, open_path);
-	if (err)
-		return err;
 	n = symtab_match(st, name, &m);
+	for (i = 0; i < n && !m[i]->go; i++)
+		;
+	err = i < n ? check_go(r, st, path, open_path) : 0;
+	if (err) {
+		free(m);
+		return err;
+	}
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
 		if (!why) {

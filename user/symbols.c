@@ -86,6 +86,7 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 	e->offset = off;
 	e->ifunc = GELF_ST_TYPE(s->st_info) == STT_GNU_IFUNC;
 	e->global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+	e->go = false;
 	st->nr++;
 	return 0;
 }
@@ -137,10 +138,35 @@ static int add_go_func(void *arg, const char *name, __u64 addr, __u64 size, bool
 		       .st_info = GELF_ST_INFO(STB_GLOBAL, STT_FUNC) };
 	char buf[512];
 
+	size_t nr = g->st->nr;
+	int err;
+
 	/* As .symtab names it: -f NAME is the function, not the wrapper assembly calls it through. */
 	if (abi0 && snprintf(buf, sizeof(buf), "%s.abi0", name) < (int)sizeof(buf))
 		name = buf;
-	return add_sym(g->st, g->cap, name, &s);
+	err = add_sym(g->st, g->cap, name, &s);
+	if (!err && g->st->nr > nr)
+		g->st->syms[nr].go = true;
+	return err;
+}
+
+static int cmp_addr(const void *key, const void *elem)
+{
+	__u64 a = *(const __u64 *)key, b = ((const struct sym *)elem)->addr;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Marks the symbol at addr a Go function: the code of a cgo program's C parts is not in the table. */
+static int mark_go_func(void *arg, const char *name, __u64 addr, __u64 size, bool abi0)
+{
+	struct symtab *st = arg;
+	struct sym *s = bsearch(&addr, st->syms, st->nr, sizeof(*st->syms), cmp_addr);
+
+	(void)name, (void)size, (void)abi0;
+	if (s)
+		s->go = true;
+	return 0;
 }
 
 /* A stripped Go binary still has the runtime's table of functions: their names from there. */
@@ -293,6 +319,8 @@ static int load_elf(Elf *elf, struct symtab *st)
 			return err;
 	}
 	sort_and_merge(st);
+	if (st->source != SYMS_GOPCLNTAB)
+		go_pclntab_funcs(elf, mark_go_func, st);   /* none in other programs (-ENOENT) */
 	find_markers(elf, st);
 	st->go = !go_info_read(elf, &st->go_info) || st->source == SYMS_GOPCLNTAB;
 	return 0;

@@ -25,6 +25,7 @@ struct sym {
 	__u64 offset;  /* file offset of addr, from the executable PT_LOAD that holds it */
 	bool ifunc;    /* STT_GNU_IFUNC: the address is a resolver, not the function */
 	bool global;
+	bool go;       /* a Go function (in .gopclntab): its calls belong to goroutines */
 };
 
 struct segment {

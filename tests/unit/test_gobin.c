@@ -48,6 +48,19 @@ static void pclntab_names_match_symtab(void)
 	symtab_free(stripped);
 }
 
+/* In a cgo program, the C functions are not Go functions; those of the table are. */
+static void cgo_c_functions_are_not_go(void)
+{
+	struct symtab *st = NULL;
+
+	if (access("bin/gotarget-cgo", R_OK))
+		return;
+	CHECK(!symtab_load("bin/gotarget-cgo", &st));
+	CHECK(st->go && one(st, "c_spin") && one(st, "main.main"));
+	CHECK(!one(st, "c_spin")->go && one(st, "main.main")->go);
+	symtab_free(st);
+}
+
 static void buildinfo_version(void)
 {
 	struct symtab *st = NULL;
@@ -84,6 +97,7 @@ static void unsupported_versions(void)
 int main(void)
 {
 	RUN(pclntab_names_match_symtab);
+	RUN(cgo_c_functions_are_not_go);
 	RUN(buildinfo_version);
 	RUN(c_program_is_not_go);
 	RUN(unsupported_versions);
