@@ -493,6 +493,9 @@ static int check_go(struct resolver *r, const struct symtab *st, const char *pat
 			"goroutine moves between threads inside a call", path);
 		return EXIT_FAIL;
 	}
+	if (!r->out->go_exit_path)
+		log_debug("%s: Go program built by %s, register ABI: Go calls kept per goroutine", path,
+			  st->go_info.version);
 	if (r->out->go_exit_path || symtab_match(st, "runtime.goexit1", &m) != 1) {
 		free(m);
 		return 0;
