@@ -106,6 +106,16 @@ static __u32 default_threads(pid_t pid)
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
 }
 
+static bool traces_go(const struct probe_list *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		if (pl->probes[i].go)
+			return true;
+	return false;
+}
+
 struct setup_args {
 	struct tracer *t;
 	const struct events *evs;
@@ -128,6 +138,10 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	/* The goroutine programs are verified only for Go functions. */
+	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_exit_ret, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_gone, traces_go(t->pl));
 	uprobes_prepare(skel->progs.go_entry, t->links.multi);
 	uprobes_prepare(skel->progs.go_exit_ret, t->links.multi);
 	uprobes_prepare(skel->progs.go_gone, t->links.multi);
@@ -248,7 +262,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		return -ENOMEM;
 	for (i = 0; i < nr; i++)
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
-	if (t->pl->go_exit_path && !(cookie & FNPROF_COOKIE_SELF))
+	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
 		sites[n++] = go_exit_site(t, pid);
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
