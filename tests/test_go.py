@@ -119,6 +119,18 @@ def test_go_cgo_c_functions_timed_per_thread():
     check(not nonzero(rep["dropped"]), f"dropped: {nonzero(rep['dropped'])}")
 
 
+def test_go_recovered_panic_abandons_frames():
+    # boom() panics, safe() recovers and returns: boom's frame is abandoned (counted), safe's closed.
+    want = plain_output(go_target("gotarget"), "panic", 500)
+    rep, p = traced(["-f", "main.safe", "-f", "main.boom"], go_target("gotarget"), "panic", 500)
+    t = truth(p.stderr, "panic")
+    d = rep["dropped"]
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    check(func(rep, "main.safe")["calls"] == t["safe"] and func(rep, "main.boom")["calls"] == 0,
+          f"safe {func(rep, 'main.safe')['calls']}, boom {func(rep, 'main.boom')['calls']} calls")
+    check(d["abandoned_frames"] == t["boom"] and d["orphan_returns"] == 0, f"dropped: {nonzero(d)}")
+
+
 def test_go_stripped_binary_names_from_pclntab():
     check_park("gotarget-stripped")
 

@@ -506,6 +506,16 @@ static int check_go(struct resolver *r, const struct symtab *st, const char *pat
 	return r->out->go_exit_path ? 0 : EXIT_FAIL;
 }
 
+static bool any_go(const struct sym **m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (m[i]->go)
+			return true;
+	return false;
+}
+
 static int resolve_spec(struct resolver *r, const char *spec)
 {
 	char objname[PATH_MAX], path[PATH_MAX], open_path[PATH_MAX];
@@ -523,9 +533,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	if (!st)
 		return EXIT_FAIL;
 	n = symtab_match(st, name, &m);
-	for (i = 0; i < n && !m[i]->go; i++)
-		;
-	err = i < n ? check_go(r, st, path, open_path) : 0;
+	err = any_go(m, n) ? check_go(r, st, path, open_path) : 0;
 	if (err) {
 		free(m);
 		return err;

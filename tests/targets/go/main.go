@@ -8,6 +8,7 @@
 //	gotarget deep G ROUNDS     G goroutines x ROUNDS recursions of rec(), 50..199 deep, on fresh stacks
 //	gotarget grow G ROUNDS     the same, 20..59 deep: fewer frames than fnprof keeps, stacks still grow
 //	gotarget goexit G          G goroutines end inside quit() (runtime.Goexit), then G calls of work()
+//	gotarget panic CALLS       CALLS calls of safe(), which recovers from a panic in boom()
 //	gotarget spin SECONDS      burns CPU in spin() for the sampling test
 package main
 
@@ -172,6 +173,36 @@ func goexit(goroutines int) {
 	fmt.Println("goexit done")
 }
 
+// boom panics inside the call: it never returns; safe recovers and returns normally.
+//
+//go:noinline
+func boom(i int) int {
+	if i >= 0 {
+		panic("boom")
+	}
+	return i
+}
+
+//go:noinline
+func safe(i int) (r int) {
+	defer func() {
+		if recover() != nil {
+			r = -1
+		}
+	}()
+	return boom(i)
+}
+
+// panics: CALLS calls of safe(), each recovering from a panic in boom().
+func panics(calls int) {
+	sum := 0
+	for i := 0; i < calls; i++ {
+		sum += safe(i)
+	}
+	fmt.Fprintf(os.Stderr, "truth panic safe=%d boom=%d\n", calls, calls)
+	fmt.Println("panic sum", sum)
+}
+
 //go:noinline
 func spin(d time.Duration) int {
 	return spinFor(d)
@@ -181,7 +212,7 @@ func main() {
 	arg := func(i int) int {
 		n, err := strconv.Atoi(os.Args[i])
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | goexit G | spin SECONDS")
+			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | goexit G | panic CALLS | spin SECONDS")
 			os.Exit(2)
 		}
 		return n
@@ -193,6 +224,8 @@ func main() {
 		deep(arg(2), arg(3), 50, 150)
 	case "grow":
 		deep(arg(2), arg(3), 20, 40)
+	case "panic":
+		panics(arg(2))
 	case "goexit":
 		goexit(arg(2))
 	case "spin":
