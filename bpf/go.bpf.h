@@ -11,7 +11,8 @@
  * wall and self time, no on/off-CPU split (user space shows it as unknown).
  *
  * Included by trace.bpf.c after account(); its hooks: the go_entry,
- * go_exit_ret and go_gone programs, and the gstacks map's size.
+ * go_exit_ret and go_gone programs, go_on_switch() in sched_switch while
+ * go_calls is set, and the gstacks map's size.
  */
 #ifndef FNPROF_GO_BPF_H
 #define FNPROF_GO_BPF_H
@@ -42,6 +43,27 @@ struct {
 	__type(key, __u32);
 	__type(value, struct go_stack);
 } gstack_zero SEC(".maps");
+
+/*
+ * A thread that has just entered a Go call: the entry probe's return path
+ * (the single step of the function's first instruction, the kernel's returns
+ * to user space) may be switched out, which the call itself would not have
+ * been. That time is taken out of the call, as in_entry_probe() does for
+ * calls kept per thread.
+ */
+struct go_thread {
+	__u64 g, off;        /* the call: its goroutine and stack offset */
+	__u64 ip;            /* the function's address */
+	__u64 entry_ns;      /* about when it was entered; 0: no call in its entry probe */
+	__u64 out_ns;        /* when switched out there, 0 if not */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct go_thread);
+} go_threads SEC(".maps");
 
 /* runtime.stack, the first field of runtime.g in every Go release. */
 struct go_stack_bounds {
@@ -149,6 +171,70 @@ static __always_inline void go_push(struct go_stack *gs, __u32 id, __u32 slot, _
 	f->start_ns = bpf_ktime_get_ns();
 }
 
+/* This thread is about to return from the entry probe of the call at (g, off). */
+static __always_inline void go_note_entry(__u64 g, __u64 off, __u64 ip, __u64 now)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, bpf_get_current_task_btf(), NULL,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!t)
+		return;
+	t->g = g;
+	t->off = off;
+	t->ip = ip;
+	t->entry_ns = now;
+	t->out_ns = 0;
+}
+
+/* Whether prev is switched out in the return path of the entry probe its note is of. */
+static __always_inline bool go_in_entry_probe(struct task_struct *prev, const struct go_thread *t, __u64 now)
+{
+	struct pt_regs *regs;
+	__u64 ip, xol;
+
+	if (now - t->entry_ns > PROBE_WINDOW_NS)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs)
+		return false;
+	ip = BPF_CORE_READ(regs, ip);
+	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
+	return ip - t->ip < 16 || (xol && ip - xol < XOL_SLOT_BYTES);
+}
+
+/* next is back: the time it was out in an entry probe's return path moves its call's start. */
+static __always_inline void go_back_in(struct go_thread *t, __u64 now)
+{
+	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &t->g);
+	struct fn_frame *top;
+
+	t->entry_ns = 0;
+	if (!gs || !gs->depth)
+		return;
+	top = &gs->frames[(gs->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (top->sp == t->off && !gs->lost)
+		top->start_ns += now - t->out_ns;
+}
+
+/* sched_switch, while Go functions are traced: the entry probes' return paths. */
+static __always_inline void go_on_switch(struct task_struct *prev, struct task_struct *next)
+{
+	struct go_thread *t;
+	__u64 now;
+
+	if (is_tgid(prev->tgid) && (t = bpf_task_storage_get(&go_threads, prev, NULL, 0)) && t->entry_ns) {
+		now = bpf_ktime_get_ns();
+		if (!t->out_ns && go_in_entry_probe(prev, t, now))
+			t->out_ns = now;
+		else if (!t->out_ns)
+			t->entry_ns = 0;
+	}
+	if (is_tgid(next->tgid) && (t = bpf_task_storage_get(&go_threads, next, NULL, 0)) && t->out_ns) {
+		go_back_in(t, bpf_ktime_get_ns());
+		t->out_ns = 0;
+	}
+}
+
 SEC("uprobe")
 int BPF_KPROBE(go_entry)
 {
@@ -180,6 +266,7 @@ int BPF_KPROBE(go_entry)
 	}
 	if (go_reentry(gs, id, off))
 		return 0;
+	go_note_entry(g, off, PT_REGS_IP(ctx), bpf_ktime_get_ns());
 	go_drop_dead(gs, off);
 	if (gs->depth >= FNPROF_MAX_DEPTH || gs->lost) {
 		/* Not kept, but known: its return is told apart by its offset, and not an orphan. */

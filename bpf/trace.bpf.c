@@ -41,6 +41,8 @@ const volatile __u32 nr_slots = 1;
  * links filter by address space only, which a vfork child shares.
  */
 const volatile __u32 links_per_process = 0;
+/* Go functions are traced: their calls are kept per goroutine (go.bpf.h). */
+const volatile __u32 go_calls = 0;
 
 #define follow_forks (nr_slots > 1)
 
@@ -830,6 +832,9 @@ static __always_inline bool switched_out_runnable(bool preempt, struct task_stru
 	return preempt || prev->__state == 0;
 }
 
+/* Go programs: calls kept per goroutine (go_entry, go_exit_ret, go_gone; go_on_switch). */
+#include "go.bpf.h"
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -838,6 +843,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread_ref *ref;
 	__u64 now = 0;
 
+	if (go_calls)
+		go_on_switch(prev, next);
 	if (maybe_traced(prev->tgid)) {
 		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
 		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))
@@ -983,6 +990,3 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		count_drop(DROP_POOL_LOST);
 	return 0;
 }
-
-/* Go programs: calls kept per goroutine (go_entry, go_exit_ret, go_gone). */
-#include "go.bpf.h"

@@ -138,6 +138,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	skel->rodata->go_calls = traces_go(t->pl);
 	/* The goroutine programs are verified only for Go functions. */
 	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
 	bpf_program__set_autoload(skel->progs.go_exit_ret, traces_go(t->pl));
