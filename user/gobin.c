@@ -125,6 +125,17 @@ static bool modinfo_has(const unsigned char *b, size_t size, const char *vend, c
 	return memmem(p, len, what, strlen(what)) != NULL;
 }
 
+/* A version string to print: ASCII, no control characters. */
+static bool printable(const char *s, __u64 len)
+{
+	__u64 i;
+
+	for (i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return false;
+	return len > 0;
+}
+
 int go_info_read(Elf *elf, struct go_info *gi)
 {
 	const unsigned char *b;
@@ -142,6 +153,8 @@ int go_info_read(Elf *elf, struct go_info *gi)
 	err = buildinfo_version(elf, b, size, &s, &len);
 	if (err)
 		return err;
+	if (!printable(s, len))
+		return -EINVAL;
 	snprintf(gi->version, sizeof(gi->version), "%.*s", (int)len, s);
 	gi->noregabi = (b[15] & 2) && modinfo_has(b, size, s + len, "noregabi");
 	/* "go1.19.8", "go1.21rc2", "devel go1.22-abcdef ..." */

@@ -319,10 +319,11 @@ static int load_elf(Elf *elf, struct symtab *st)
 			return err;
 	}
 	sort_and_merge(st);
-	if (st->source != SYMS_GOPCLNTAB)
+	if (st->nr && st->source != SYMS_GOPCLNTAB)
 		go_pclntab_funcs(elf, mark_go_func, st);   /* none in other programs (-ENOENT) */
 	find_markers(elf, st);
-	st->go = !go_info_read(elf, &st->go_info) || st->source == SYMS_GOPCLNTAB;
+	/* A Go binary whose .go.buildinfo cannot be read is one still (its version unknown). */
+	st->go = go_info_read(elf, &st->go_info) != -ENOENT || st->source == SYMS_GOPCLNTAB;
 	return 0;
 }
 

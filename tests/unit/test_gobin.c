@@ -5,6 +5,8 @@
  * toolchain version from .go.buildinfo. The Go targets are built by make
  * test-build where Go is installed (run from tests/: bin/...).
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -73,6 +75,49 @@ static void buildinfo_version(void)
 	symtab_free(st);
 }
 
+/* A copy of the stripped target whose version string holds byte c at its 5th byte: into path. */
+static int patched_copy(const char *path, char c)
+{
+	static const char magic[] = "\xff Go buildinf:";
+	FILE *in = fopen(GO_STRIPPED, "rb"), *out = fopen(path, "wb");
+	char *buf = malloc(16 << 20), *b, *v;
+	size_t n = in && buf ? fread(buf, 1, 16 << 20, in) : 0;
+	int err = -1;
+
+	b = n ? memmem(buf, n, magic, sizeof(magic) - 1) : NULL;
+	v = b ? memmem(b, 64, "go1.", 4) : NULL;
+	if (v && out) {
+		v[4] = c;
+		err = fwrite(buf, 1, n, out) == n ? 0 : -1;
+	}
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	free(buf);
+	return err;
+}
+
+/* A version that is not text is no version: the binary is refused, not printed garbage. */
+static void garbled_version_is_unknown(void)
+{
+	char path[] = "/tmp/fnprof-gobin-XXXXXX";
+	struct symtab *st = NULL;
+	int fd;
+
+	if (access(GO_STRIPPED, R_OK))
+		return;
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(!patched_copy(path, '\x01'));
+	CHECK(!symtab_load(path, &st));
+	unlink(path);
+	CHECK(st->go && st->source == SYMS_GOPCLNTAB && !st->go_info.major && !st->go_info.version[0]);
+	CHECK(go_unsupported(&st->go_info) != NULL);
+	symtab_free(st);
+}
+
 static void c_program_is_not_go(void)
 {
 	struct symtab *st = NULL;
@@ -99,6 +144,7 @@ int main(void)
 	RUN(pclntab_names_match_symtab);
 	RUN(cgo_c_functions_are_not_go);
 	RUN(buildinfo_version);
+	RUN(garbled_version_is_unknown);
 	RUN(c_program_is_not_go);
 	RUN(unsupported_versions);
 	UNIT_EXIT();
