@@ -72,8 +72,8 @@ struct go_stack_bounds {
 
 /*
  * The running goroutine (r14) and the offset of sp from the top of its
- * stack. False when sp is not on that stack: r14 is not a g here (cgo,
- * assembly), and the call cannot be kept.
+ * stack. False when sp is not on that stack: r14 is not a g here (assembly
+ * that does not keep it), and the call cannot be kept.
  */
 static __always_inline bool go_where(struct pt_regs *ctx, __u64 *g, __u64 *off)
 {
