@@ -56,6 +56,8 @@ struct go_thread {
 	__u64 ip;            /* the function's address */
 	__u64 entry_ns;      /* about when it was entered; 0: no call in its entry probe */
 	__u64 out_ns;        /* when switched out there, 0 if not */
+	/* The last switch out and back in, and the user ip it left (see go_ret_pause()). */
+	__u64 sw_out_ns, sw_in_ns, sw_ip;
 };
 
 struct {
@@ -216,23 +218,55 @@ static __always_inline void go_back_in(struct go_thread *t, __u64 now)
 		top->start_ns += now - t->out_ns;
 }
 
-/* sched_switch, while Go functions are traced: the entry probes' return paths. */
+/* A thread of the target switched out: when, where, and whether in an entry probe's return path. */
+static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+	if (!t)
+		return;
+	t->sw_out_ns = now;
+	t->sw_ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+	if (!t->entry_ns || t->out_ns)
+		return;
+	if (go_in_entry_probe(prev, t, now))
+		t->out_ns = now;
+	else
+		t->entry_ns = 0;
+}
+
+/* sched_switch, while Go functions are traced: the probes' own return paths. */
 static __always_inline void go_on_switch(struct task_struct *prev, struct task_struct *next)
 {
+	__u64 now = bpf_ktime_get_ns();
 	struct go_thread *t;
-	__u64 now;
 
-	if (is_tgid(prev->tgid) && (t = bpf_task_storage_get(&go_threads, prev, NULL, 0)) && t->entry_ns) {
-		now = bpf_ktime_get_ns();
-		if (!t->out_ns && go_in_entry_probe(prev, t, now))
-			t->out_ns = now;
-		else if (!t->out_ns)
-			t->entry_ns = 0;
-	}
-	if (is_tgid(next->tgid) && (t = bpf_task_storage_get(&go_threads, next, NULL, 0)) && t->out_ns) {
-		go_back_in(t, bpf_ktime_get_ns());
+	if (is_tgid(prev->tgid))
+		go_switch_out(prev, now);
+	if (!is_tgid(next->tgid) || !(t = bpf_task_storage_get(&go_threads, next, NULL, 0)))
+		return;
+	t->sw_in_ns = now;
+	if (t->out_ns) {
+		go_back_in(t, now);
 		t->out_ns = 0;
 	}
+}
+
+/*
+ * Time this thread spent switched out between the trap of the ret
+ * instruction and this probe's program (the kernel reschedules on its way
+ * back to user space before it runs the uprobe handlers): not the call's.
+ * Known by the user ip the switch left: just past the breakpoint.
+ */
+static __always_inline __u64 go_ret_pause(struct pt_regs *ctx)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, bpf_get_current_task_btf(), NULL, 0);
+
+	if (!t || t->sw_ip != PT_REGS_IP(ctx) + 1 || t->sw_in_ns <= t->sw_out_ns)
+		return 0;
+	t->sw_ip = 0;
+	return t->sw_in_ns - t->sw_out_ns;
 }
 
 SEC("uprobe")
@@ -316,7 +350,7 @@ static __always_inline void go_close(struct go_stack *gs, __u32 k, __u64 now)
 	struct fn_frame *f = &gs->frames[frame_idx(k)], *parent;
 	struct call c = {};
 
-	c.wall = now - f->start_ns;
+	c.wall = now > f->start_ns ? now - f->start_ns : 0;
 	c.oncpu = c.wall;
 	c.self = c.wall > f->child_wall ? c.wall - f->child_wall : 0;
 	account(f->slot, f->id, &c, f);
@@ -361,7 +395,7 @@ int BPF_KPROBE(go_exit_ret)
 			count_drop(DROP_ORPHAN_RET);
 		return 0;
 	}
-	go_close(gs, k, now);
+	go_close(gs, k, now - go_ret_pause(ctx));
 	return 0;
 }
 
