@@ -67,6 +67,20 @@ struct {
 	__type(value, struct go_thread);
 } go_threads SEC(".maps");
 
+/*
+ * Calls entered while gstacks was full, not returned yet: returns without a
+ * stack of their goroutine's are theirs while any are open, not orphans.
+ */
+__u64 go_unkept = 0;
+
+/* A return without its goroutine's stack: one of the calls not kept? */
+static __always_inline bool go_was_refused(void)
+{
+	__u64 n = go_unkept;
+
+	return n && __sync_bool_compare_and_swap(&go_unkept, n, n - 1);
+}
+
 /* runtime.stack, the first field of runtime.g in every Go release. */
 struct go_stack_bounds {
 	__u64 lo, hi;
@@ -291,6 +305,7 @@ int BPF_KPROBE(go_entry)
 	gs = go_stack_of(g);
 	if (!gs) {
 		count_drop(DROP_GO_STACKS);
+		__sync_fetch_and_add(&go_unkept, 1);
 		return 0;
 	}
 	if (gs->gen != generation) {
@@ -391,6 +406,8 @@ int BPF_KPROBE(go_exit_ret)
 	}
 	k = gs ? go_match(gs, off) : -1;
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
+		if (!gs && go_was_refused())
+			return 0;
 		if (!paused)
 			count_drop(DROP_ORPHAN_RET);
 		return 0;

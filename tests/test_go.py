@@ -131,6 +131,19 @@ def test_go_recovered_panic_abandons_frames():
     check(d["abandoned_frames"] == t["boom"] and d["orphan_returns"] == 0, f"dropped: {nonzero(d)}")
 
 
+def test_go_more_goroutines_than_kept():
+    # 5000 goroutines inside hold() at once: 4096 kept by default, the rest counted, none orphaned;
+    # --max-threads raises the bound.
+    rep, p = traced(["-f", "main.hold"], go_target("gotarget"), "many", 5000)
+    t, d = truth(p.stderr, "many"), rep["dropped"]
+    calls = func(rep, "main.hold")["calls"]
+    check(calls == 4096 and calls + d["go_stacks_full"] == t["calls"] and d["orphan_returns"] == 0,
+          f"{calls} calls, dropped {nonzero(d)}")
+    rep, p = traced(["--max-threads", "8192", "-f", "main.hold"], go_target("gotarget"), "many", 5000)
+    check(func(rep, "main.hold")["calls"] == 5000 and not nonzero(rep["dropped"]),
+          f"{func(rep, 'main.hold')['calls']} calls, dropped {nonzero(rep['dropped'])}")
+
+
 def test_go_stripped_binary_names_from_pclntab():
     check_park("gotarget-stripped")
 

@@ -25,8 +25,8 @@ static const struct {
 			     "refused them): fewer threads can be traced" },
 	[DROP_GO_NOT_G] = { "go_not_on_goroutine", "calls not timed: a traced Go function ran off any goroutine's "
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
-	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more goroutines inside traced calls at once "
-					       "than fnprof keeps (--max-threads)" },
+	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
+					       "once than fnprof keeps (4096, or --max-threads if more)" },
 };
 
 void report_prepare(struct report *r)

@@ -8,6 +8,7 @@
 //	gotarget deep G ROUNDS     G goroutines x ROUNDS recursions of rec(), 50..199 deep, on fresh stacks
 //	gotarget grow G ROUNDS     the same, 20..59 deep: fewer frames than fnprof keeps, stacks still grow
 //	gotarget goexit G          G goroutines end inside quit() (runtime.Goexit), then G calls of work()
+//	gotarget many G            G goroutines inside hold() at once
 //	gotarget panic CALLS       CALLS calls of safe(), which recovers from a panic in boom()
 //	gotarget spin SECONDS      burns CPU in spin() for the sampling test
 package main
@@ -203,6 +204,34 @@ func panics(calls int) {
 	fmt.Println("panic sum", sum)
 }
 
+// hold blocks until the channel closes: every goroutine is inside it at once.
+//
+//go:noinline
+func hold(c chan struct{}) {
+	<-c
+}
+
+// many: G goroutines inside hold() at once, then all return.
+func many(goroutines int) {
+	var in, out sync.WaitGroup
+	c := make(chan struct{})
+	for g := 0; g < goroutines; g++ {
+		in.Add(1)
+		out.Add(1)
+		go func() {
+			defer out.Done()
+			in.Done()
+			hold(c)
+		}()
+	}
+	in.Wait()
+	time.Sleep(50 * time.Millisecond) // the last ones reach their receive
+	close(c)
+	out.Wait()
+	fmt.Fprintf(os.Stderr, "truth many calls=%d\n", goroutines)
+	fmt.Println("many done")
+}
+
 //go:noinline
 func spin(d time.Duration) int {
 	return spinFor(d)
@@ -212,7 +241,7 @@ func main() {
 	arg := func(i int) int {
 		n, err := strconv.Atoi(os.Args[i])
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | goexit G | panic CALLS | spin SECONDS")
+			fmt.Fprintln(os.Stderr, "usage: gotarget N | park G CALLS | deep|grow G ROUNDS | goexit G | many G | panic CALLS | spin SECONDS")
 			os.Exit(2)
 		}
 		return n
@@ -224,6 +253,8 @@ func main() {
 		deep(arg(2), arg(3), 50, 150)
 	case "grow":
 		deep(arg(2), arg(3), 20, 40)
+	case "many":
+		many(arg(2))
 	case "panic":
 		panics(arg(2))
 	case "goexit":
