@@ -183,3 +183,11 @@ def test_go_unsupported_version_refused():
     check(p.returncode != 0, "a Go 1.16 binary was traced")
     check("go1.16" in p.stderr and "Go before 1.17" in p.stderr, f"no reason given: {p.stderr[-800:]}")
     check("truth park" not in p.stderr, "the target ran anyway")
+
+
+def test_go_uretprobe_and_counters_refused():
+    # A uretprobe makes the Go runtime abort; per-thread counters cannot follow a goroutine.
+    for args, why in ((["--exit=uretprobe"], "--exit=uretprobe"), (["-e", "task-clock"], "per thread")):
+        p = run_fnprof(args + ["-f", "main.work", "--", go_target("gotarget"), "park", "1", "1"], timeout=60)
+        check(p.returncode != 0 and why in p.stderr and "truth park" not in p.stderr,
+              f"{args}: exit {p.returncode}: {p.stderr[-500:]}")
