@@ -96,7 +96,7 @@ static __always_inline bool go_where(struct pt_regs *ctx, __u64 *g, __u64 *off)
 	struct go_stack_bounds b;
 	__u64 sp = PT_REGS_SP(ctx);
 
-	*g = ctx->r14;
+	*g = ARCH_GO_G(ctx);
 	if (!*g || bpf_probe_read_user(&b, sizeof(b), (void *)*g))
 		return false;
 	if (sp <= b.lo || sp >= b.hi)
@@ -213,9 +213,9 @@ static __always_inline bool go_in_entry_probe(struct task_struct *prev, const st
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
-	ip = BPF_CORE_READ(regs, ip);
+	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - t->ip < 16 || (xol && ip - xol < XOL_SLOT_BYTES);
+	return ip - t->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
 }
 
 /* next is back: the time it was out in an entry probe's return path moves its call's start. */
@@ -241,7 +241,7 @@ static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
 	if (!t)
 		return;
 	t->sw_out_ns = now;
-	t->sw_ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
 	if (!t->entry_ns || t->out_ns)
 		return;
 	if (go_in_entry_probe(prev, t, now))
@@ -277,7 +277,7 @@ static __always_inline __u64 go_ret_pause(struct pt_regs *ctx)
 {
 	struct go_thread *t = bpf_task_storage_get(&go_threads, bpf_get_current_task_btf(), NULL, 0);
 
-	if (!t || t->sw_ip != PT_REGS_IP(ctx) + 1 || t->sw_in_ns <= t->sw_out_ns)
+	if (!t || t->sw_ip != PT_REGS_IP(ctx) + ARCH_BREAKPOINT_BYTES || t->sw_in_ns <= t->sw_out_ns)
 		return 0;
 	t->sw_ip = 0;
 	return t->sw_in_ns - t->sw_out_ns;
@@ -424,7 +424,7 @@ int BPF_KPROBE(go_exit_ret)
 SEC("uprobe")
 int BPF_KPROBE(go_gone)
 {
-	__u64 g = ctx->r14;
+	__u64 g = ARCH_GO_G(ctx);
 	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &g);
 
 	if (!gs)
