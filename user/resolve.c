@@ -92,7 +92,7 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 		log_err("too many objects in -f patterns (at most 64)");
 		return NULL;
 	}
-	err = symtab_load(open_path, &st);
+	err = symtab_load_target(open_path, path, r->pid, &st);
 	if (err) {
 		log_err("failed to read symbols of %s: %s", path,
 			err == -EINVAL ? "not an ELF file" : strerror(-err));
@@ -417,13 +417,17 @@ static void report_not_found(const struct symtab *st, const char *path, const ch
 	size_t i, n;
 
 	if (st->source == SYMS_NONE) {
-		log_err("%s is stripped: it has no symbol table (.symtab) and no functions in .dynsym; "
-			"use a build with symbols", path);
+		log_err("%s is stripped: it has no symbol table (.symtab), no separate debug file (looked for by "
+			"build-id and .gnu_debuglink under /usr/lib/debug and beside it%s) and no functions in .dynsym; "
+			"install its debug package or use a build with symbols", path,
+			getenv("DEBUGINFOD_URLS") ? ", and on debuginfod" : "; DEBUGINFOD_URLS is not set");
 		return;
 	}
 	n = symtab_suggest(st, name, near, 5);
-	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s)", name, path, st->nr,
-		st->source == SYMS_SYMTAB ? ".symtab" : ".dynsym: the binary is stripped, only exported functions are known");
+	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s%s)", name, path, st->nr - st->nr_unnamed,
+		st->source == SYMS_SYMTAB ? ".symtab" : st->source == SYMS_DEBUG_FILE ? "the debug file " :
+		".dynsym: the binary is stripped and has no debug file, only exported functions are known",
+		st->source == SYMS_DEBUG_FILE ? st->debug_file : "");
 	for (i = 0; i < n; i++)
 		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", near[i]);
 	fputc('\n', stderr);

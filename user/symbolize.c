@@ -117,7 +117,8 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) : symtab_load(path, &st) && symtab_load(m->path, &st))
+	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) :
+	    symtab_load_target(path, m->path, s->pid, &st) && symtab_load_target(m->path, m->path, s->pid, &st))
 		return NULL;
 	return st;
 }
