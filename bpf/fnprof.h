@@ -180,7 +180,25 @@ enum sample_drop {
 	SDROP_USTACK,       /* user stack lost: stack map full or hash collision */
 	SDROP_KSTACK,       /* kernel stack lost, same reasons */
 	SDROP_COUNTS_FULL,  /* the counts map was full: sample not counted */
+	SDROP_RINGBUF,      /* --call-graph dwarf: the ring buffer was full, sample not counted */
 	SDROP_NR,
+};
+
+/*
+ * --call-graph dwarf: per sample, the user registers and the top of the user
+ * stack go to user space, which unwinds them with the objects' CFI (perf's
+ * way). Registers in DWARF order for x86-64: rax rdx rcx rbx rsi rdi rbp rsp
+ * r8..r15, then the return address column (rip).
+ */
+#define FNPROF_NR_REGS 17
+#define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
+
+struct dwarf_sample {
+	__u32 tid;          /* the thread (always set: unwinding needs it) */
+	__s32 kstack;       /* kernel stack map id; negative: none */
+	__u64 regs[FNPROF_NR_REGS];
+	__u32 stack_len;    /* bytes of stack copied from regs[7] (rsp) up, which follow */
+	__u32 pad;
 };
 
 #endif /* FNPROF_H */

@@ -24,6 +24,7 @@
 #include "calib.h"
 #include "events.h"
 #include "launch.h"
+#include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
 #include "proc.h"
@@ -542,6 +543,7 @@ int main(int argc, char **argv)
 	if (err >= 0)
 		return err;
 	log_verbose = o.verbose;
+	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
 	setup_signals();
 	r.o = &o;

@@ -57,6 +57,12 @@ static const char usage_text[] =
 "      --per-thread       break the sampling table out per thread\n"
 "      --pprof FILE       write a pprof profile (gzip-compressed profile.proto)\n"
 "      --folded FILE      write folded stacks for flamegraph.pl\n"
+"      --call-graph MODE  how user stacks are walked: fp (frame pointers, in the kernel),\n"
+"                         dwarf[,SIZE] (SIZE bytes of stack copied per sample, default 16384,\n"
+"                         unwound with the objects' CFI), auto (default: dwarf)\n"
+"\n"
+"Symbols:\n"
+"      --no-debuginfod    do not download debug info (DEBUGINFOD_URLS) for stripped objects\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
 "  -h, --help             show this help\n"
@@ -73,7 +79,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
-	OPT_FOLLOW_FORKS, OPT_MAX_THREADS,
+	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
 };
 
 static const struct option long_opts[] = {
@@ -102,6 +108,8 @@ static const struct option long_opts[] = {
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{},
 };
 
@@ -141,6 +149,30 @@ int parse_seconds(const char *s, double *out)
 	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e7)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/* --call-graph fp|dwarf[,SIZE]|auto. 0 or -EINVAL. */
+static int parse_call_graph(const char *arg, struct opts *o)
+{
+	const char *comma = strchr(arg, ',');
+	size_t n = comma ? (size_t)(comma - arg) : strlen(arg);
+	long v;
+
+	if (n == 2 && !strncmp(arg, "fp", 2) && !comma)
+		o->call_graph = CG_FP;
+	else if (n == 4 && !strncmp(arg, "auto", 4) && !comma)
+		o->call_graph = CG_AUTO;
+	else if (n == 5 && !strncmp(arg, "dwarf", 5))
+		o->call_graph = CG_DWARF;
+	else
+		return -EINVAL;
+	if (comma) {
+		/* A multiple of 8, as perf asks: the copy holds whole words. */
+		if (parse_long(comma + 1, 8, 65536, &v) || v % 8)
+			return -EINVAL;
+		o->stack_bytes = v;
+	}
 	return 0;
 }
 
@@ -205,6 +237,12 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		break;
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
+	case OPT_NO_DEBUGINFOD: o->no_debuginfod = true; break;
+	case OPT_CALL_GRAPH:
+		if (parse_call_graph(arg, o))
+			return usage_error("invalid --call-graph '%s' (fp, dwarf, dwarf,SIZE with SIZE a multiple of 8 "
+					   "up to 65536, or auto)", arg);
+		break;
 	case OPT_MAX_THREADS:
 		if (parse_long(arg, 1, 1 << 16, &v))
 			return usage_error("invalid --max-threads '%s' (1-65536)", arg);
@@ -261,6 +299,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->freq_hz = 99;
 	o->top = 20;
+	o->stack_bytes = DEFAULT_STACK_BYTES;
 	opterr = 1;
 	optind = 0;  /* full re-initialisation: the parser may run more than once */
 	/* '+': stop at the first non-option, so the command's own options stay its own. */

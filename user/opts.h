@@ -17,6 +17,15 @@ enum exit_mode {
 	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
 };
 
+/* How sampled user stacks are walked (--call-graph). */
+enum call_graph {
+	CG_AUTO,   /* dwarf (its walk follows frame pointers where an object has no CFI) */
+	CG_FP,     /* frame pointers, in the kernel: cheap, but broken by -fomit-frame-pointer code */
+	CG_DWARF,  /* stack copies unwound in user space with the objects' CFI (libdw) */
+};
+
+#define DEFAULT_STACK_BYTES 16384
+
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
@@ -42,6 +51,9 @@ struct opts {
 	const char *folded_path;   /* --folded FILE */
 	bool per_thread;           /* --per-thread */
 	unsigned int top;          /* -n/--top: rows in the sampling table */
+	enum call_graph call_graph;  /* --call-graph fp|dwarf[,SIZE]|auto */
+	unsigned int stack_bytes;  /* --call-graph dwarf,SIZE: user stack copied per sample */
+	bool no_debuginfod;        /* --no-debuginfod */
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */

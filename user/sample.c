@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "dwstacks.h"
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
@@ -47,7 +48,8 @@ struct sampler {
 	int nr_links;
 	const char *event;           /* "cycles" or "cpu-clock" */
 	struct symbolizer *sym;
-	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
+	struct dwstacks *dw;         /* --call-graph dwarf: user stacks unwound here */
+	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use (user: DWSTACK_BASE + DWSTACK_MAX) */
 	struct entry *prev;          /* counts at the last report, sorted by key */
 	size_t nr_prev;
 	__u64 drops_prev[SDROP_NR + 1];
@@ -112,6 +114,27 @@ static int attach_events(struct sampler *s)
 	return 0;
 }
 
+/*
+ * --call-graph dwarf/auto: a stack buffer per CPU, and a ring buffer for a
+ * quarter second of samples on every CPU (at least 4 MiB), a power of two.
+ */
+static int configure_dwarf(struct sampler *s)
+{
+	int cpus = libbpf_num_possible_cpus();
+	double want = 0.25 * s->o->freq_hz * (cpus > 0 ? cpus : 1) *
+		      (s->o->stack_bytes + sizeof(struct dwarf_sample) + 8);
+	__u32 size = 4 << 20;
+
+	if (s->o->call_graph == CG_FP)
+		return 0;
+	while (size < want && size < (1u << 30))
+		size <<= 1;
+	s->skel->rodata->dwarf = true;
+	s->skel->rodata->stack_bytes = s->o->stack_bytes;
+	return bpf_map__set_max_entries(s->skel->maps.bufs, cpus > 0 ? cpus : 1) ?:
+	       bpf_map__set_max_entries(s->skel->maps.samples, size);
+}
+
 int sampler_start(const struct opts *o, pid_t pid, struct sampler **out)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -129,13 +152,22 @@ int sampler_start(const struct opts *o, pid_t pid, struct sampler **out)
 	}
 	s->skel->rodata->target_tgid = pid;
 	s->skel->rodata->per_thread = o->per_thread;
-	err = profile_bpf__load(s->skel);
+	err = configure_dwarf(s);
+	if (!err)
+		err = profile_bpf__load(s->skel);
 	if (err) {
 		log_err("failed to load the sampling BPF program: %s", strerror(-err));
 		goto fail;
 	}
+	if (s->skel->rodata->dwarf) {
+		err = dwstacks_start(bpf_map__fd(s->skel->maps.samples), pid, o->per_thread, &s->dw);
+		if (err) {
+			log_err("cannot start unwinding sampled stacks: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	s->sym = symbolizer_new(pid);
-	s->ustacks = calloc(16384, sizeof(*s->ustacks));
+	s->ustacks = calloc(DWSTACK_BASE + DWSTACK_MAX, sizeof(*s->ustacks));
 	s->kstacks = calloc(16384, sizeof(*s->kstacks));
 	err = s->sym && s->ustacks && s->kstacks ? attach_events(s) : -ENOMEM;
 	if (err)
@@ -147,11 +179,11 @@ fail:
 	return err;
 }
 
-static void free_stacks(struct stack *st)
+static void free_stacks(struct stack *st, int nr)
 {
 	int i;
 
-	for (i = 0; st && i < 16384; i++) {
+	for (i = 0; st && i < nr; i++) {
 		free(st[i].f);
 		free(st[i].ips);
 	}
@@ -167,9 +199,10 @@ void sampler_stop(struct sampler *s)
 	for (i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
+	dwstacks_stop(s->dw);
 	profile_bpf__destroy(s->skel);
-	free_stacks(s->ustacks);
-	free_stacks(s->kstacks);
+	free_stacks(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
+	free_stacks(s->kstacks, 16384);
 	symbolizer_free(s->sym);
 	free(s->threads);
 	free(s->prev);
@@ -247,6 +280,20 @@ static int cmp_key(const void *a, const void *b)
 	return memcmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key, sizeof(struct sample_key));
 }
 
+/* --call-graph dwarf: the counts of the stacks unwound in user space, after those read. */
+static void add_unwound(struct sampler *s, struct entry **e, size_t *nr, size_t *cap)
+{
+	struct dwstack_count *c;
+	size_t i, n;
+
+	dwstacks_sync(s->dw);
+	n = dwstacks_counts(s->dw, &c);
+	for (i = 0; c && i < n && !ARRAY_RESERVE(*e, *nr + 1, *cap); i++, (*nr)++) {
+		(*e)[*nr] = (struct entry){ .key = c[i].key, .count = c[i].count };
+	}
+	free(c);
+}
+
 /* Every (thread, stacks) count so far, sorted by key. */
 static struct entry *read_counts(struct sampler *s, size_t *nr)
 {
@@ -265,6 +312,8 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 		if (!bpf_map_lookup_elem(fd, &key, &e[*nr].count))
 			(*nr)++;
 	}
+	if (s->dw)
+		add_unwound(s, &e, nr, &cap);
 	if (*nr)
 		qsort(e, *nr, sizeof(*e), cmp_key);
 	return e;
@@ -276,15 +325,21 @@ static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
 	int i, n;
 
-	if (id < 0 || id >= 16384)
+	if (id < 0 || id >= (kernel ? 16384 : DWSTACK_BASE + DWSTACK_MAX))
 		return NULL;
 	t = &st[id];
 	if (t->f)
 		return t;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
-		return NULL;
-	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
-		;
+	if (id >= DWSTACK_BASE) {
+		n = s->dw ? dwstacks_stack(s->dw, id, ips, FNPROF_STACK_DEPTH) : -ENOENT;
+		if (n < 0)
+			return NULL;
+	} else {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
+			return NULL;
+		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
+			;
+	}
 	t->f = calloc(n ? n : 1, sizeof(*t->f));
 	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
 	if (!t->f || !t->ips)
@@ -490,9 +545,10 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
 			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
 	}
-	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL])
-		fprintf(out, "dropped: %llu samples not counted (map full), stacks lost: %llu user, %llu kernel "
-			     "(stack map full or collision)\n", (unsigned long long)drops[SDROP_COUNTS_FULL],
+	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
+		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
+			     "%llu kernel (stack map full or collision)\n",
+			(unsigned long long)(drops[SDROP_COUNTS_FULL] + drops[SDROP_RINGBUF]),
 			(unsigned long long)drops[SDROP_USTACK], (unsigned long long)drops[SDROP_KSTACK]);
 	fflush(out);
 }
@@ -508,7 +564,7 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 	json_u64(&j, "freq_hz", s->o->freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", t->samples);
-	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL]);
+	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL] + drops[SDROP_RINGBUF]);
 	json_obj_begin(&j, "stacks_lost");
 	json_u64(&j, "user", drops[SDROP_USTACK]);
 	json_u64(&j, "kernel", drops[SDROP_KSTACK]);

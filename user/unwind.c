@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libdwfl unwinding of copied stacks, as perf's unwind-libdw.c does it: the
+ * process is "attached" with callbacks that hand libdwfl the sample's
+ * registers and read memory from the stack copy only. Objects are reported
+ * to libdwfl through /proc/PID/map_files (the very file mapped, inside the
+ * target's root); the vDSO from the process's memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <elfutils/libdwfl.h>
+
+#include "array.h"
+#include <linux/types.h>
+
+#include "fnprof.h"
+#include "log.h"
+#include "procmaps.h"
+#include "unwind.h"
+
+struct unwinder {
+	pid_t pid;
+	Dwfl *dwfl;
+	bool attached;
+	char **reported;          /* "path@start" of the objects given to libdwfl */
+	size_t nr_reported, cap_reported;
+	double last_report;       /* CLOCK_MONOTONIC seconds */
+	/* The sample being unwound. */
+	__u32 tid;
+	const __u64 *regs;
+	const unsigned char *stack;
+	size_t len;
+	__u64 *ips;
+	int n, max;
+	bool ran_off;             /* a read above the copy's end */
+};
+
+/* Objects are given to libdwfl with their fds: it never looks them up by name. */
+static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+		       Elf **elfp)
+{
+	return -1;
+}
+
+/* .eh_frame of the object itself is what unwinding needs; debug files are the symbolizer's business. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
+{
+	return -1;
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = no_find_elf,
+	.find_debuginfo = no_debuginfo,
+};
+
+static bool was_reported(struct unwinder *u, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < u->nr_reported; i++)
+		if (!strcmp(u->reported[i], key))
+			return true;
+	return false;
+}
+
+/* The vDSO's image, copied out of the process into a memfd. -errno or an fd. */
+static int vdso_fd(pid_t pid, const struct mapping *m)
+{
+	size_t len = m->end - m->start;
+	char path[64], *buf = malloc(len);
+	int mem, fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	if (buf && mem >= 0 && pread(mem, buf, len, m->start) == (ssize_t)len) {
+		fd = memfd_create("vdso", MFD_CLOEXEC);
+		if (fd >= 0 && write(fd, buf, len) != (ssize_t)len) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (mem >= 0)
+		close(mem);
+	free(buf);
+	return fd;
+}
+
+/* Gives libdwfl the object mapped executable at m, once; base: where its offset 0 lies. */
+static void report_mapping(struct unwinder *u, const struct mapping *m)
+{
+	char key[4200], path[96];
+	bool vdso = !strcmp(m->path, "[vdso]");
+	int fd;
+
+	if (!m->exec || (m->path[0] != '/' && !vdso))
+		return;
+	snprintf(key, sizeof(key), "%s@%llx", m->path, (unsigned long long)(m->start - m->pgoff));
+	if (was_reported(u, key) || ARRAY_RESERVE(u->reported, u->nr_reported + 1, u->cap_reported))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", u->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	fd = vdso ? vdso_fd(u->pid, m) : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!dwfl_report_elf(u->dwfl, m->path, m->path, fd, m->start - m->pgoff, false)) {
+		log_debug("unwinding: cannot read %s: %s", m->path, dwfl_errmsg(-1));
+		close(fd);
+	}
+	u->reported[u->nr_reported] = strdup(key);
+	if (u->reported[u->nr_reported])
+		u->nr_reported++;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Reports the objects mapped now: all of them again, since an exec replaces
+ * them all (libdwfl keeps what it read of a module reported again alike).
+ */
+static void report_objects(struct unwinder *u)
+{
+	struct procmaps *pm;
+	size_t i;
+
+	u->last_report = now_s();
+	if (procmaps_load(u->pid, &pm))
+		return;
+	for (i = 0; i < u->nr_reported; i++)
+		free(u->reported[i]);
+	u->nr_reported = 0;
+	dwfl_report_begin(u->dwfl);
+	for (i = 0; i < pm->nr; i++)
+		report_mapping(u, &pm->maps[i]);
+	dwfl_report_end(u->dwfl, NULL, NULL);
+	procmaps_free(pm);
+}
+
+/* --- the thread callbacks: one thread, the sample's, with its registers and stack copy --- */
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct unwinder *u = arg;
+
+	if (*thread_argp)
+		return 0;
+	*thread_argp = u;
+	return u->tid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	*thread_argp = arg;
+	return true;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwinder *u = arg;
+	__u64 sp = u->regs[7];
+
+	if (addr < sp || addr - sp + sizeof(*result) > u->len) {
+		u->ran_off |= addr >= sp;
+		return false;  /* beyond the copy: the walk ends there */
+	}
+	memcpy(result, u->stack + (addr - sp), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Word regs[FNPROF_NR_REGS];
+	int i;
+
+	for (i = 0; i < FNPROF_NR_REGS; i++)
+		regs[i] = u->regs[i];
+	return dwfl_thread_state_registers(thread, 0, FNPROF_NR_REGS, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+struct unwinder *unwinder_new(pid_t pid)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->pid = pid;
+	u->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!u->dwfl) {
+		free(u);
+		return NULL;
+	}
+	report_objects(u);
+	return u;
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	dwfl_end(u->dwfl);
+	for (i = 0; i < u->nr_reported; i++)
+		free(u->reported[i]);
+	free(u->reported);
+	free(u);
+}
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwinder *u = arg;
+	Dwarf_Addr pc;
+
+	if (!dwfl_frame_pc(state, &pc, NULL) || !pc)
+		return DWARF_CB_ABORT;
+	u->ips[u->n++] = pc;
+	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+int unwinder_unwind(struct unwinder *u, __u32 tid, const __u64 *regs, const void *stack, size_t len,
+		    __u64 *ips, int max, bool *truncated)
+{
+	__u64 ip = regs[16];
+
+	*truncated = false;
+	if (max <= 0 || !ip)
+		return 0;
+	/* An ip in no object known: something was mapped since (exec, dlopen); look again, 20 times a second at most. */
+	if (!dwfl_addrmodule(u->dwfl, ip) && now_s() - u->last_report > 0.05)
+		report_objects(u);
+	if (!u->attached) {
+		u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &thread_callbacks, u);
+		if (!u->attached) {
+			log_debug("unwinding: cannot attach to process %d: %s", u->pid, dwfl_errmsg(-1));
+			ips[0] = ip;
+			return 1;
+		}
+	}
+	u->tid = tid;
+	u->regs = regs;
+	u->stack = stack;
+	u->len = len;
+	u->ips = ips;
+	u->n = 0;
+	u->max = max;
+	u->ran_off = false;
+	if (dwfl_getthread_frames(u->dwfl, tid, on_frame, u) && u->n < 2)
+		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx: %s", u->n, (unsigned long long)ip,
+			  (unsigned long long)regs[7], dwfl_errmsg(-1));
+	*truncated = u->ran_off && u->n < max;
+	if (!u->n)
+		ips[u->n++] = ip;
+	return u->n;
+}
