@@ -192,13 +192,21 @@ enum sample_drop {
  */
 #define FNPROF_NR_REGS 17
 #define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
+#define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
 
 struct dwarf_sample {
 	__u32 tid;          /* the thread (always set: unwinding needs it) */
 	__s32 kstack;       /* kernel stack map id; negative: none */
 	__u64 regs[FNPROF_NR_REGS];
+	/*
+	 * A uretprobe replaces the return address on the stack with its
+	 * trampoline's: where (ret_slot) and what it was (ret_addr), innermost
+	 * first, from the thread's pending returns, so the walk goes on past it.
+	 */
+	__u64 ret_slot[FNPROF_MAX_RETS];
+	__u64 ret_addr[FNPROF_MAX_RETS];
+	__u32 nr_rets;
 	__u32 stack_len;    /* bytes of stack copied from regs[7] (rsp) up, which follow */
-	__u32 pad;
 };
 
 #endif /* FNPROF_H */

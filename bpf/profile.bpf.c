@@ -6,6 +6,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
 #include "fnprof.h"
@@ -109,10 +110,25 @@ static __always_inline __u32 copy_stack(struct sample_buf *b, __u64 sp)
 	return got;
 }
 
+/* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
+static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
+{
+	struct return_instance *ri = BPF_CORE_READ(t, utask, return_instances);
+	int i;
+
+	for (i = 0; i < FNPROF_MAX_RETS && ri; i++) {
+		h->ret_slot[i] = BPF_CORE_READ(ri, stack);
+		h->ret_addr[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	h->nr_rets = i;
+}
+
 /* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
 static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid)
 {
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
 	__u64 *g;
@@ -124,6 +140,7 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
 	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
 	b->hdr.tid = tid;
+	pending_returns(task, &b->hdr);
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
 	len = copy_stack(b, r->sp);
 	if (len > FNPROF_MAX_STACK_COPY)

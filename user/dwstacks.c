@@ -127,7 +127,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
 		return 0;
-	n = unwinder_unwind(d->uw, s->tid, s->regs, s + 1, s->stack_len, ips, FNPROF_STACK_DEPTH, &truncated);
+	n = unwinder_unwind(d->uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
 	key.tid = d->per_thread ? s->tid : 0;
 	key.kstack = s->kstack;
 	pthread_mutex_lock(&d->lock);

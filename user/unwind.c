@@ -32,13 +32,12 @@ struct unwinder {
 	size_t nr_reported, cap_reported;
 	double last_report;       /* CLOCK_MONOTONIC seconds */
 	/* The sample being unwound. */
-	__u32 tid;
-	const __u64 *regs;
+	const struct dwarf_sample *s;
 	const unsigned char *stack;
-	size_t len;
 	__u64 *ips;
 	int n, max;
 	bool ran_off;             /* a read above the copy's end */
+	unsigned int nr_logged;
 };
 
 /* Objects are given to libdwfl with their fds: it never looks them up by name. */
@@ -158,7 +157,7 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 	if (*thread_argp)
 		return 0;
 	*thread_argp = u;
-	return u->tid;
+	return u->s->tid;
 }
 
 static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
@@ -170,13 +169,18 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct unwinder *u = arg;
-	__u64 sp = u->regs[7];
+	__u64 sp = u->s->regs[7];
+	__u32 i;
 
-	if (addr < sp || addr - sp + sizeof(*result) > u->len) {
+	if (addr < sp || addr - sp + sizeof(*result) > u->s->stack_len) {
 		u->ran_off |= addr >= sp;
 		return false;  /* beyond the copy: the walk ends there */
 	}
 	memcpy(result, u->stack + (addr - sp), sizeof(*result));
+	/* A return address that a uretprobe replaced: the original one. */
+	for (i = 0; i < u->s->nr_rets && i < FNPROF_MAX_RETS; i++)
+		if (u->s->ret_slot[i] == addr)
+			*result = u->s->ret_addr[i];
 	return true;
 }
 
@@ -187,7 +191,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	int i;
 
 	for (i = 0; i < FNPROF_NR_REGS; i++)
-		regs[i] = u->regs[i];
+		regs[i] = u->s->regs[i];
 	return dwfl_thread_state_registers(thread, 0, FNPROF_NR_REGS, regs);
 }
 
@@ -238,10 +242,9 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-int unwinder_unwind(struct unwinder *u, __u32 tid, const __u64 *regs, const void *stack, size_t len,
-		    __u64 *ips, int max, bool *truncated)
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
 {
-	__u64 ip = regs[16];
+	__u64 ip = s->regs[16];
 
 	*truncated = false;
 	if (max <= 0 || !ip)
@@ -257,17 +260,16 @@ int unwinder_unwind(struct unwinder *u, __u32 tid, const __u64 *regs, const void
 			return 1;
 		}
 	}
-	u->tid = tid;
-	u->regs = regs;
-	u->stack = stack;
-	u->len = len;
+	u->s = s;
+	u->stack = (const unsigned char *)(s + 1);
 	u->ips = ips;
 	u->n = 0;
 	u->max = max;
 	u->ran_off = false;
-	if (dwfl_getthread_frames(u->dwfl, tid, on_frame, u) && u->n < 2)
-		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx: %s", u->n, (unsigned long long)ip,
-			  (unsigned long long)regs[7], dwfl_errmsg(-1));
+	/* Why walks stop short, for -v: the first few only, there is one per sample. */
+	if (dwfl_getthread_frames(u->dwfl, s->tid, on_frame, u) && u->n < max && u->nr_logged++ < 10)
+		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx last %llx: %s", u->n, (unsigned long long)ip,
+			  (unsigned long long)s->regs[7], (unsigned long long)(u->n ? ips[u->n - 1] : 0), dwfl_errmsg(-1));
 	*truncated = u->ran_off && u->n < max;
 	if (!u->n)
 		ips[u->n++] = ip;

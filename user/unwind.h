@@ -21,14 +21,15 @@ struct unwinder;
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 
+struct dwarf_sample;
+
 /*
  * The frames of one sample into ips (leaf first: the interrupted ip, then
- * return addresses, as the kernel's stack maps hold them), up to max.
- * regs: FNPROF_NR_REGS in DWARF order; stack: len bytes copied from rsp.
- * Returns the number of frames (at least 1 when regs has an ip); *truncated
- * tells whether the walk stopped because it needed stack beyond the copy.
+ * return addresses, as the kernel's stack maps hold them), up to max. s is
+ * followed by its s->stack_len bytes of stack copied from rsp. Returns the
+ * number of frames (at least 1 when s has an ip); *truncated tells whether
+ * the walk stopped because it needed stack beyond the copy.
  */
-int unwinder_unwind(struct unwinder *u, __u32 tid, const __u64 *regs, const void *stack, size_t len,
-		    __u64 *ips, int max, bool *truncated);
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated);
 
 #endif /* FNPROF_UNWIND_H */
