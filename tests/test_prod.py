@@ -281,6 +281,7 @@ def sample_folded(args, cmd, env=None):
 def share_reaching(lines, leaf, frame, anywhere=False):
     """Of the samples whose leaf frame is leaf (anywhere: with leaf on the stack), the share whose
     stack holds frame above it."""
+    lines = [([x for x in f if not x.endswith(" (inlined)")], c) for f, c in lines]
     sel = [(f, c) for f, c in lines if (leaf in f if anywhere else f[-1] == leaf)]
     tot = sum(c for _, c in sel)
     return sum(c for f, c in sel if frame in f[:f.index(leaf)]) / max(tot, 1), tot
@@ -300,6 +301,9 @@ def test_stacks_without_frame_pointers_reach_main():
         a = next(f for f in p.report["functions"] if f["name"] == "burn_a")["self_samples"]
         b = next(f for f in p.report["functions"] if f["name"] == "burn_b")["self_samples"]
         check(abs(a / b / t["ratio"] - 1) <= 0.15, f"self ratio {a / b:.2f} vs truth {t['ratio']:.2f}")
+        # work() is inlined into both: a frame of its own in the stacks (from the debug file's DWARF).
+        inl = sum(c for f, c in lines if f[-2:] == ["burn_a", "work (inlined)"])
+        check(inl > 0.5 * a, f"{inl} burn_a;work (inlined) samples of {a}")
         # Frame pointers alone lose the callers of this code: what the test above depends on.
         _, fp = sample_folded(["-F", "347", "--call-graph", "fp"], [exe, "1"])
         share, n = share_reaching(fp, "burn_a", "main")

@@ -272,3 +272,14 @@ int debuginfo_open(Elf *elf, const char *path, pid_t pid, char *found, size_t si
 	found[0] = 0;
 	return -ENOENT;
 }
+
+int debuginfo_reopen(const char *found, pid_t pid)
+{
+	int fd;
+
+	if (!strncmp(found, "debuginfod:", 11)) {
+		fd = open(found + 11, O_RDONLY | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	return open_in_root(pid, found);
+}

@@ -31,6 +31,9 @@ void debuginfo_configure(const struct debuginfo_conf *c);
  */
 int debuginfo_open(Elf *elf, const char *path, pid_t pid, char *found, size_t size);
 
+/* Opens again a debug file that debuginfo_open found (its "found" string). An fd or -errno. */
+int debuginfo_reopen(const char *found, pid_t pid);
+
 /* The object's GNU build-id as hex into buf (2 * 20 + 1 bytes suffice for SHA-1). false if none. */
 bool debuginfo_build_id(Elf *elf, char *buf, size_t size);
 

@@ -27,6 +27,8 @@
 #include "sample.h"
 #include "symbolize.h"
 
+#define FNPROF_MAX_INLINED 16  /* inlined frames shown per address */
+
 /* A stack's frames, symbolized once: leaf first, kernel frames before user ones. */
 struct stack {
 	int nr;
@@ -319,11 +321,30 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 	return e;
 }
 
+/* The frames of ip: its inlined calls (innermost first) for a user address, then its function. */
+static int frames_of(struct sampler *s, __u64 ip, bool kernel, struct frame_info *f, int max)
+{
+	const char *inl[FNPROF_MAX_INLINED];
+	int i, n = kernel ? 0 : symbolize_inlines(s->sym, ip, inl, max - 1 < FNPROF_MAX_INLINED ? max - 1 : FNPROF_MAX_INLINED);
+
+	if (kernel)
+		symbolize_kernel(s->sym, ip, &f[0]);
+	else
+		symbolize_user(s->sym, ip, &f[0]);
+	for (i = n; i > 0; i--)
+		f[i] = f[0];
+	for (i = 0; i < n; i++) {
+		f[i].func = inl[i];
+		f[i].inlined = true;
+	}
+	return n + 1;
+}
+
 static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 {
 	struct stack *st = kernel ? s->kstacks : s->ustacks, *t;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
-	int i, n;
+	int i, k, n, nf = 0;
 
 	if (id < 0 || id >= (kernel ? 16384 : DWSTACK_BASE + DWSTACK_MAX))
 		return NULL;
@@ -340,21 +361,17 @@ static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
 			;
 	}
-	t->f = calloc(n ? n : 1, sizeof(*t->f));
-	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
+	t->f = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->f));
+	t->ips = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->ips));
 	if (!t->f || !t->ips)
 		return NULL;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && nf < FNPROF_STACK_DEPTH; i++) {
 		/* Above the leaf, a frame holds a return address: the call is one byte before. */
-		__u64 ip = i ? ips[i] - 1 : ips[i];
-
-		if (kernel)
-			symbolize_kernel(s->sym, ip, &t->f[i]);
-		else
-			symbolize_user(s->sym, ip, &t->f[i]);
-		t->ips[i] = ips[i];
+		k = frames_of(s, i ? ips[i] - 1 : ips[i], kernel, &t->f[nf], FNPROF_STACK_DEPTH - nf);
+		while (k--)
+			t->ips[nf++] = ips[i];
 	}
-	t->nr = n;
+	t->nr = nf;
 	return t;
 }
 
@@ -434,14 +451,21 @@ static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, 
 	return &t->v[h];
 }
 
-/* Self samples go to the leaf, total samples once to every function on the stack. */
+/*
+ * Self samples go to the leaf, total samples once to every function on the
+ * stack. Inlined frames are left to the stacks (folded, pprof): in the table
+ * a sample counts for the function its code was compiled into, as perf's.
+ */
 static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
 {
 	struct fn_agg *a;
+	bool leaf = true;
 	int i, j;
 
 	t->samples += cnt;
 	for (i = 0; i < n; i++) {
+		if (fr[i]->inlined)
+			continue;
 		for (j = 0; j < i; j++)
 			if (fr[j]->func == fr[i]->func && fr[j]->object == fr[i]->object)
 				break;
@@ -451,8 +475,9 @@ static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, _
 		if (!a)
 			return -ENOMEM;
 		a->total += cnt;
-		if (!i)
+		if (leaf)
 			a->self += cnt;
+		leaf = false;
 	}
 	return 0;
 }
@@ -515,6 +540,18 @@ static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
 		fclose(f);
 }
 
+/* How the user stacks were walked, since the start: what was cut short, and what it cost. */
+static void print_unwind_stats(struct sampler *s, FILE *out)
+{
+	struct dwstack_stats st;
+
+	dwstacks_stats(s->dw, &st);
+	fprintf(out, "stacks: unwound with DWARF CFI from %u-byte stack copies: %llu samples, %llu cut short by the "
+		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU\n", s->o->stack_bytes,
+		(unsigned long long)st.samples, (unsigned long long)st.truncated,
+		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
+}
+
 static void print_table(struct sampler *s, FILE *out, const struct agg_table *t, double span,
 			const __u64 *drops, bool final)
 {
@@ -545,6 +582,8 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
 			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
 	}
+	if (s->dw)
+		print_unwind_stats(s, out);
 	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
 		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
 			     "%llu kernel (stack map full or collision)\n",
@@ -569,6 +608,19 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 	json_u64(&j, "user", drops[SDROP_USTACK]);
 	json_u64(&j, "kernel", drops[SDROP_KSTACK]);
 	json_obj_end(&j);
+	json_str(&j, "call_graph", s->dw ? "dwarf" : "fp");
+	if (s->dw) {
+		struct dwstack_stats st;
+
+		dwstacks_stats(s->dw, &st);
+		json_obj_begin(&j, "unwind");
+		json_u64(&j, "stack_bytes", s->o->stack_bytes);
+		json_u64(&j, "samples", st.samples);
+		json_u64(&j, "truncated", st.truncated);
+		json_u64(&j, "lost", st.lost);
+		json_u64(&j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+		json_obj_end(&j);
+	}
 	json_arr_begin(&j, "functions");
 	for (i = 0; i < t->nr; i++) {
 		const struct fn_agg *a = &t->v[i];

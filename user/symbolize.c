@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "inlines.h"
 #include "ksyms.h"
+#include "log.h"
 #include "procmaps.h"
 #include "symbolize.h"
 #include "symbols.h"
@@ -20,6 +22,7 @@
 struct object {
 	char *path;
 	struct symtab *st;  /* NULL: could not be read */
+	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
 };
 
 struct symbolizer {
@@ -52,6 +55,7 @@ void symbolizer_free(struct symbolizer *s)
 	for (i = 0; i < s->nr_objs; i++) {
 		free(s->objs[i].path);
 		symtab_free(s->objs[i].st);
+		inlines_close(s->objs[i].inl);
 	}
 	free(s->objs);
 	procmaps_free(s->pm);
@@ -135,10 +139,14 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	o->path = strdup(m->path);
+	*o = (struct object){ .path = strdup(m->path) };
 	if (!o->path)
 		return NULL;
 	o->st = read_symtab(s, m);
+	/* Its DWARF is opened now too: the mapping, through which the file is opened, goes with the process. */
+	if (o->st && m->path[0] == '/')
+		o->inl = inlines_open(o->st->path, o->st->debug_file, s->pid);
+	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
 	s->nr_objs++;
 	return o;
 }
@@ -174,6 +182,17 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 		out->func = sym_display_name(sym);
 		out->known = true;
 	}
+}
+
+int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max)
+{
+	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	struct object *obj = m ? object_get(s, m) : NULL;
+	__u64 vaddr;
+
+	if (!obj || !obj->inl || symtab_off_to_vaddr(obj->st, ip - m->start + m->pgoff, &vaddr))
+		return 0;
+	return inlines_at(obj->inl, vaddr, names, max);
 }
 
 bool symbolize_main_object(struct symbolizer *s, struct frame_info *out)
