@@ -4,4 +4,6 @@
 set -e
 cd "$(dirname "$0")"
 make -s -C . all
-exec python3 bench.py "$@"
+python3 bench.py "$@"
+# Issue 12: stacks without frame pointers, unwinding cost, symbols from a big debug file.
+exec python3 prod.py
