@@ -86,7 +86,7 @@ def cost(d):
             rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
             unwind = rep.get("unwind", {})
             res[(mode, hz)] = (100 * cpu / wall, 100 * unwind.get("cpu_ns", 0) / 1e9 / wall, rep["samples"], rss,
-                               unwind.get("truncated", 0))
+                               unwind.get("truncated", 0), unwind.get("cpu_ns", 0) / 1e3 / max(unwind.get("samples", 1), 1))
     return res
 
 
@@ -161,7 +161,7 @@ def main():
            table(["call graph", "Hz", "samples", "fnprof CPU (% of one core)", "of which unwinding",
                   "unwinding per sample", "cut short", "peak RSS"],
                  [[m, hz, v[2], f"{v[0]:.2f}%", f"{v[1]:.2f}%",
-                   f"{v[1] / 100 * 10 / max(v[2], 1) * 1e6:.1f} us" if m == "dwarf" else "-", v[4], f"{v[3]:.1f} MiB"]
+                   f"{v[5]:.1f} us" if m == "dwarf" else "-", v[4], f"{v[3]:.1f} MiB"]
                   for (m, hz), v in sorted(co.items())]), "",
            "(fnprof CPU counts the whole run, start-up included: loading BPF, reading every mapped "
            "object's symbols. The run is 10 s; the target's CPU share varies with the VM's other load.)", "",

@@ -28,9 +28,12 @@ struct unwinder {
 	pid_t pid;
 	Dwfl *dwfl;
 	bool attached;
+	int arch_fd;              /* fnprof's own executable: the architecture for dwfl_attach_state */
+	Elf *arch_elf;
 	char **reported;          /* "path@start" of the objects given to libdwfl */
 	size_t nr_reported, cap_reported;
 	double last_report;       /* CLOCK_MONOTONIC seconds */
+	__u64 digest;             /* of the mappings given to libdwfl */
 	/* The sample being unwound. */
 	const struct dwarf_sample *s;
 	const unsigned char *stack;
@@ -126,25 +129,59 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A digest of the executable file mappings: libdwfl's modules are redone when it changes. */
+static __u64 maps_digest(const struct procmaps *pm)
+{
+	__u64 h = 1469598103934665603ULL;
+	size_t i;
+	const char *c;
+
+	for (i = 0; i < pm->nr; i++) {
+		const struct mapping *m = &pm->maps[i];
+
+		if (!m->exec)
+			continue;
+		h = (h ^ m->start) * 1099511628211ULL;
+		h = (h ^ m->pgoff) * 1099511628211ULL;
+		for (c = m->path; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	}
+	return h;
+}
+
 /*
- * Reports the objects mapped now: all of them again, since an exec replaces
- * them all (libdwfl keeps what it read of a module reported again alike).
+ * Gives libdwfl the objects mapped now, when they changed (exec, dlopen,
+ * dlclose). A new session from scratch: libdwfl refuses a module over the
+ * range of one it has, and an exec replaces them all.
  */
 static void report_objects(struct unwinder *u)
 {
 	struct procmaps *pm;
+	__u64 digest;
 	size_t i;
 
 	u->last_report = now_s();
 	if (procmaps_load(u->pid, &pm))
 		return;
+	digest = maps_digest(pm);
+	if (u->dwfl && digest == u->digest) {
+		procmaps_free(pm);
+		return;
+	}
 	for (i = 0; i < u->nr_reported; i++)
 		free(u->reported[i]);
 	u->nr_reported = 0;
-	dwfl_report_begin(u->dwfl);
-	for (i = 0; i < pm->nr; i++)
-		report_mapping(u, &pm->maps[i]);
-	dwfl_report_end(u->dwfl, NULL, NULL);
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	u->attached = false;
+	u->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (u->dwfl) {
+		dwfl_report_begin(u->dwfl);
+		for (i = 0; i < pm->nr; i++)
+			report_mapping(u, &pm->maps[i]);
+		dwfl_report_end(u->dwfl, NULL, NULL);
+		u->digest = digest;
+	}
 	procmaps_free(pm);
 }
 
@@ -209,12 +246,14 @@ struct unwinder *unwinder_new(pid_t pid)
 	if (!u)
 		return NULL;
 	u->pid = pid;
-	u->dwfl = dwfl_begin(&dwfl_callbacks);
+	elf_version(EV_CURRENT);
+	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ_MMAP, NULL) : NULL;
+	report_objects(u);
 	if (!u->dwfl) {
-		free(u);
+		unwinder_free(u);
 		return NULL;
 	}
-	report_objects(u);
 	return u;
 }
 
@@ -224,7 +263,12 @@ void unwinder_free(struct unwinder *u)
 
 	if (!u)
 		return;
-	dwfl_end(u->dwfl);
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	if (u->arch_elf)
+		elf_end(u->arch_elf);
+	if (u->arch_fd >= 0)
+		close(u->arch_fd);
 	for (i = 0; i < u->nr_reported; i++)
 		free(u->reported[i]);
 	free(u->reported);
@@ -242,9 +286,35 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/* One walk of the sample's stack into ips. 0, or non-zero when it ended on an error. */
+static int walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max)
+{
+	u->n = 0;
+	if (!u->dwfl)
+		return -1;
+	if (!u->attached) {
+		/*
+		 * Given an ELF, libdwfl keeps a backend of its own for the process; without, it borrows
+		 * the first module's, which goes when an exec replaces the modules.
+		 */
+		u->attached = u->arch_elf && dwfl_attach_state(u->dwfl, u->arch_elf, u->pid, &thread_callbacks, u);
+		if (!u->attached) {
+			log_debug("unwinding: cannot attach to process %d: %s", u->pid, dwfl_errmsg(-1));
+			return -1;
+		}
+	}
+	u->s = s;
+	u->stack = (const unsigned char *)(s + 1);
+	u->ips = ips;
+	u->max = max;
+	u->ran_off = false;
+	return dwfl_getthread_frames(u->dwfl, s->tid, on_frame, u);
+}
+
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
 {
 	__u64 ip = s->regs[16];
+	int err;
 
 	*truncated = false;
 	if (max <= 0 || !ip)
@@ -252,26 +322,18 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 	/* An ip in no object known: something was mapped since (exec, dlopen); look again, 20 times a second at most. */
 	if (!dwfl_addrmodule(u->dwfl, ip) && now_s() - u->last_report > 0.05)
 		report_objects(u);
-	if (!u->attached) {
-		u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &thread_callbacks, u);
-		if (!u->attached) {
-			log_debug("unwinding: cannot attach to process %d: %s", u->pid, dwfl_errmsg(-1));
-			ips[0] = ip;
-			return 1;
-		}
+	err = walk(u, s, ips, max);
+	/* Stopped at a caller in no object known: mapped since (exec, dlopen); look again, then retry. */
+	if (err && !u->ran_off && now_s() - u->last_report > 0.05) {
+		report_objects(u);
+		err = walk(u, s, ips, max);
 	}
-	u->s = s;
-	u->stack = (const unsigned char *)(s + 1);
-	u->ips = ips;
-	u->n = 0;
-	u->max = max;
-	u->ran_off = false;
 	/* Why walks stop short, for -v: the first few only, there is one per sample. */
-	if (dwfl_getthread_frames(u->dwfl, s->tid, on_frame, u) && u->n < max && u->nr_logged++ < 10)
-		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx last %llx: %s", u->n, (unsigned long long)ip,
-			  (unsigned long long)s->regs[7], (unsigned long long)(u->n ? ips[u->n - 1] : 0), dwfl_errmsg(-1));
-	*truncated = u->ran_off && u->n < max;
+	if (err && u->n < max && u->nr_logged++ < 10)
+		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx: %s", u->n, (unsigned long long)ip,
+			  (unsigned long long)s->regs[7], dwfl_errmsg(-1));
 	if (!u->n)
 		ips[u->n++] = ip;
+	*truncated = u->ran_off && u->n < max;
 	return u->n;
 }
