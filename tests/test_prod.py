@@ -352,3 +352,21 @@ def test_debian_libz_under_python():
     tot = sum(c for _, c in in_libz)
     above = sum(c for f, c in in_libz if "_PyEval_EvalFrameDefault" in f and "Py_BytesMain" in f)
     check(tot > 100 and above >= 0.9 * tot, f"{above} of {tot} libz samples show the interpreter above")
+
+
+def test_unnamed_function_traced_by_its_address_name():
+    # Stripped, no debug file anywhere: outer is "prog+0xADDR" (its FDE), and tracing that name
+    # counts every call.
+    d = tempfile.mkdtemp()
+    try:
+        exe, dbg = split(target("work_nofp"), d)
+        os.unlink(dbg)
+        nm = subprocess.run(["nm", target("work_nofp")], capture_output=True, text=True).stdout.split("\n")
+        addr = {l.split()[2]: int(l.split()[0], 16) for l in nm if len(l.split()) == 3}
+        out = os.path.join(d, "r.json")
+        p = run_fnprof(["-f", f"prog+{addr['outer']:#x}", "--json", "-o", out, "--", exe, "nest", str(CALLS)])
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-800:]}")
+        f = func(final_report(open(out).read()), f"prog+{addr['outer']:#x}")
+        check(f["calls"] == truth(p.stderr, "outer")["calls"] == CALLS, f"{f['calls']} calls")
+    finally:
+        shutil.rmtree(d)

@@ -85,11 +85,15 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 	if (ARRAY_RESERVE(st->syms, st->nr + 1, *cap))
 		return -ENOMEM;
 	e = &st->syms[st->nr];
-	e->name = strdup(name);
+	/*
+	 * A .symtab with symbol versions (a debug file's of a versioned library) says
+	 * "memcpy@@GLIBC_2.14": the name is what comes before, as in .dynsym.
+	 */
+	e->name = name[0] != '@' && strchr(name, '@') ? strndup(name, strchr(name, '@') - name) : strdup(name);
 	if (!e->name)
 		return -ENOMEM;
-	e->pretty = demangle(name);
-	e->base = demangle_base(name);
+	e->pretty = demangle(e->name);
+	e->base = demangle_base(e->name);
 	e->addr = s->st_value;
 	e->size = s->st_size;
 	e->offset = off;
