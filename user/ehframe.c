@@ -74,7 +74,7 @@ static __u64 fde_size(const Elf_Data *eh, __u64 eh_addr, __u64 fde, __u64 start)
 	if (fde < eh_addr || off + 16 > eh->d_size)
 		return 0;
 	p = (const unsigned char *)eh->d_buf + off;
-	if (read_u(p, 4) == 0xffffffff || (__u64)(fde + 8 + (__s64)read_s32(p + 8)) != start)
+	if (read_u(p, 4) == 0xffffffff || (__u64)(fde + 8 + (__s64)read_s32(p + 8)) != start || read_s32(p + 12) < 0)
 		return 0;
 	return (__u64)read_s32(p + 12);
 }

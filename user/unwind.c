@@ -320,7 +320,7 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 	if (max <= 0 || !ip)
 		return 0;
 	/* An ip in no object known: something was mapped since (exec, dlopen); look again, 20 times a second at most. */
-	if (!dwfl_addrmodule(u->dwfl, ip) && now_s() - u->last_report > 0.05)
+	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && now_s() - u->last_report > 0.05)
 		report_objects(u);
 	err = walk(u, s, ips, max);
 	/* Stopped at a caller in no object known: mapped since (exec, dlopen); look again, then retry. */

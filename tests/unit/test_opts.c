@@ -48,6 +48,22 @@ static void no_function_means_sampling(void)
 	CHECK(parse(&o, "-p 1") == -1 && o.freq_hz == 99);
 }
 
+static void call_graph_modes(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-p 1") == -1 && o.call_graph == CG_AUTO && o.stack_bytes == DEFAULT_STACK_BYTES);
+	CHECK(parse(&o, "-p 1 --call-graph fp") == -1 && o.call_graph == CG_FP);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf") == -1 && o.call_graph == CG_DWARF);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,4096") == -1 && o.stack_bytes == 4096);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,65536 --no-debuginfod") == -1 && o.stack_bytes == 65536 &&
+	      o.no_debuginfod);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,100") == EXIT_USAGE);    /* not a multiple of 8 */
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,131072") == EXIT_USAGE); /* over the copy's limit */
+	CHECK(parse(&o, "-p 1 --call-graph fp,8") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --call-graph lbr") == EXIT_USAGE);
+}
+
 static void usage_errors_exit_2(void)
 {
 	struct opts o;
@@ -89,6 +105,7 @@ int main(void)
 	RUN(attach_with_functions);
 	RUN(launch_keeps_command_options);
 	RUN(no_function_means_sampling);
+	RUN(call_graph_modes);
 	RUN(usage_errors_exit_2);
 	RUN(help_exits_0);
 	RUN(parses_seconds);
