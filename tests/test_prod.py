@@ -212,7 +212,7 @@ for i in $(seq 200); do
     curl -sf http://127.0.0.1:{port}/buildid/{bid}/debuginfo -o /dev/null && break
     sleep 0.1
 done
-DEBUGINFOD_URLS=http://127.0.0.1:{port} DEBUGINFOD_CACHE_PATH={cache} {fnprof} {args}
+{env} DEBUGINFOD_URLS=http://127.0.0.1:{port} DEBUGINFOD_CACHE_PATH={cache} {fnprof} {args}
 """
 
 
@@ -229,13 +229,18 @@ def test_debuginfod_server():
         subprocess.run(["objcopy", "--remove-section=.gnu_debuglink", exe], check=True)
         os.rename(dbg, os.path.join(srv, "prog.debug"))
         out = os.path.join(d, "r.json")
+        # As if run with sudo by user nobody: the download belongs to that user (and the command
+        # runs as nobody: its directory must be readable).
+        os.chmod(d, 0o755)
+        sudo = "SUDO_USER=nobody SUDO_UID=65534 SUDO_GID=65534"
         args = f"-f outer -f inner --json -o {out} -- {exe} nest {CALLS}"
         p = run_in_netns(DEBUGINFOD_SCRIPT.format(port=free_port(), dir=srv, bid=build_id(exe), cache=cache,
-                                                  fnprof=FNPROF, args=args))
+                                                  fnprof=FNPROF, args=args, env=sudo))
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
         check_counts(open(out).read(), p.stderr)
-        cached = [f for _, _, fs in os.walk(cache) for f in fs if f == "debuginfo"]
+        cached = [os.path.join(r, f) for r, _, fs in os.walk(cache) for f in fs if f == "debuginfo"]
         check(cached, f"nothing in the debuginfod cache {cache}")
+        check(os.stat(cached[0]).st_uid == 65534, f"{cached[0]} owned by uid {os.stat(cached[0]).st_uid}")
     finally:
         for x in (d, srv, cache):
             shutil.rmtree(x)
