@@ -209,9 +209,10 @@ debuginfod -p {port} -F {dir} -d {dir}/db.sqlite -t 0 -g 0 >{dir}/debuginfod.log
 srv=$!
 trap 'kill $srv' EXIT
 for i in $(seq 200); do
-    curl -sf http://127.0.0.1:{port}/buildid/{bid}/debuginfo -o /dev/null && break
+    curl -sf -r 0-0 http://127.0.0.1:{port}/buildid/{bid}/debuginfo -o /dev/null && break
     sleep 0.1
 done
+{pre}
 {env} DEBUGINFOD_URLS=http://127.0.0.1:{port} DEBUGINFOD_CACHE_PATH={cache} {fnprof} {args}
 """
 
@@ -235,12 +236,71 @@ def test_debuginfod_server():
         sudo = "SUDO_USER=nobody SUDO_UID=65534 SUDO_GID=65534"
         args = f"-f outer -f inner --json -o {out} -- {exe} nest {CALLS}"
         p = run_in_netns(DEBUGINFOD_SCRIPT.format(port=free_port(), dir=srv, bid=build_id(exe), cache=cache,
-                                                  fnprof=FNPROF, args=args, env=sudo))
+                                                  fnprof=FNPROF, args=args, env=sudo, pre=""))
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
         check_counts(open(out).read(), p.stderr)
         cached = [os.path.join(r, f) for r, _, fs in os.walk(cache) for f in fs if f == "debuginfo"]
         check(cached, f"nothing in the debuginfod cache {cache}")
         check(os.stat(cached[0]).st_uid == 65534, f"{cached[0]} owned by uid {os.stat(cached[0]).st_uid}")
+    finally:
+        for x in (d, srv, cache):
+            shutil.rmtree(x)
+
+
+SLOW_LO = "ip link set lo mtu 1500; tc qdisc add dev lo root tbf rate {rate} burst 32kb latency 1s"
+
+
+def padded_debug_server(d, srv):
+    """work_nofp split in d, no debuglink; its debug file, padded to over 1 MiB, served from srv."""
+    exe, dbg = split(target("work_nofp"), d)
+    subprocess.run(["objcopy", "--remove-section=.gnu_debuglink", exe], check=True)
+    pad = os.path.join(d, "pad")
+    with open(pad, "wb") as f:
+        f.write(os.urandom(1 << 20))
+    subprocess.run(["objcopy", "--add-section", f".fnprof_pad={pad}", dbg, os.path.join(srv, "prog.debug")],
+                   check=True)
+    return exe
+
+
+def test_debuginfod_stalled_download_times_out():
+    # 100 kbit/s is under libdebuginfod's floor (100 KiB/s for DEBUGINFOD_TIMEOUT seconds, 2 here):
+    # the download is abandoned with one warning, and fnprof goes on with what it has.
+    if not shutil.which("debuginfod") or not shutil.which("curl") or not shutil.which("tc"):
+        raise Skip("no debuginfod, curl or tc (Debian debuginfod, curl, iproute2): make test-deps")
+    d, srv, cache = tempfile.mkdtemp(), tempfile.mkdtemp(), tempfile.mkdtemp()
+    try:
+        exe = padded_debug_server(d, srv)
+        t0 = time.monotonic()
+        p = run_in_netns(DEBUGINFOD_SCRIPT.format(
+            port=free_port(), dir=srv, bid=build_id(exe), cache=cache, fnprof=FNPROF,
+            args=f"-F 99 --json -- {exe} nest 2000", env="DEBUGINFOD_TIMEOUT=2", pre=SLOW_LO.format(rate="100kbit")))
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
+        warns = [l for l in p.stderr.splitlines() if "debuginfod" in l and "warning" in l]
+        check(len(warns) == 1, f"warnings: {warns}")
+        check(time.monotonic() - t0 < 30, f"took {time.monotonic() - t0:.0f} s")
+    finally:
+        for x in (d, srv, cache):
+            shutil.rmtree(x)
+
+
+def test_debuginfod_slow_download_shows_progress():
+    # lo slowed to 3 Mbit/s (in the test's own network namespace; tbf needs packets under its
+    # burst: MTU 1500): a 1 MiB debug file takes ~3 s, fnprof says what it is waiting for, and the
+    # symbols then arrive as usual.
+    if not shutil.which("debuginfod") or not shutil.which("curl") or not shutil.which("tc"):
+        raise Skip("no debuginfod, curl or tc (Debian debuginfod, curl, iproute2): make test-deps")
+    d, srv, cache = tempfile.mkdtemp(), tempfile.mkdtemp(), tempfile.mkdtemp()
+    try:
+        exe = padded_debug_server(d, srv)
+        out = os.path.join(d, "r.json")
+        args = f"-f outer -f inner --json -o {out} -- {exe} nest {CALLS}"
+        p = run_in_netns(DEBUGINFOD_SCRIPT.format(
+            port=free_port(), dir=srv, bid=build_id(exe), cache=cache, fnprof=FNPROF, args=args, env="",
+            pre=SLOW_LO.format(rate="3mbit")))
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-3000:]}")
+        check(re.search(r"fnprof: downloading debug info of prog from debuginfod: \d+ KiB", p.stderr),
+              f"no progress line: {p.stderr[-800:]}")
+        check_counts(open(out).read(), p.stderr)
     finally:
         for x in (d, srv, cache):
             shutil.rmtree(x)
