@@ -14,10 +14,9 @@
 #include <sys/types.h>
 #include <libelf.h>
 
-/* The module's settings, from the command line (the defaults: debuginfod on, 30 s). */
+/* The module's settings, from the command line (the default: debuginfod where DEBUGINFOD_URLS is set). */
 struct debuginfo_conf {
 	bool no_debuginfod;   /* --no-debuginfod */
-	double timeout_s;     /* a download that makes no progress this long is abandoned */
 };
 
 void debuginfo_configure(const struct debuginfo_conf *c);
