@@ -53,11 +53,16 @@ bool debuginfo_build_id(Elf *elf, char *buf, size_t size)
 	return true;
 }
 
-/* Opens path read-only as process pid sees it, without escaping its root. */
+/*
+ * Opens the regular file path read-only as process pid sees it, without
+ * escaping its root. O_NONBLOCK: a FIFO planted where a debug file is looked
+ * for must not hang fnprof; only regular files are kept.
+ */
 static int open_in_root(pid_t pid, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK, .resolve = RESOLVE_IN_ROOT };
 	char root[64];
+	struct stat st;
 	int rfd, fd;
 
 	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", pid);
@@ -67,6 +72,10 @@ static int open_in_root(pid_t pid, const char *path)
 	fd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
 	fd = fd < 0 ? -errno : fd;
 	close(rfd);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
+	}
 	return fd;
 }
 

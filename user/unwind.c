@@ -249,11 +249,7 @@ struct unwinder *unwinder_new(pid_t pid)
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ_MMAP, NULL) : NULL;
-	report_objects(u);
-	if (!u->dwfl) {
-		unwinder_free(u);
-		return NULL;
-	}
+	/* The objects are reported at the first sample: a command about to be launched has not exec'd yet. */
 	return u;
 }
 
