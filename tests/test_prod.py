@@ -435,3 +435,17 @@ def test_unnamed_function_traced_by_its_address_name():
         check(f["calls"] == truth(p.stderr, "outer")["calls"] == CALLS, f"{f['calls']} calls")
     finally:
         shutil.rmtree(d)
+
+
+def test_planted_fifo_debug_file_does_not_hang():
+    # Where the debuglink points, a FIFO (a hostile container could plant one): not a debug file,
+    # and opening it must not block fnprof.
+    d = tempfile.mkdtemp()
+    try:
+        exe, dbg = split(target("work_nofp"), d)
+        os.unlink(dbg)
+        os.mkfifo(dbg)
+        p = run_fnprof(["-f", "outer", "--", exe, "nest", "1"], timeout=20)
+        check(p.returncode == 1 and "stripped" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")
+    finally:
+        shutil.rmtree(d)
