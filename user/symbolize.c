@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -65,13 +66,47 @@ void symbolizer_free(struct symbolizer *s)
 
 static struct object *object_get(struct symbolizer *s, const struct mapping *m);
 
+/* The parent of process pid, from /proc/PID/stat ("pid (comm) state ppid ..."); -1 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n = -1;
+	int fd, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/*
+ * A command fnprof launches is its own child until it execs: its mappings are
+ * then fnprof's, whose objects (and their debug files) are not worth reading.
+ */
+static bool launched_not_execd(pid_t pid)
+{
+	struct stat self, target;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return !stat("/proc/self/exe", &self) && !stat(path, &target) && self.st_dev == target.st_dev &&
+	       self.st_ino == target.st_ino && parent_of(pid) == getpid();
+}
+
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
 	size_t i;
 
 	s->missed = false;
-	if (procmaps_load(s->pid, &pm))
+	if (launched_not_execd(s->pid) || procmaps_load(s->pid, &pm))
 		return;
 	/* A process that has just exited (a zombie) shows no mappings: keep the last ones. */
 	if (!pm->nr) {
