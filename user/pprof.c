@@ -88,7 +88,10 @@ struct str_tab {
 
 struct function { __u64 name; };
 struct mapping_ent { __u64 start, limit, pgoff, file; };
-struct location { __u64 ip, mapping, function; };
+#define MAX_LINES 16  /* functions per location: inlined ones, then the one they are in */
+
+/* function: the id of the first line's function, or of the chain's hash when inlined. */
+struct location { __u64 ip, mapping, function; __u64 lines[MAX_LINES]; int nr_lines; };
 
 /* Open addressing over (a, b) pairs -> id (0 = empty): functions by name, locations by (ip, function). */
 struct id_index {
@@ -288,20 +291,34 @@ void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit
 	mapping_id(p, object, start, limit, pgoff);
 }
 
-__u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
-		     __u64 map_limit, __u64 map_pgoff)
+__u64 pprof_location_inlined(struct pprof *p, __u64 ip, const char *const *funcs, int nr, const char *object,
+			     __u64 map_start, __u64 map_limit, __u64 map_pgoff)
 {
-	__u64 fid = function_id(p, func), mid = mapping_id(p, object, map_start, map_limit, map_pgoff), *slot;
+	__u64 mid = mapping_id(p, object, map_start, map_limit, map_pgoff), lines[MAX_LINES], key, *slot;
+	int i;
 
+	if (nr > MAX_LINES)
+		nr = MAX_LINES;
+	for (i = 0, key = 0; i < nr; i++) {
+		lines[i] = function_id(p, funcs[i]);
+		key = nr == 1 ? lines[i] : (key ^ lines[i]) * 0x100000001b3ULL + (1ULL << 63);
+	}
 	if (idx_reserve(p, &p->loc_idx, loc_key, p->nr_locs + 1))
 		return 0;
-	slot = idx_slot(p, &p->loc_idx, loc_key, ip, fid);
+	slot = idx_slot(p, &p->loc_idx, loc_key, ip, key);
 	if (*slot)
 		return *slot;
 	if (ARRAY_RESERVE(p->locs, p->nr_locs + 1, p->cap_locs))
 		return 0;
-	p->locs[p->nr_locs++] = (struct location){ ip, mid, fid };
-	return *slot = p->nr_locs;
+	p->locs[p->nr_locs] = (struct location){ .ip = ip, .mapping = mid, .function = key, .nr_lines = nr };
+	memcpy(p->locs[p->nr_locs].lines, lines, nr * sizeof(*lines));
+	return *slot = ++p->nr_locs;
+}
+
+__u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
+		     __u64 map_limit, __u64 map_pgoff)
+{
+	return pprof_location_inlined(p, ip, &func, 1, object, map_start, map_limit, map_pgoff);
 }
 
 int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count)
@@ -328,6 +345,7 @@ static void encode_tables(struct pprof *p, struct buf *out)
 {
 	struct buf *m = &p->tmp, *line = &p->tmp2;
 	size_t i;
+	int k;
 
 	for (i = 0; i < p->nr_maps; i++) {
 		pb_uint(m, 1, i + 1);
@@ -342,8 +360,10 @@ static void encode_tables(struct pprof *p, struct buf *out)
 		pb_uint(m, 1, i + 1);
 		pb_uint(m, 2, p->locs[i].mapping);
 		pb_uint(m, 3, p->locs[i].ip);
-		pb_uint(line, 1, p->locs[i].function);
-		pb_msg(m, 4, line);
+		for (k = 0; k < p->locs[i].nr_lines; k++) {
+			pb_uint(line, 1, p->locs[i].lines[k]);
+			pb_msg(m, 4, line);
+		}
 		pb_msg(out, 4, m);
 	}
 	for (i = 0; i < p->nr_funcs; i++) {

@@ -18,6 +18,14 @@ void pprof_free(struct pprof *p);
 __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
 		     __u64 map_limit, __u64 map_pgoff);
 
+/*
+ * The same for an address in inlined code: funcs[0..nr) are the inlined
+ * functions, innermost first, and last the function they were compiled into
+ * (pprof's Location.line order).
+ */
+__u64 pprof_location_inlined(struct pprof *p, __u64 ip, const char *const *funcs, int nr, const char *object,
+			     __u64 map_start, __u64 map_limit, __u64 map_pgoff);
+
 /* Registers a mapping ahead of the locations: pprof readers take the first one as the program. */
 void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit, __u64 pgoff);
 

@@ -792,25 +792,51 @@ cleanup:
 	return err;
 }
 
+/*
+ * One pprof location for the frames of one address: its inlined calls (named
+ * without the " (inlined)" mark: pprof marks them itself) and the function
+ * they are in. *used: how many frames it took.
+ */
+static __u64 pprof_frames(struct pprof *p, const struct frame_info **fr, __u64 ip, int n, int *used)
+{
+	static const char mark[] = " (inlined)";
+	char names[16][256], buf[PATH_MAX + 2];
+	const char *funcs[17];
+	size_t len;
+	int k;
+
+	for (k = 0; k < n && k < 16 && fr[k]->inlined; k++) {
+		len = strlen(fr[k]->func);
+		len -= len >= strlen(mark) && !strcmp(fr[k]->func + len - strlen(mark), mark) ? strlen(mark) : 0;
+		snprintf(names[k], sizeof(names[k]), "%.*s", (int)len, fr[k]->func);
+		funcs[k] = names[k];
+	}
+	if (k < n && !fr[k]->inlined) {
+		funcs[k] = frame_name(fr[k], buf, sizeof(buf));
+		k++;
+	}
+	*used = k;
+	return pprof_location_inlined(p, ip, funcs, k, fr[k - 1]->object, fr[k - 1]->map_start, fr[k - 1]->map_limit,
+				      fr[k - 1]->map_pgoff);
+}
+
 static int write_pprof(struct sampler *s, const char *path)
 {
 	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
-	char name[PATH_MAX + 2];
 	unsigned char *data = NULL;
 	size_t i, len;
 	struct frame_info exe;
-	int n, k, err = p ? 0 : -ENOMEM;
+	int n, k, g, nl, err = p ? 0 : -ENOMEM;
 
 	if (p && symbolize_main_object(s->sym, &exe))
 		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		for (k = 0; k < n; k++)
-			locs[k] = pprof_location(p, ips[k], frame_name(fr[k], name, sizeof(name)), fr[k]->object, fr[k]->map_start,
-						 fr[k]->map_limit, fr[k]->map_pgoff);
-		err = pprof_sample(p, locs, n, s->prev[i].count);
+		for (k = 0, nl = 0; k < n; k += g, nl++)
+			locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
+		err = pprof_sample(p, locs, nl, s->prev[i].count);
 	}
 	if (!err)
 		err = pprof_encode(p, &data, &len);
