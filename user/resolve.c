@@ -98,6 +98,8 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 			err == -EINVAL ? "not an ELF file" : strerror(-err));
 		return NULL;
 	}
+	if (st->debug_file)
+		log_debug("symbols of %s from its debug file %s", path, st->debug_file);
 	c->e[c->nr].path = strdup(path);
 	c->e[c->nr].open_path = strdup(open_path);
 	c->e[c->nr].st = st;
