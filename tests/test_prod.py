@@ -449,3 +449,18 @@ def test_planted_fifo_debug_file_does_not_hang():
         check(p.returncode == 1 and "stripped" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")
     finally:
         shutil.rmtree(d)
+
+
+def test_stacks_after_exec_through_a_wrapper():
+    # A command started through a wrapper that runs a while, then execs it (a shell, pyenv's
+    # shims): the objects the unwinder knew (the shell's, sampled) are all replaced; stacks of the
+    # program it became reach _start (the walk goes through libc, mapped anew).
+    d = tempfile.mkdtemp()
+    try:
+        exe, _ = split(target("burn_nofp"), d)
+        busy = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"
+        p, lines = sample_folded(["-F", "347"], ["/bin/bash", "-c", f"{busy}; exec {exe} 2"])
+        share, n = share_reaching(lines, "burn_a", "_start")
+        check(n > 50 and share >= 0.9, f"burn_a: {share:.0%} of {n} samples reach _start")
+    finally:
+        shutil.rmtree(d)
