@@ -36,6 +36,8 @@
 #define FNPROF_COOKIE_ENTRY_ONLY (1U << 30)
 /* On fnprof's own calibration probes: counted even while the target's are paused. */
 #define FNPROF_COOKIE_SELF (1U << 29)
+/* On the entry probe of a function whose return is a uretprobe: its frame may be tail-called from. */
+#define FNPROF_COOKIE_URET (1U << 28)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
@@ -46,7 +48,7 @@
 
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: the kernel drops the return */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: not timed (a uretprobe's return never comes) */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
@@ -84,6 +86,7 @@ struct fn_stats {
 	__u64 child_calls;   /* traced calls made directly from these calls */
 	__u64 desc_calls;    /* traced calls made from these calls at any depth */
 	__u64 sys_sum;       /* on-CPU ns inside system calls (with -e) */
+	__u64 entered;       /* calls that entered, whether or not their return was seen */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */
@@ -104,10 +107,24 @@ struct fn_frame {
 	__u32 outer;         /* 1 if no activation of the same function is below */
 	__u32 slot;          /* statistics slot of the process (from the attach cookie) */
 	__u32 scaled0;       /* thread's scaled_seq at entry */
+	__u32 flags;         /* FRAME_* */
 	__u64 vcsw0, ivcsw0, mig0, sys0;
 	__u64 child_calls;   /* traced calls returned directly into this one */
 	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
 };
+
+/*
+ * The frame's return is a uretprobe: the kernel keeps it pending through a
+ * tail call (jmp), so a call entered at the same stack pointer may be its
+ * tail callee rather than a sign that it is gone.
+ */
+#define FRAME_URET 1U
+/*
+ * Its tail callee has returned: its own return comes at once (the kernel
+ * runs the pending uretprobes of one return address together), so a probe
+ * that finds this frame still on top knows it is dead.
+ */
+#define FRAME_TAIL_DONE 2U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {
@@ -154,7 +171,7 @@ struct thread_state {
 	__u32 gen;           /* probe generation the frames belong to */
 	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
 	__u32 idx;           /* its index in the pool (and in that of counter frames) */
-	__u32 pad;
+	__u32 over;          /* calls entered above the deepest frame (counted as DROP_DEPTH) not yet returned */
 	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
