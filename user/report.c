@@ -10,8 +10,8 @@
 static const struct {
 	const char *key, *text;
 } drop_kinds[DROP_NR] = {
-	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames, "
-					 "whose return the kernel does not report (not timed)" },
+	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames (not timed; "
+					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
 	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
@@ -472,8 +472,10 @@ static void print_missing_returns(const struct report *r, FILE *f, const size_t 
 			continue;
 		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
 		fprintf(f, "* %s: %llu calls entered, %llu returned: the others were still running, or their "
-			   "returns were not seen (see dropped)\n", name, (unsigned long long)s->entered,
-			(unsigned long long)s->calls);
+			   "returns were not seen (see dropped)%s\n", name, (unsigned long long)s->entered,
+			(unsigned long long)s->calls, r->pl->probes[order[k]].exit != EXIT_URETPROBE ? "" :
+			"; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 pending "
+			"ones (--exit=ret sees every return)");
 	}
 }
 
