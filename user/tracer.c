@@ -82,6 +82,12 @@ static __u32 slots_for(const struct tracer *t)
 	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : (__u32)n;
 }
 
+/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
+static bool calibrates(const struct tracer *t)
+{
+	return t->nr_total > t->nr_probes;
+}
+
 /* Whether the statistics of nr_slots processes fit the budget; if not, says what to reduce. */
 static bool stats_fit(const struct tracer *t)
 {
@@ -89,12 +95,13 @@ static bool stats_fit(const struct tracer *t)
 
 	if (need <= budget)
 		return true;
-	log_err("the statistics of %zu functions on %d CPUs%s would take %.0f MiB (2 buffers x %.1f KiB per "
-		"function per CPU%s), more than the budget of %.0f MiB: trace fewer functions (narrow the -f "
+	log_err("the statistics of %zu functions%s on %d CPUs%s would take %.1f MiB (2 buffers x %.1f KiB per "
+		"function per CPU%s), more than the budget of %.1f MiB: trace fewer functions (narrow the -f "
 		"patterns)%s, or raise the budget with FNPROF_STATS_BUDGET_MB",
-		t->nr_probes, t->nr_cpus, t->nr_slots > 1 ? " for the target and a fork child" : "",
-		need / 1048576, sizeof(struct fn_stats) / 1024.0, t->nr_slots > 1 ? " per process" : "",
-		budget / 1048576, t->nr_slots > 1 ? ", drop --follow-forks" : "");
+		t->nr_probes, calibrates(t) ? " (and fnprof's calibration probes)" : "", t->nr_cpus,
+		t->nr_slots > 1 ? " for the target and a fork child" : "", need / 1048576,
+		sizeof(struct fn_stats) / 1024.0, t->nr_slots > 1 ? " per process" : "", budget / 1048576,
+		t->nr_slots > 1 ? ", drop --follow-forks" : "");
 	return false;
 }
 
@@ -122,12 +129,6 @@ static int fill_queue(const struct bpf_map *queue, __u32 first, __u32 end)
 		if (bpf_map_update_elem(fd, NULL, &i, BPF_ANY))
 			return -errno;
 	return 0;
-}
-
-/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
-static bool calibrates(const struct tracer *t)
-{
-	return t->nr_total > t->nr_probes;
 }
 
 /* The pool's size when --max-threads does not set it. */
