@@ -377,14 +377,16 @@ static long dead_step(__u32 i, struct dead_ctx *c)
 }
 
 /*
- * Whether the top frame f, at the new call's stack pointer, lives on: a
- * frame whose return is a uretprobe, left by a tail call (jmp) to this
- * function. Its callee returning first marks it; found on top after that,
- * it never got its return.
+ * Whether the top frame f, at the stack pointer of a new call of function
+ * id, lives on: a frame whose return is a uretprobe, left by a tail call
+ * (jmp) to this function. Its callee returning first marks it; found on top
+ * after that, it never got its return. A function does not tail-call itself
+ * (the compiler makes that a loop): a frame of the same function at the same
+ * stack pointer is one whose return was never seen, called again.
  */
-static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp)
+static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp, __u32 id)
 {
-	return f->sp == sp && (f->flags & (FRAME_URET | FRAME_TAIL_DONE)) == FRAME_URET;
+	return f->sp == sp && f->id != id && (f->flags & (FRAME_URET | FRAME_TAIL_DONE)) == FRAME_URET;
 }
 
 /*
@@ -395,12 +397,12 @@ static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp)
  * deepest frame. The top frame is checked here; below it, in a bpf_loop
  * (rare, and a loop the verifier would walk 64 times).
  */
-static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
+static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp, __u32 id)
 {
 	struct dead_ctx c = { .ts = ts, .sp = sp, .d = ts->depth };
 	struct fn_frame *top = &ts->frames[(c.d - 1) & (FNPROF_MAX_DEPTH - 1)];
 
-	if (!c.d || (!(top->flags & FRAME_TAIL_DONE) && (top->sp > sp || tail_caller(top, sp))))
+	if (!c.d || (!(top->flags & FRAME_TAIL_DONE) && (top->sp > sp || tail_caller(top, sp, id))))
 		return c.d;
 	/* A tail caller whose return did not follow its callee's is dead, wherever this call is. */
 	if (top->flags & FRAME_TAIL_DONE)
@@ -462,7 +464,7 @@ int BPF_KPROBE(fn_entry)
 		ts->depth = 0;
 		ts->over = 0;
 	}
-	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx));
+	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx), id);
 	if (d >= FNPROF_MAX_DEPTH) {
 		/*
 		 * The kernel keeps at most 64 pending uretprobe returns per task
