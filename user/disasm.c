@@ -278,12 +278,19 @@ static bool walk(struct code *c, size_t i, int h, int rbp)
 	return !w.failed;
 }
 
+/*
+ * A direct jmp out of the function with its frame still set up goes to a
+ * part of it that has no symbol of its own (a cold part in a stripped
+ * object): not a tail call. Where the height is not known, it is taken for one.
+ */
 static bool is_exit(const struct code *c, const struct ins *s)
 {
+	bool flat = !s->seen || s->height == UNKNOWN || s->height == 0;
+
 	if (s->kind == K_RET)
 		return true;
 	if (s->kind == K_JMP)
-		return index_of(c, s->target) < 0;
+		return index_of(c, s->target) < 0 && flat;
 	return s->kind == K_JMP_IND && !s->table && s->seen && s->height == 0;
 }
 

@@ -19,7 +19,9 @@ struct code_part {
 /*
  * The addresses of the instructions that leave the function made of
  * parts[0..nr) (parts[0] is its entry) with the caller's frame restored:
- * every ret, a jmp to an address outside the parts (a tail call), and an
+ * every ret, a jmp to an address outside the parts made with the stack as
+ * at entry (a tail call; one made inside the frame goes to an unnamed part
+ * of the function), and an
  * indirect jmp (`jmp *%rax`, `jmp *8(%rdi)`) made with the stack as at entry
  * that is not a switch's jump table. The stack height is followed along the
  * branches from the entry. Returns how many, every one of them, with *addrs

@@ -119,6 +119,17 @@ static void cold_part(void)
 	CHECK(exits_of(f, sizeof(f), NULL, 0, e, 4) == 1);
 }
 
+/* push %rbp; test; je 1f; pop %rbp; jmp OUT; 1: jmp OUT2: a tail call, then a jump inside the frame. */
+static void direct_jump_out_needs_entry_height(void)
+{
+	static const unsigned char f[] = { 0x55, 0x85, 0xff, 0x74, 0x06, 0x5d, 0xe9, 0xf5, 0x0f, 0x00, 0x00,
+					   0xe9, 0xf0, 0x1f, 0x00, 0x00 };
+	__u64 e[4];
+
+	CHECK(exits_of(f, sizeof(f), NULL, 0, e, 4) == 1);
+	CHECK(e[0] == 0x1006);
+}
+
 /* Bytes that are no instruction: no exit can be trusted. */
 static void garbage_is_refused(void)
 {
@@ -138,6 +149,7 @@ int main(void)
 	RUN(memory_operands);
 	RUN(more_than_64_exits);
 	RUN(cold_part);
+	RUN(direct_jump_out_needs_entry_height);
 	RUN(garbage_is_refused);
 	UNIT_EXIT();
 }
