@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+/* x86-64: what user/arch.h asks of an architecture. */
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -6,7 +8,38 @@
 
 #include <capstone/capstone.h>
 
-#include "disasm.h"
+#include "arch.h"
+
+const char arch_lib_dirs[] = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64";
+
+enum site_kind site_kind_of(const unsigned char *insn, size_t len)
+{
+	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
+		return SITE_EMULATED;                   /* push %rax..%rdi */
+	if (len >= 2 && insn[0] == 0x41 && insn[1] >= 0x50 && insn[1] <= 0x57)
+		return SITE_EMULATED;                   /* push %r8..%r15 */
+	if (len >= 5 && !memcmp(insn, nop5, 5))
+		return SITE_NOP5;
+	return SITE_STEPPED;
+}
+
+#define CALIB_FN(name, body) \
+	".globl " #name "\n.type " #name ",@function\n" #name ":\n" body ".size " #name ", .-" #name "\n"
+#define PUSH_POP_RET "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
+
+__asm__(".text\n"
+	CALIB_FN(fnprof_calib_emulated, PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_stepped, "\tlea 0x1(%rdi),%rax\n\tret\n")
+	CALIB_FN(fnprof_calib_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
+	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
+
+/* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in. */
+const unsigned int arch_calib_ret_offset = 5;
+
+/* --- Exits of a function, for ret-mode probes ---------------------------- */
 
 #define UNKNOWN INT_MIN   /* a stack height (bytes below the entry's) that cannot be followed */
 
@@ -316,25 +349,27 @@ static bool walk_cases(struct code *c)
 int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
 {
 	struct code c = { .table_height = UNKNOWN };
-	bool ok = nr > 0 && nr <= sizeof(c.part_start) / sizeof(c.part_start[0]);
+	bool ok = true;
 	size_t i, k, n = 0;
+	int err = 0;
 	csh h;
 
 	*addrs = NULL;
-	if (!ok || cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-		return -1;
+	if (!nr || nr > sizeof(c.part_start) / sizeof(c.part_start[0]) ||
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return -EINVAL;
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
 	for (k = 0; k < nr && ok; k++)
 		ok = decode_part(h, &parts[k], &c);
 	cs_close(&h);
-	if (ok) {
-		ok = walk(&c, 0, 0, UNKNOWN) && walk_cases(&c);
-		*addrs = ok ? malloc((c.nr ? c.nr : 1) * sizeof(**addrs)) : NULL;
-		ok = *addrs != NULL;
-	}
-	for (i = 0; ok && i < c.nr; i++)
+	if (!ok)
+		err = -EINVAL;
+	else if (!walk(&c, 0, 0, UNKNOWN) || !walk_cases(&c) ||
+		 !(*addrs = malloc((c.nr ? c.nr : 1) * sizeof(**addrs))))
+		err = -ENOMEM;
+	for (i = 0; !err && i < c.nr; i++)
 		if (is_exit(&c, &c.ins[i]))
 			(*addrs)[n++] = c.ins[i].addr;
 	free(c.ins);
-	return ok ? (int)n : -1;
+	return err ? err : (int)n;
 }
