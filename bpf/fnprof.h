@@ -191,6 +191,11 @@ struct prof_key {
 	__u32 label;        /* the profile's label value (PROF_OFFCPU_*, PROF_MUTEX_*); 0 for heap */
 	__s32 ustack;       /* stack map ids; negative: none */
 	__s32 kstack;
+	/*
+	 * heap: the return address at [sp] when the probe fired on the allocator's
+	 * first instruction; a frame-pointer walk from there skips the caller. 0: none.
+	 */
+	__u64 caller;
 };
 
 /* The values of one stack, in the order of the profile's pprof sample types. */
@@ -214,9 +219,12 @@ enum prof_mutex_label {
 	PROF_MUTEX_WAIT,       /* any other futex wait: condition variables, semaphores, joins */
 };
 
-/* heap: x/(1-e^-x) for x = (i + 1/2) / PROF_HEAP_WSTEPS, in 1/65536; beyond the table, x. */
+/*
+ * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/65536, interpolated
+ * between; from x = PROF_HEAP_WTAB / PROF_HEAP_WSTEPS on it is x (e^-x < 1e-7).
+ */
 #define PROF_HEAP_WSTEPS 64
-#define PROF_HEAP_WTAB 1024
+#define PROF_HEAP_WTAB (16 * PROF_HEAP_WSTEPS + 1)
 /* Exponential intervals drawn by user space: -ln(U) * rate, picked at random by the probes. */
 #define PROF_HEAP_EXPO 4096
 

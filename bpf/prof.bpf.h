@@ -60,6 +60,7 @@ static __always_inline void pkey_here(void *ctx, struct prof_key *k, __u32 label
 	k->label = label;
 	k->ustack = pstack_id(ctx, BPF_F_USER_STACK, PDROP_USTACK);
 	k->kstack = kernel ? pstack_id(ctx, 0, PDROP_KSTACK) : -1;
+	k->caller = 0;
 }
 
 /* Adds v to the counts of k; a full map is counted, never silent. */

@@ -71,8 +71,15 @@ struct entry {
 	double total[PROF_NR_VALUES], delta[PROF_NR_VALUES];
 };
 
+struct caller {
+	__u64 ip;
+	struct frame_info f;
+};
+
 /* One running profile. */
 struct prof {
+	struct caller *callers;            /* prof_key.caller addresses, symbolized */
+	size_t nr_callers, cap_callers;
 	struct prof_src src;
 	bool on;
 	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
@@ -121,6 +128,7 @@ void profiles_stop(struct profiles *ps)
 		free_stacks(p->ustacks);
 		free_stacks(p->kstacks);
 		free(p->prev);
+		free(p->callers);
 	}
 	symbolizer_free(ps->sym);
 	free(ps);
@@ -310,6 +318,24 @@ static const struct stack *get_stack(struct profiles *ps, struct prof *p, __s32 
 	return t;
 }
 
+/* The frame of a return address kept apart (prof_key.caller), symbolized once per address. */
+static const struct frame_info *caller_frame(struct profiles *ps, struct prof *p, __u64 ret)
+{
+	static const struct frame_info none = { .func = "[unknown]", .object = "[unknown]" };
+	struct caller *c;
+	size_t i;
+
+	for (i = 0; i < p->nr_callers; i++)
+		if (p->callers[i].ip == ret)
+			return &p->callers[i].f;
+	if (ARRAY_RESERVE(p->callers, p->nr_callers + 1, p->cap_callers))
+		return &none;
+	c = &p->callers[p->nr_callers++];
+	c->ip = ret;
+	symbolize_user(ps->sym, ret - 1, &c->f);
+	return &c->f;
+}
+
 /* The probe's own frames atop a kernel stack taken in a tracepoint: fnprof's, not the target's. */
 static bool probe_frame(const struct frame_info *f)
 {
@@ -329,8 +355,13 @@ static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_k
 		;
 	for (; ks && i < ks->nr && n < MAX_FRAMES; i++, n++)
 		out[n] = &ks->f[i], ips[n] = ks->ips[i];
-	for (i = 0; us && i < us->nr && n < MAX_FRAMES; i++, n++)
+	for (i = 0; us && i < us->nr && n < MAX_FRAMES; i++, n++) {
 		out[n] = &us->f[i], ips[n] = us->ips[i];
+		if (!i && k->caller && (us->nr < 2 || us->ips[1] != k->caller) && n + 1 < MAX_FRAMES) {
+			n++;
+			out[n] = caller_frame(ps, p, k->caller), ips[n] = k->caller;
+		}
+	}
 	if (!us && n < MAX_FRAMES)  /* never drop a stack: show that its user part is missing */
 		out[n] = &lost, ips[n++] = 0;
 	return n;
