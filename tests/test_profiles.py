@@ -138,3 +138,58 @@ def test_profile_option_errors():
                       (["--profile", "offcpu", "--folded", "/tmp/x"], "--folded")):
         p = run_fnprof(args + ["--", "true"])
         check(p.returncode == 2 and msg in p.stderr, f"{args}: exit {p.returncode}: {p.stderr}")
+
+
+# --- heap ------------------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_heap_sites_ratio_and_live_bytes():
+    # 128 MiB through the sites at one sample per 64 KiB on average (about 2000 samples), then 2 s
+    # holding 8 MiB: the interval reports during the hold see it in use, the last one after the frees.
+    reps, p = profiled("heap", ["--heap-rate", "64K", "-i", "0.5"], target("heap"), 128, 2)
+    t = truth(p.stdout, "heap")
+    check(abs(t["big"] / t["small"] - 3) < 0.01, f"target truth {t}")
+    big, small = total_of(reps, "alloc_big", "alloc_space"), total_of(reps, "alloc_small", "alloc_space")
+    check(small > 0 and abs(big / small - 3) <= 0.5, f"alloc_space ratio {big / max(small, 1):.2f} (want 3 +- 0.5)")
+    check(abs(big + small - t["big"] - t["small"]) <= 0.1 * (t["big"] + t["small"]),
+          f"alloc_space {(big + small) / MIB:.1f} MiB vs truth {(t['big'] + t['small']) / MIB:.1f} MiB")
+    held = [r for r in reps[:-1] if any(f["name"] == "keep_live" for f in r["functions"])]
+    check(held, "no report while the 8 MiB were live")
+    live = fn(held[-1], "keep_live")["total"]["inuse_space"]
+    check(abs(live - t["live"]) <= 0.15 * t["live"], f"keep_live in use {live / MIB:.2f} MiB vs {t['live'] / MIB} MiB")
+    for site in ("alloc_big", "alloc_small"):
+        gone = sum(f["total"]["inuse_space"] for f in held[-1]["functions"] if f["name"] == site)
+        check(gone < 0.02 * t["live"], f"{site} freed everything, yet {gone / MIB:.2f} MiB in use")
+    after = [f for f in reps[-1]["functions"] if f["name"] == "keep_live"]
+    check(not after or after[0]["total"]["inuse_space"] < 0.05 * t["live"], "freed at the end, still in use")
+
+
+def test_heap_every_entry_point_at_rate_one_byte():
+    # --heap-rate 1: every allocation is sampled with weight 1, so the figures are exact.
+    reps, p = profiled("heap", ["--heap-rate", "1"], target("heap"), 0, 0.5)
+    o = fn(reps[-1], "other_paths")["total"]
+    # calloc 4 x 16, malloc-like realloc(NULL, 32), posix_memalign 128, realloc to 4096, aligned_alloc 256
+    check(o["alloc_objects"] == 5 and o["alloc_space"] == 64 + 32 + 128 + 4096 + 256, f"other_paths: {o}")
+    check(o["inuse_space"] == 0, f"all freed: {o}")
+    k = fn(reps[-1], "keep_live")["total"]
+    check(k["alloc_objects"] == 32 and k["alloc_space"] == 8 * MIB, f"keep_live: {k}")
+
+
+def test_heap_pid_mode_thread_started_later_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "heap.pb.gz")
+        with Target("heap", 32, 1.5, "thread") as tg:
+            reps, _ = profiled("heap", ["--heap-rate", "64K", "-d", "1.5", "--pprof", path], pid=tg.pid)
+            out, _ = tg.stop()
+        t = truth(out, "heap")
+        live = fn(reps[-1], "keep_live")["total"]["inuse_space"]
+        check(abs(live - t["live"]) <= 0.15 * t["live"], f"keep_live in use {live / MIB:.2f} MiB")
+        top = pprof_top(path, "-sample_index=inuse_space", "-cum")
+        check("keep_live" in top and "Type: inuse_space" in top, top)
+        top = pprof_top(path, "-sample_index=alloc_space", "-cum")
+        check("alloc_big" in top and "alloc_small" in top, top)
+    finally:
+        shutil.rmtree(d)

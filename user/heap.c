@@ -219,8 +219,9 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	s.drops_fd = bpf_map__fd(h->skel->maps.pdrops);
 	s.live_fd = bpf_map__fd(h->skel->maps.live);
 	s.period = c->heap_rate;
-	snprintf(s.note, sizeof(s.note), "one sample per %llu KiB on average",
-		 (unsigned long long)c->heap_rate / 1024);
+	snprintf(s.note, sizeof(s.note), "one sample per %llu %s on average",
+		 (unsigned long long)(c->heap_rate % 1024 ? c->heap_rate : c->heap_rate / 1024),
+		 c->heap_rate % 1024 ? "bytes" : "KiB");
 	*out = s;
 	return 0;
 }

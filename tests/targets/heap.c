@@ -4,10 +4,13 @@
  * three times as many bytes in the first, all freed; keep_live allocates 8
  * MiB in 256 KiB blocks and keeps them until the end. Also one
  * posix_memalign, calloc and realloc path, freed.
- * Usage: heap MIB [HOLD_S]: MIB mebibytes through the two sites, then HOLD_S
- * seconds (default 0) with the 8 MiB still live before it frees them.
+ * Usage: heap MIB [HOLD_S [thread]]: MIB mebibytes through the two sites,
+ * then HOLD_S seconds (default 0) with the 8 MiB still live before it frees
+ * them. With "thread", all that is done by a thread started 0.5 s after
+ * "ready" (time for fnprof to attach with -p).
  * Prints "ready" first, then "truth heap big=B small=S live=L calls=N".
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,30 +77,56 @@ NOINLINE void round_trip(void)
 NOINLINE void other_paths(void)
 {
 	void *p = NULL;
-	char *q = calloc(4, 16), *r = realloc(NULL, 32);
+	char *q = calloc(4, 16), *r = realloc(NULL, 32), *a;
 
+	/* Blocks that are used: the compiler may drop an allocation freed unused. */
+	sink = q[1];
 	if (!posix_memalign(&p, 64, 128))
 		free(p);
 	r = realloc(r, 4096);
+	r[4095] = 1;
+	a = aligned_alloc(64, 256);
+	a[255] = 1;
+	__asm__ volatile("" : : "r"(a), "r"(q) : "memory");  /* they escape: no allocation is elided */
+	sink = a[255] + r[4095];
 	free(q);
 	free(r);
-	free(aligned_alloc(64, 256));
+	free(a);
 }
 
-int main(int argc, char **argv)
-{
-	double mib = argc > 1 ? atof(argv[1]) : 64, hold = argc > 2 ? atof(argv[2]) : 0;
-	unsigned long long rounds = mib * (1 << 20) / (16 << 10), i;
-	struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) };
+static double mib;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("ready\n");
+static void *work(void *arg)
+{
+	unsigned long long rounds = mib * (1 << 20) / (16 << 10), i;
+
+	(void)arg;
 	keep_live();
 	for (i = 0; i < rounds; i++)
 		round_trip();
 	other_paths();
 	printf("truth heap big=%llu small=%llu live=%d calls=%llu\n", big_bytes, small_bytes, KEEP_BLOCK * KEEP_NR,
 	       calls);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	double hold = argc > 2 ? atof(argv[2]) : 0;
+	struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) }, half = { 0, 500000000 };
+	pthread_t t;
+	int i;
+
+	mib = argc > 1 ? atof(argv[1]) : 64;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("ready\n");
+	if (argc > 3 && !strcmp(argv[3], "thread")) {
+		nanosleep(&half, NULL);
+		pthread_create(&t, NULL, work, NULL);
+		pthread_join(t, NULL);
+	} else {
+		work(NULL);
+	}
 	nanosleep(&ts, NULL);
 	for (i = 0; i < KEEP_NR; i++)
 		free(kept[i]);
