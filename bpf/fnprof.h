@@ -208,6 +208,9 @@ struct prof_val {
 #define PROF_FP_SHIFT 10
 #define PROF_FP_ONE (1ULL << PROF_FP_SHIFT)
 
+/* mutex: the stack id of a waker that was not seen (a timeout, a wake from the kernel at thread exit). */
+#define PROF_STACK_NO_WAKER (-1000)
+
 enum prof_offcpu_label {
 	PROF_OFFCPU_BLOCKED,   /* switched out asleep: I/O, locks, sleeps */
 	PROF_OFFCPU_RUNQ,      /* preempted while runnable: waiting for a CPU */

@@ -193,3 +193,47 @@ def test_heap_pid_mode_thread_started_later_pprof():
         check("alloc_big" in top and "alloc_small" in top, top)
     finally:
         shutil.rmtree(d)
+
+
+# --- mutex -----------------------------------------------------------------------------------
+
+def test_mutex_delay_charged_to_the_releaser():
+    reps, p = profiled("mutex", [], target("mutex"), 1.5)
+    t = truth(p.stdout, "mutex")
+    rep = reps[-1]
+    lock = rep["kind"]["lock"]["delay"]
+    check(abs(lock - t["wait_ns"]) <= 0.25 * t["wait_ns"], f"lock delay {lock / 1e6:.0f} ms vs the threads' own "
+          f"{t['wait_ns'] / 1e6:.0f} ms in pthread_mutex_lock")
+    rel = fn(rep, "release_lock")["total"]["delay"]
+    check(rel >= 0.8 * lock, f"release_lock charged {rel / 1e6:.0f} ms of {lock / 1e6:.0f} ms (< 80%)")
+    take = fn(rep, "take_lock")["total"]["wait_delay"]
+    check(take >= 0.8 * lock, f"the waiters' view: take_lock {take / 1e6:.0f} ms of {lock / 1e6:.0f} ms")
+    check(rep["lost"] == 0 and rep["no_state"] == 0, f"drops: {rep}")
+
+
+def test_mutex_condition_variable_waits_labelled_apart():
+    reps, p = profiled("mutex", [], target("mutex"), "cond", 1)
+    t = truth(p.stdout, "cond")
+    k = reps[-1]["kind"]
+    check(k["wait"]["contentions"] >= 0.8 * t["waits"], f"{k['wait']['contentions']} condvar waits labelled "
+          f"wait, of {t['waits']}")
+    check(k["lock"]["delay"] < 0.05 * k["wait"]["delay"], f"condvar waits taken for lock contention: {k}")
+
+
+def test_mutex_pid_mode_intervals_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "mutex.pb.gz")
+        with Target("mutex", 3) as tg:
+            reps, _ = profiled("mutex", ["-d", "1.2", "-i", "0.4", "--pprof", path], pid=tg.pid)
+            tg.stop()
+        check(len(reps) >= 3, f"{len(reps)} reports")
+        lock = sum(r["kind"]["lock"]["delay"] for r in reps)
+        rel = total_of(reps, "release_lock", "delay")
+        check(lock > 0 and rel >= 0.8 * lock, f"release_lock {rel / 1e6:.0f} ms of {lock / 1e6:.0f} ms")
+        top = pprof_top(path, "-cum", "-tagfocus=kind=lock")
+        check("Type: delay" in top and "release_lock" in top, top)
+        top = pprof_top(path, "-cum", "-sample_index=wait_delay")
+        check("take_lock" in top, top)
+    finally:
+        shutil.rmtree(d)

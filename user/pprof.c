@@ -2,7 +2,8 @@
 /*
  * profile.proto, field numbers as in github.com/google/pprof/proto/profile.proto:
  * Profile{1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
- * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period}.
+ * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period,
+ * 14 default_sample_type}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -111,6 +112,7 @@ struct pprof {
 	__u64 period_ns, duration_ns;
 	struct pprof_type types[PPROF_MAX_TYPES], period_type;
 	int nr_types;
+	const char *default_type;   /* NULL: readers take the last sample type */
 };
 
 static __u64 fnv(const char *s)
@@ -176,6 +178,11 @@ struct pprof *pprof_new_types(const struct pprof_type *types, int nr, struct ppr
 	p->duration_ns = duration_ns;
 	intern(p, "");
 	return p;
+}
+
+void pprof_default_type(struct pprof *p, const char *type)
+{
+	p->default_type = type;
 }
 
 struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
@@ -422,6 +429,8 @@ int pprof_encode(struct pprof *p, unsigned char **out, size_t *len)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	pb_uint(&b, 9, ts.tv_sec * 1000000000ULL + ts.tv_nsec - p->duration_ns);
 	pb_uint(&b, 10, p->duration_ns);
+	if (p->default_type)
+		pb_uint(&b, 14, intern(p, p->default_type));
 	/* Last: the strings interned while encoding the rest are all there. */
 	for (i = 0; i < p->strs.nr; i++)
 		pb_bytes(&b, 6, p->strs.s[i], strlen(p->strs.s[i]));

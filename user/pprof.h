@@ -26,6 +26,9 @@ struct pprof *pprof_new_types(const struct pprof_type *types, int nr, struct ppr
 			      __u64 period, __u64 duration_ns);
 void pprof_free(struct pprof *p);
 
+/* The sample type readers show unless told otherwise (type must outlive p). */
+void pprof_default_type(struct pprof *p, const char *type);
+
 /* The id of the location of address ip in function func of object (mapping bounds may be 0). */
 __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
 		     __u64 map_limit, __u64 map_pgoff);

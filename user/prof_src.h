@@ -27,6 +27,7 @@ struct prof_desc {
 	const char *label_key;                   /* the pprof label, NULL if none */
 	const char *labels[2];                   /* its values by prof_key.label */
 	struct pprof_type period_type;
+	const char *default_type;                /* what pprof shows first; NULL: the last type */
 };
 
 struct prof_src {

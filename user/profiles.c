@@ -348,6 +348,7 @@ static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_k
 			const struct frame_info **out, __u64 *ips)
 {
 	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
+	static const struct frame_info no_waker = { .func = "[waker unknown]", .object = "[unknown]" };
 	const struct stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
 	int n = 0, i;
 
@@ -363,7 +364,7 @@ static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_k
 		}
 	}
 	if (!us && n < MAX_FRAMES)  /* never drop a stack: show that its user part is missing */
-		out[n] = &lost, ips[n++] = 0;
+		out[n] = k->ustack == PROF_STACK_NO_WAKER ? &no_waker : &lost, ips[n++] = 0;
 	return n;
 }
 
@@ -679,6 +680,8 @@ static int write_pprof(struct profiles *ps, struct prof *p, const char *path)
 	size_t i, len;
 	int err = pp ? 0 : -ENOMEM;
 
+	if (pp && d->default_type)
+		pprof_default_type(pp, d->default_type);
 	if (pp && symbolize_main_object(ps->sym, &exe))
 		pprof_mapping(pp, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < p->nr_prev; i++)
