@@ -4,4 +4,5 @@
 set -e
 cd "$(dirname "$0")"
 make -s -C . all
-exec python3 bench.py "$@"
+python3 bench.py "$@"
+exec python3 profiles.py

@@ -333,7 +333,8 @@ static int cross_check(struct opts *o)
 	if (o->pprof_path && o->sample)
 		o->pprof_path = o->cpu_pprof;
 	if (o->max_overhead_pct && !o->nr_funcs)
-		return usage_error("--max-overhead bounds the cost of tracing -f functions");
+		return usage_error("--max-overhead bounds the cost of tracing -f functions%s",
+				   o->profiles & 1U << PROF_HEAP ? " (not yet the heap profile's: see README, Profiles)" : "");
 	if (o->follow_forks && !o->nr_funcs)
 		return usage_error("--follow-forks traces the -f functions in fork children: add -f FUNC");
 	/* Probes attached in bursts would not be inherited by the children forked while detached. */
