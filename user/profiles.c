@@ -499,12 +499,13 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 			 const __u64 *d, bool final)
 {
 	const struct prof_desc *desc = p->src.desc;
-	const struct pprof_type *r = &desc->types[desc->rank];
+	const struct pprof_type *r = &desc->types[desc->rank], *s = &desc->types[desc->second];
 	char a[32], b[32], c[32];
 
-	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s", prof_kind_name(desc->kind),
+	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
 		final ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
-		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, fmt_value(r, t->sum[desc->rank], a, sizeof(a)));
+		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, fmt_value(r, t->sum[desc->rank], a, sizeof(a)),
+		s->type, fmt_value(s, t->sum[desc->second], b, sizeof(b)));
 	if (desc->label_key)
 		fprintf(out, " (%s %s, %s %s)", desc->labels[0], fmt_value(r, t->by_label[0][desc->rank], b, sizeof(b)),
 			desc->labels[1], fmt_value(r, t->by_label[1][desc->rank], c, sizeof(c)));
@@ -535,7 +536,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 				desc->types[rk].type, desc->types[sc].type);
 		}
 		/* The table is the program's view; kernel frames are in the JSON and pprof. */
-		if (!f->total[rk] || !strcmp(f->object, "[kernel.kallsyms]") || shown++ >= ps->c.top)
+		if ((!f->total[rk] && !f->total[sc]) || !strcmp(f->object, "[kernel.kallsyms]") || shown++ >= ps->c.top)
 			continue;
 		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %12s %12s\n", f->func, base_name(f->object),
 			f->self[rk] * pct, f->total[rk] * pct, fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)),
