@@ -23,7 +23,7 @@ struct buf {
 
 static void put(struct buf *b, const void *data, size_t n)
 {
-	if (b->err)
+	if (b->err || !n)  /* nothing to add: an empty message may have no buffer yet */
 		return;
 	if (ARRAY_RESERVE(b->p, b->len + n, b->cap)) {
 		b->err = -ENOMEM;
