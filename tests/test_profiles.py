@@ -78,6 +78,9 @@ def test_offcpu_sleep_charged_to_its_function():
     check(abs(c - t["calls"]) <= 0.1 * t["calls"], f"{c} waits vs {t['calls']} calls")
     check(rep["lost"] == 0 and rep["stacks_lost"]["user"] == 0, f"drops: {rep}")
     check(rep["state"]["blocked"]["delay"] >= 0.9 * total, f"a sleep is blocked: {rep['state']}")
+    # Kernel stacks, taken at the switch-in: the sleep's kernel side carries the delay too.
+    k = [f for f in rep["functions"] if f["object"] == "[kernel.kallsyms]" and "nanosleep" in f["name"]]
+    check(k and max(f["total"]["delay"] for f in k) >= 0.9 * total, "no kernel frames of the sleep")
 
 
 def test_offcpu_thread_started_later_pid_mode_intervals():

@@ -218,6 +218,7 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	s.counts_fd = bpf_map__fd(h->skel->maps.counts);
 	s.drops_fd = bpf_map__fd(h->skel->maps.pdrops);
 	s.live_fd = bpf_map__fd(h->skel->maps.live);
+	s.kstacks_fd = -1;
 	s.period = c->heap_rate;
 	snprintf(s.note, sizeof(s.note), "one sample per %llu %s on average",
 		 (unsigned long long)(c->heap_rate % 1024 ? c->heap_rate : c->heap_rate / 1024),

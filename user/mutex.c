@@ -65,7 +65,7 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		return err;
 	}
 	*out = (struct prof_src){
-		.desc = &mutex_desc, .priv = skel, .arm = mutex_arm, .stop = mutex_stop, .live_fd = -1,
+		.desc = &mutex_desc, .priv = skel, .arm = mutex_arm, .stop = mutex_stop, .live_fd = -1, .kstacks_fd = -1,
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 	};

@@ -64,6 +64,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.desc = &offcpu_desc, .priv = skel, .arm = offcpu_arm, .stop = offcpu_stop, .live_fd = -1,
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
+		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),
 	};
 	snprintf(out->note, sizeof(out->note), "waits under %llu us sampled", (unsigned long long)c->offcpu_rate_ns / 1000);
 	return 0;

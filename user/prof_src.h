@@ -34,6 +34,7 @@ struct prof_src {
 	const struct prof_desc *desc;
 	int stacks_fd, counts_fd, drops_fd;
 	int live_fd;          /* heap: sampled pointers (-> struct prof_live) adding to values 2, 3; else -1 */
+	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */
 	__u64 period;         /* pprof period: the rate */
 	char note[128];       /* the report's first line adds this ("rate 100 us") */
 	void *priv;

@@ -76,8 +76,16 @@ struct caller {
 	struct frame_info f;
 };
 
+/* Kernel stacks kept by hash id (prof_src.kstacks_fd), symbolized once. */
+struct kstack_ent {
+	__s32 id;
+	struct stack st;
+};
+
 /* One running profile. */
 struct prof {
+	struct kstack_ent *kst;
+	size_t nr_kst, cap_kst;
 	struct caller *callers;            /* prof_key.caller addresses, symbolized */
 	size_t nr_callers, cap_callers;
 	struct prof_src src;
@@ -129,6 +137,11 @@ void profiles_stop(struct profiles *ps)
 		free_stacks(p->kstacks);
 		free(p->prev);
 		free(p->callers);
+		for (size_t i = 0; i < p->nr_kst; i++) {
+			free(p->kst[i].st.f);
+			free(p->kst[i].st.ips);
+		}
+		free(p->kst);
 	}
 	symbolizer_free(ps->sym);
 	free(ps);
@@ -285,18 +298,33 @@ static void read_drops(struct prof *p, __u64 *now)
 
 /* --- stacks ------------------------------------------------------------------ */
 
+/* The cache entry of kernel stack id kept by hash (kstacks_fd); NULL when out of memory. */
+static struct stack *kstack_slot(struct prof *p, __s32 id)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_kst; i++)
+		if (p->kst[i].id == id)
+			return &p->kst[i].st;
+	if (ARRAY_RESERVE(p->kst, p->nr_kst + 1, p->cap_kst))
+		return NULL;
+	p->kst[p->nr_kst] = (struct kstack_ent){ .id = id };
+	return &p->kst[p->nr_kst++].st;
+}
+
 static const struct stack *get_stack(struct profiles *ps, struct prof *p, __s32 id, bool kernel)
 {
-	struct stack *t;
+	bool by_hash = kernel && p->src.kstacks_fd >= 0;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
+	struct stack *t;
 	int i, n;
 
-	if (id < 0 || id >= NR_STACKS)
+	if (id < 0 || (!by_hash && id >= NR_STACKS))
 		return NULL;
-	t = kernel ? &p->kstacks[id] : &p->ustacks[id];
-	if (t->f)
+	t = by_hash ? kstack_slot(p, id) : kernel ? &p->kstacks[id] : &p->ustacks[id];
+	if (!t || t->f)
 		return t;
-	if (bpf_map_lookup_elem(p->src.stacks_fd, &id, ips))
+	if (bpf_map_lookup_elem(by_hash ? p->src.kstacks_fd : p->src.stacks_fd, &id, ips))
 		return NULL;
 	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
 		;
