@@ -178,6 +178,10 @@ def test_heap_every_entry_point_at_rate_one_byte():
     check(o["inuse_space"] == 0, f"all freed: {o}")
     k = fn(reps[-1], "keep_live")["total"]
     check(k["alloc_objects"] == 32 and k["alloc_space"] == 8 * MIB, f"keep_live: {k}")
+    # The probes' cost, measured at start on fnprof's own allocator, and the estimate from it.
+    c = reps[-1]["probe_cost"]
+    check(c and 100 < c["per_event_ns"] < 100000, f"probe cost per allocation: {c}")
+    check(abs(c["estimate_ns"] - c["per_event_ns"] * reps[-1]["events"]) < 1, f"estimate: {c}")
 
 
 def test_heap_pid_mode_thread_started_later_pprof():

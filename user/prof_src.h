@@ -37,6 +37,7 @@ struct prof_src {
 	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */
 	__u64 period;         /* pprof period: the rate */
 	char note[128];       /* the report's first line adds this ("rate 100 us") */
+	double event_cost_ns; /* what the probes add to the target per event seen, measured; 0: not known */
 	void *priv;
 	void (*arm)(struct prof_src *s);   /* NULL if nothing to do */
 	void (*stop)(struct prof_src *s);

@@ -538,6 +538,11 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 		fprintf(out, " (%s %s, %s %s)", desc->labels[0], fmt_value(r, t->by_label[0][desc->rank], b, sizeof(b)),
 			desc->labels[1], fmt_value(r, t->by_label[1][desc->rank], c, sizeof(c)));
 	fputc('\n', out);
+	if (p->src.event_cost_ns)
+		fprintf(out, "probe cost (estimate): ~%.1f ms added to the target, %llu %s at ~%.2f us each "
+			     "(measured at start on fnprof's own %s)\n", d[PDROP_SEEN] * p->src.event_cost_ns / 1e6,
+			(unsigned long long)d[PDROP_SEEN], desc->what, p->src.event_cost_ns / 1e3,
+			desc->kind == PROF_HEAP ? "allocations, with their frees" : "events");
 }
 
 static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
@@ -607,6 +612,14 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
+	if (p->src.event_cost_ns) {
+		json_obj_begin(&j, "probe_cost");
+		json_f64(&j, "per_event_ns", p->src.event_cost_ns);
+		json_f64(&j, "estimate_ns", d[PDROP_SEEN] * p->src.event_cost_ns);
+		json_obj_end(&j);
+	} else {
+		json_null(&j, "probe_cost");
+	}
 	json_values(&j, "totals", desc, t->sum);
 	if (desc->label_key) {
 		json_obj_begin(&j, desc->label_key);
