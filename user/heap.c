@@ -118,7 +118,8 @@ static int attach_allocator(struct heap *h, const struct prof_conf *c, pid_t pid
 	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		o.funcs[o.nr_funcs++] = specs[i];
 	if (resolve_probes(&o, pid, &h->pl)) {
-		log_err("the heap profile needs the target's C library (libc.so.6): not found");
+		log_err("the heap profile probes the target's C library (libc.so.6, malloc and free) and found none: "
+			"a static executable, or libc not among its libraries");
 		return -ENOENT;
 	}
 	sites = calloc(2 * h->pl.nr, sizeof(*sites));
