@@ -110,14 +110,14 @@ static size_t sites_of(struct heap *h, const struct probe *p, pid_t pid, struct 
 /* The allocator's functions in the target: its libc, found as -f libc:NAME would find it. */
 static int attach_allocator(struct heap *h, const struct prof_conf *c, pid_t pid)
 {
-	struct opts o = { .pid = c->cmd ? 0 : pid, .cmd = c->cmd, .exit_mode = EXIT_NONE };
+	const struct resolve_conf rc = {
+		.funcs = specs, .nr_funcs = sizeof(specs) / sizeof(specs[0]), .cmd = c->cmd, .exit_mode = EXIT_NONE,
+	};
 	struct uprobe_site *sites;
 	size_t i, n = 0;
 	int err;
 
-	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
-		o.funcs[o.nr_funcs++] = specs[i];
-	if (resolve_probes(&o, pid, &h->pl)) {
+	if (resolve_probes(&rc, pid, &h->pl)) {
 		log_err("the heap profile probes the target's C library (libc.so.6, malloc and free) and found none: "
 			"a static executable, or libc not among its libraries");
 		return -ENOENT;

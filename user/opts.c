@@ -10,7 +10,7 @@
 
 #include "log.h"
 #include "opts.h"
-#include "profiles.h"
+#include "prof_kind.h"
 
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"

@@ -13,7 +13,7 @@
 
 #include "fnprof.h"
 #include "pprof.h"
-#include "profiles.h"
+#include "prof_kind.h"
 
 /* What a profile's values mean. */
 struct prof_desc {

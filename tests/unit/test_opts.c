@@ -5,7 +5,7 @@
 
 #include "log.h"
 #include "opts.h"
-#include "profiles.h"
+#include "prof_kind.h"
 #include "unit.h"
 
 static int parse(struct opts *o, const char *line)
