@@ -14,11 +14,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "arch.bpf.h"
 #include "prof.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define NR_FUTEX 202      /* x86-64 */
 #define ETIMEDOUT 110
 
 enum {
@@ -92,13 +92,13 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 {
 	__u32 cmd;
 
-	if (id != NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
+	if (id != ARCH_NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
 		return 0;
-	cmd = regs->si & FUTEX_CMD_MASK;
+	cmd = ARCH_SYSCALL_ARG2(regs) & FUTEX_CMD_MASK;
 	if (is_wait(cmd))
-		wait_begins(ctx, regs->di, cmd, regs->dx);
+		wait_begins(ctx, ARCH_SYSCALL_ARG1(regs), cmd, ARCH_SYSCALL_ARG3(regs));
 	else if (is_wake(cmd))
-		wakes(ctx, regs->di);
+		wakes(ctx, ARCH_SYSCALL_ARG1(regs));
 	return 0;
 }
 
@@ -134,7 +134,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
 	struct waiting *w;
 	__u64 since;
 
-	if (regs->orig_ax != NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
+	if (ARCH_SYSCALL_NR(regs) != ARCH_NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
 		return 0;
 	w = bpf_task_storage_get(&waits, bpf_get_current_task_btf(), 0, 0);
 	if (!w || !w->since)

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "arch.h"
 #include "clock.h"
 #include "heap.skel.h"
 #include "log.h"
@@ -71,25 +72,16 @@ static struct bpf_program *return_prog(struct heap_bpf *skel, const char *name)
 	return !strcmp(name, "posix_memalign") ? skel->progs.posix_memalign_return : skel->progs.alloc_return;
 }
 
-/*
- * Where free's probe goes. glibc's free starts with "test %rdi,%rdi; je":
- * a uprobe on the test is single-stepped (~10 us a call), one on the jump
- * right after it is emulated (~0.5 us) and sees the same %rdi. Elsewhere,
- * the entry.
- */
+/* Where free's probe goes: the architecture may know a cheaper place than its first instruction. */
 static __u64 free_offset(const struct probe *p)
 {
-	static const unsigned char test_rdi[] = { 0x48, 0x85, 0xff };
-	unsigned char b[5];
+	unsigned char b[16];
 	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? pread(fd, b, sizeof(b), p->offset) : -1;
 
 	if (fd >= 0)
 		close(fd);
-	if (n == (ssize_t)sizeof(b) && !memcmp(b, test_rdi, 3) &&
-	    ((b[3] & 0xf0) == 0x70 || (b[3] == 0x0f && (b[4] & 0xf0) == 0x80)))
-		return p->offset + 3;
-	return p->offset;
+	return p->offset + (n > 0 ? arch_free_probe_offset(b, n) : 0);
 }
 
 /* The sites of allocator function p: its return probe first, so that no sampled call misses its return. */
