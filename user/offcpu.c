@@ -66,6 +66,10 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),
 	};
-	snprintf(out->note, sizeof(out->note), "waits under %llu us sampled", (unsigned long long)c->offcpu_rate_ns / 1000);
+	if (c->offcpu_rate_ns % 1000)
+		snprintf(out->note, sizeof(out->note), "waits under %llu ns sampled", (unsigned long long)c->offcpu_rate_ns);
+	else
+		snprintf(out->note, sizeof(out->note), "waits under %llu us sampled",
+			 (unsigned long long)c->offcpu_rate_ns / 1000);
 	return 0;
 }
