@@ -512,6 +512,21 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 			desc->kind == PROF_HEAP ? "allocations, with their frees" : "events");
 }
 
+/* A thread's name now, or "exited" (the report at the end may come after its threads are gone). */
+static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, size, f))
+		snprintf(buf, size, "exited");
+	buf[strcspn(buf, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
 static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
 			const __u64 *d, bool final)
 {
@@ -520,7 +535,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 	double pct = t->sum[rk] ? 100.0 / t->sum[rk] : 0;
 	unsigned int shown = 0;
 	__u32 tid = (__u32)-1;
-	char a[32], b[32];
+	char a[32], b[32], comm[32];
 	size_t i;
 
 	print_header(ps, p, out, t, span, d, final);
@@ -530,8 +545,10 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 		if (f->tid != tid) {
 			tid = f->tid;
 			shown = 0;
-			if (ps->c.per_thread)
-				fprintf(out, "\nthread %u:\n", tid);
+			if (ps->c.per_thread) {
+				thread_comm(ps->pid, tid, comm, sizeof(comm));
+				fprintf(out, "\nthread %u (%s):\n", tid, comm);
+			}
 			fprintf(out, "%-40s %-20s %7s %7s %12s %12s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
 				desc->types[rk].type, desc->types[sc].type);
 		}
