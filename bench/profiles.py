@@ -27,7 +27,7 @@ LOAD = os.path.join(HERE, ".output", "profload")
 # (profile, load, ops, what one op is, which events to divide by)
 CASES = [
     ("heap", "alloc", 400000, "malloc(64)+free pair", "allocation calls"),
-    ("offcpu", "switch", 40000, "pipe round trip (2 switches each way)", "waits"),
+    ("offcpu", "switch", 40000, "pipe round trip on one CPU: 2 switches", "waits"),
     ("mutex", "mutex", 20000, "lock, 20 us held, unlock; 4 threads", "futex waits"),
 ]
 

@@ -44,7 +44,6 @@ struct heap {
 	struct probe_list pl;
 };
 
-
 static const char *const specs[] = {
 	/* glibc's aligned_alloc is memalign under a second name: one probe for both. */
 	"libc:malloc", "libc:calloc", "libc:realloc", "libc:free", "libc:posix_memalign", "libc:memalign",

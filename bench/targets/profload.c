@@ -3,10 +3,12 @@
  * Loads for the profiles' overhead (bench/profiles.py). Each prints
  * "result ns_per_op=X" for its own loop, timed by itself:
  *   profload alloc N    malloc(64) + free, N times (every call hits the heap probes)
- *   profload switch N   two threads ping-pong over a pipe N times (2 context switches each)
+ *   profload switch N   two threads on one CPU ping-pong over a pipe N times (2 context switches each)
  *   profload mutex N    4 threads take one mutex N times in all, holding it ~20 us (futex waits)
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +52,17 @@ static void *ponger(void *arg)
 	return NULL;
 }
 
+/* Both threads on CPU 0: every round trip is two context switches, whatever the other CPU does. */
 static void switch_loop(void)
 {
 	pthread_t t;
+	cpu_set_t one;
 	char c = 0;
 	long i;
 
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	sched_setaffinity(0, sizeof(one), &one);
 	if (pipe(ping) || pipe(pong))
 		exit(1);
 	pthread_create(&t, NULL, ponger, NULL);
