@@ -6,4 +6,6 @@ cd "$(dirname "$0")"
 make -s -C . all
 python3 bench.py "$@"
 # Issue 12: stacks without frame pointers, unwinding cost, symbols from a big debug file.
-exec python3 prod.py
+python3 prod.py
+# Issue 16: what the offcpu, mutex and heap profiles cost the target.
+exec python3 profiles.py

@@ -48,6 +48,12 @@ struct opts {
 	enum call_graph call_graph;  /* --call-graph fp|dwarf[,SIZE]|auto */
 	unsigned int stack_bytes;  /* --call-graph dwarf,SIZE: user stack copied per sample */
 	bool no_debuginfod;        /* --no-debuginfod */
+	/* other profiles (issue 16): offcpu, mutex, heap */
+	unsigned int profiles;     /* --profile: 1 << PROF_* bits (profiles.h); 0: cpu when no -f */
+	unsigned long long offcpu_rate_ns;  /* --offcpu-rate */
+	unsigned long long heap_rate;       /* --heap-rate, bytes */
+	const char *pprof_base;    /* --pprof as given: the other profiles' files are named from it */
+	char cpu_pprof[4096];      /* the CPU profile's pprof file when several profiles write theirs */
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */

@@ -2,7 +2,8 @@
 /*
  * profile.proto, field numbers as in github.com/google/pprof/proto/profile.proto:
  * Profile{1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
- * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period}.
+ * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period,
+ * 14 default_sample_type}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ struct buf {
 
 static void put(struct buf *b, const void *data, size_t n)
 {
-	if (b->err)
+	if (b->err || !n)  /* nothing to add: an empty message may have no buffer yet */
 		return;
 	if (ARRAY_RESERVE(b->p, b->len + n, b->cap)) {
 		b->err = -ENOMEM;
@@ -112,6 +113,9 @@ struct pprof {
 	struct buf samples;   /* encoded Sample messages, field 2 each */
 	struct buf tmp, tmp2;
 	__u64 period_ns, duration_ns;
+	struct pprof_type types[PPROF_MAX_TYPES], period_type;
+	int nr_types;
+	const char *default_type;   /* NULL: readers take the last sample type */
 };
 
 static __u64 fnv(const char *s)
@@ -163,16 +167,32 @@ static __u64 intern(struct pprof *p, const char *s)
 	return t->nr++;
 }
 
-struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
+struct pprof *pprof_new_types(const struct pprof_type *types, int nr, struct pprof_type period_type,
+			      __u64 period, __u64 duration_ns)
 {
-	struct pprof *p = calloc(1, sizeof(*p));
+	struct pprof *p = nr > 0 && nr <= PPROF_MAX_TYPES ? calloc(1, sizeof(*p)) : NULL;
 
 	if (!p)
 		return NULL;
-	p->period_ns = period_ns;
+	memcpy(p->types, types, nr * sizeof(*types));
+	p->nr_types = nr;
+	p->period_type = period_type;
+	p->period_ns = period;
 	p->duration_ns = duration_ns;
 	intern(p, "");
 	return p;
+}
+
+void pprof_default_type(struct pprof *p, const char *type)
+{
+	p->default_type = type;
+}
+
+struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
+{
+	static const struct pprof_type cpu[] = { { "samples", "count" }, { "cpu", "nanoseconds" } };
+
+	return pprof_new_types(cpu, 2, cpu[1], period_ns, duration_ns);
 }
 
 void pprof_free(struct pprof *p)
@@ -324,10 +344,23 @@ __u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *ob
 int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count)
 {
 	__u64 values[2] = { count, count * p->period_ns };
-	struct buf *m = &p->tmp;
+
+	return pprof_sample_values(p, locs, nr, values, NULL, NULL);
+}
+
+int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, const char *label_key,
+			const char *label_str)
+{
+	struct buf *m = &p->tmp, label = {};
 
 	pb_packed(m, 1, locs, nr, &p->tmp2);
-	pb_packed(m, 2, values, 2, &p->tmp2);
+	pb_packed(m, 2, values, p->nr_types, &p->tmp2);
+	if (label_key) {  /* Label{1 key, 2 str} */
+		pb_uint(&label, 1, intern(p, label_key));
+		pb_uint(&label, 2, intern(p, label_str));
+		pb_msg(m, 3, &label);
+		free(label.p);
+	}
 	pb_msg(&p->samples, 2, m);
 	return p->samples.err;
 }
@@ -407,15 +440,17 @@ int pprof_encode(struct pprof *p, unsigned char **out, size_t *len)
 	size_t i;
 	int err;
 
-	value_type(p, &b, 1, "samples", "count");
-	value_type(p, &b, 1, "cpu", "nanoseconds");
+	for (i = 0; i < (size_t)p->nr_types; i++)
+		value_type(p, &b, 1, p->types[i].type, p->types[i].unit);
 	put(&b, p->samples.p, p->samples.len);
 	encode_tables(p, &b);
-	value_type(p, &b, 11, "cpu", "nanoseconds");
+	value_type(p, &b, 11, p->period_type.type, p->period_type.unit);
 	pb_uint(&b, 12, p->period_ns);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	pb_uint(&b, 9, ts.tv_sec * 1000000000ULL + ts.tv_nsec - p->duration_ns);
 	pb_uint(&b, 10, p->duration_ns);
+	if (p->default_type)
+		pb_uint(&b, 14, intern(p, p->default_type));
 	/* Last: the strings interned while encoding the rest are all there. */
 	for (i = 0; i < p->strs.nr; i++)
 		pb_bytes(&b, 6, p->strs.s[i], strlen(p->strs.s[i]));
