@@ -295,15 +295,17 @@ int BPF_KPROBE(go_entry)
 	if (!entry_counts(cookie, slot))
 		return 0;
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
-		count_entry(slot, id);
+		count_entry(slot, id, true);
 		return 0;
 	}
 	if (!go_where(ctx, &g, &off)) {
+		count_entry(slot, id, false);
 		count_drop(DROP_GO_NOT_G);
 		return 0;
 	}
 	gs = go_stack_of(g);
 	if (!gs) {
+		count_entry(slot, id, false);
 		count_drop(DROP_GO_STACKS);
 		__sync_fetch_and_add(&go_unkept, 1);
 		return 0;
@@ -313,8 +315,10 @@ int BPF_KPROBE(go_entry)
 		gs->depth = 0;
 		gs->lost = 0;
 	}
+	/* Counted once: a second entry after the stack grew is the same call. */
 	if (go_reentry(gs, id, off))
 		return 0;
+	count_entry(slot, id, false);
 	go_note_entry(g, off, PT_REGS_IP(ctx), bpf_ktime_get_ns());
 	go_drop_dead(gs, off);
 	if (gs->depth >= FNPROF_MAX_DEPTH || gs->lost) {

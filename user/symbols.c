@@ -3,15 +3,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <stdio.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "array.h"
+#include "debuginfo.h"
 #include "demangle.h"
+#include "ehframe.h"
 #include "symbols.h"
+
+/* Where the object is for the target, to look for its debug file there; NULL path: don't. */
+struct target_obj {
+	const char *path;
+	pid_t pid;
+};
 
 static int read_segments(Elf *elf, struct symtab *st)
 {
@@ -76,11 +85,15 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 	if (ARRAY_RESERVE(st->syms, st->nr + 1, *cap))
 		return -ENOMEM;
 	e = &st->syms[st->nr];
-	e->name = strdup(name);
+	/*
+	 * A .symtab with symbol versions (a debug file's of a versioned library) says
+	 * "memcpy@@GLIBC_2.14": the name is what comes before, as in .dynsym.
+	 */
+	e->name = name[0] != '@' && strchr(name, '@') ? strndup(name, strchr(name, '@') - name) : strdup(name);
 	if (!e->name)
 		return -ENOMEM;
-	e->pretty = demangle(name);
-	e->base = demangle_base(name);
+	e->pretty = demangle(e->name);
+	e->base = demangle_base(e->name);
 	e->addr = s->st_value;
 	e->size = s->st_size;
 	e->offset = off;
@@ -247,8 +260,8 @@ static bool name_in(const char *name, const char *const *names, size_t n)
  * (C++ exceptions, Rust panics) or moves stacks (Go): a uretprobe replaces
  * the return address on the stack, which such code cannot cope with. And
  * whether it runs code on stacks of its own making (coroutines with
- * swapcontext, signal handlers on an alternate stack): imports only, since
- * the C library defines these for everyone.
+ * swapcontext, signal handlers on an alternate stack), or longjmps: imports
+ * only, since the C library defines these for everyone.
  */
 static void find_markers(Elf *elf, struct symtab *st)
 {
@@ -256,6 +269,7 @@ static void find_markers(Elf *elf, struct symtab *st)
 	static const char *const symbols[] = { "__cxa_throw", "__gxx_personality_v0", "_Unwind_RaiseException",
 					       "rust_panic", "__rust_start_panic", "runtime.goexit" };
 	static const char *const stack_switch[] = { "swapcontext", "setcontext", "sigaltstack" };
+	static const char *const jumps[] = { "longjmp", "siglongjmp", "_longjmp", "__longjmp_chk" };
 	Elf_Scn *scn = NULL;
 	size_t shstrndx, i;
 	GElf_Shdr sh;
@@ -280,54 +294,125 @@ static void find_markers(Elf *elf, struct symtab *st)
 				st->unwinds = true;
 			else if (sym.st_shndx == SHN_UNDEF && NAME_IN(sname, stack_switch))
 				st->switches_stacks = true;
+			else if (sym.st_shndx == SHN_UNDEF && NAME_IN(sname, jumps))
+				st->longjmps = true;
 		}
 	}
 }
 
-static int load_elf(Elf *elf, struct symtab *st)
+/* The .symtab of the object's separate debug file: the object's own segments give the offsets. */
+static int read_debug_file(Elf *elf, const struct target_obj *t, struct symtab *st, size_t *cap)
+{
+	char found[PATH_MAX];
+	Elf_Scn *scn;
+	Elf *dbg;
+	int fd, err = 0;
+
+	fd = debuginfo_open(elf, t->path, t->pid, found, sizeof(found));
+	if (fd < 0)
+		return 0;
+	dbg = elf_begin(fd, ELF_C_READ, NULL);
+	scn = dbg && elf_kind(dbg) == ELF_K_ELF ? find_section(dbg, SHT_SYMTAB) : NULL;
+	if (scn) {
+		err = read_table(dbg, scn, st, cap);
+		st->debug_file = strdup(found);
+		if (!err && st->nr)
+			st->source = st->debug_file ? SYMS_DEBUG_FILE : SYMS_NONE;
+		err = err ? err : st->debug_file ? 0 : -ENOMEM;
+	}
+	if (dbg)
+		elf_end(dbg);
+	close(fd);
+	return err;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Functions no symbol covers, from the unwind tables' FDEs: "object+0xADDR". */
+static int add_unnamed(Elf *elf, const char *objpath, struct symtab *st, size_t *cap)
+{
+	struct fde_range *r;
+	size_t i, n = ehframe_ranges(elf, &r), before = st->nr;
+	char name[PATH_MAX + 32];
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		GElf_Sym s = { .st_value = r[i].start, .st_size = r[i].size };
+		/* Looked up among the named ones only: those added here are not sorted yet. */
+		struct symtab named = { .syms = st->syms, .nr = before };
+		size_t was = st->nr;
+
+		if (!r[i].start || symtab_lookup(&named, r[i].start))
+			continue;
+		snprintf(name, sizeof(name), "%s+0x%llx", base_name(objpath), (unsigned long long)r[i].start);
+		err = add_sym(st, cap, name, &s);
+		if (!err && st->nr > was) {
+			st->syms[was].unnamed = true;
+			st->nr_unnamed++;
+		}
+	}
+	free(r);
+	return err;
+}
+
+static int read_symbols(Elf *elf, const struct target_obj *t, struct symtab *st, size_t *cap)
+{
+	Elf_Scn *scn = find_section(elf, SHT_SYMTAB);
+	int err = 0;
+
+	if (scn) {
+		err = read_table(elf, scn, st, cap);
+		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
+	}
+	if (!err && !st->nr && t->path)
+		err = read_debug_file(elf, t, st, cap);
+	if (!err && !st->nr) {
+		scn = find_section(elf, SHT_DYNSYM);
+		if (scn) {
+			err = read_table(elf, scn, st, cap);
+			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
+		}
+	}
+	return err;
+}
+
+static int load_elf(Elf *elf, const struct target_obj *t, const char *path, struct symtab *st)
 {
 	GElf_Ehdr eh;
 	size_t cap = 0;
-	Elf_Scn *scn;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -EINVAL;
 	st->dyn = eh.e_type == ET_DYN;
 	err = read_segments(elf, st);
+	if (!err)
+		err = read_symbols(elf, t, st, &cap);
+	/* A stripped Go binary still has the runtime's table of functions. */
+	if (!err && !st->nr)
+		err = read_gopclntab(elf, st, &cap);
 	if (err)
 		return err;
-	scn = find_section(elf, SHT_SYMTAB);
-	if (scn) {
-		err = read_table(elf, scn, st, &cap);
-		if (err)
-			return err;
-		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
-	}
-	if (!st->nr) {
-		scn = find_section(elf, SHT_DYNSYM);
-		if (scn) {
-			err = read_table(elf, scn, st, &cap);
-			if (err)
-				return err;
-			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
-		}
-	}
-	if (!st->nr) {
-		err = read_gopclntab(elf, st, &cap);
-		if (err)
-			return err;
-	}
 	sort_and_merge(st);
 	if (st->nr && st->source != SYMS_GOPCLNTAB)
 		go_pclntab_funcs(elf, mark_go_func, st);   /* none in other programs (-ENOENT) */
+	/* Only where symbols are missing: a full .symtab (or Go's own table) names every function already. */
+	if (st->source != SYMS_SYMTAB && st->source != SYMS_DEBUG_FILE && st->source != SYMS_GOPCLNTAB) {
+		err = add_unnamed(elf, t->path ? t->path : path, st, &cap);
+		sort_and_merge(st);
+	}
 	find_markers(elf, st);
 	/* A Go binary whose .go.buildinfo cannot be read is one still (its version unknown). */
 	st->go = go_info_read(elf, &st->go_info) != -ENOENT || st->source == SYMS_GOPCLNTAB;
-	return 0;
+	return err;
 }
 
-int symtab_load(const char *path, struct symtab **out)
+static int load(const char *path, const struct target_obj *t, struct symtab **out)
 {
 	struct symtab *st;
 	Elf *elf;
@@ -345,7 +430,7 @@ int symtab_load(const char *path, struct symtab **out)
 		goto out;
 	}
 	st->path = strdup(path);
-	err = st->path ? load_elf(elf, st) : -ENOMEM;
+	err = st->path ? load_elf(elf, t, path, st) : -ENOMEM;
 out:
 	if (elf)
 		elf_end(elf);
@@ -356,6 +441,20 @@ out:
 	}
 	*out = st;
 	return 0;
+}
+
+int symtab_load(const char *path, struct symtab **out)
+{
+	struct target_obj none = {};
+
+	return load(path, &none, out);
+}
+
+int symtab_load_target(const char *open_path, const char *target_path, pid_t pid, struct symtab **out)
+{
+	struct target_obj t = { .path = target_path, .pid = pid };
+
+	return load(open_path, &t, out);
 }
 
 void symtab_free(struct symtab *st)
@@ -372,6 +471,7 @@ void symtab_free(struct symtab *st)
 	free(st->syms);
 	free(st->segs);
 	free(st->path);
+	free(st->debug_file);
 	free(st);
 }
 
