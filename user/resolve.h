@@ -42,7 +42,7 @@ struct probe {
 	int nr_exits;
 };
 
-#define MAX_HELD_FDS 16
+#define MAX_HELD_FDS 64
 
 struct probe_list {
 	struct probe *probes;
@@ -59,6 +59,20 @@ struct probe_list {
  * error was printed.
  */
 int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out);
+
+/*
+ * Launch mode, when the command was a script followed through exec: as
+ * resolve_probes, with the program at exe (/proc/PID/exe of the child, stopped
+ * right after it exec'd it) as the main executable.
+ */
+int resolve_probes_followed(const struct opts *o, pid_t pid, const char *exe, struct probe_list *out);
+
+/*
+ * Whether the program at exe (real_path: its name) is the one to trace when
+ * following a script: it has a function for every -f NAME of the main
+ * executable; with only LIB:NAME patterns, any program but a shell or env.
+ */
+bool resolve_program_fits(const struct opts *o, const char *exe, const char *real_path);
 void probe_list_free(struct probe_list *pl);
 
 /* Splits "LIB:NAME" / "/path:NAME" / "NAME" (a C++ "a::b" is a name). obj is NULL for NAME. */

@@ -6,6 +6,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -65,14 +66,41 @@ int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr)
 	return -ENOENT;
 }
 
-static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_Sym *s)
+/*
+ * Limits on what one file may make fnprof allocate: a hostile file can point
+ * millions of symbols at one huge name. The largest real programs have about
+ * 2 million functions; their names fit in the string table they come from.
+ */
+#define MAX_FUNCTIONS (8u << 20)
+#define MAX_NAME_LEN (64u << 10)
+
+struct loader {
+	size_t cap;          /* of st->syms */
+	size_t name_budget;  /* bytes of names (demangled ones too) still allowed */
+};
+
+/* Charges a name and its demangled forms to the budget. -E2BIG past a limit. */
+static int charge_name(struct loader *l, const struct sym *e, size_t len)
 {
+	size_t n = len + (e->pretty ? strlen(e->pretty) : 0) + (e->base ? strlen(e->base) : 0);
+
+	if (n > l->name_budget)
+		return -E2BIG;
+	l->name_budget -= n;
+	return 0;
+}
+
+static int add_sym(struct symtab *st, struct loader *l, const char *name, const GElf_Sym *s)
+{
+	size_t len = strlen(name);
 	struct sym *e;
 	__u64 off;
 
 	if (!vaddr_to_off(st, s->st_value, &off))
 		return 0;
-	if (ARRAY_RESERVE(st->syms, st->nr + 1, *cap))
+	if (st->nr >= MAX_FUNCTIONS || len > MAX_NAME_LEN)
+		return -E2BIG;
+	if (ARRAY_RESERVE(st->syms, st->nr + 1, l->cap))
 		return -ENOMEM;
 	e = &st->syms[st->nr];
 	e->name = strdup(name);
@@ -80,6 +108,12 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 		return -ENOMEM;
 	e->pretty = demangle(name);
 	e->base = demangle_base(name);
+	if (charge_name(l, e, len)) {
+		free(e->name);
+		free(e->pretty);
+		free(e->base);
+		return -E2BIG;
+	}
 	e->addr = s->st_value;
 	e->size = s->st_size;
 	e->offset = off;
@@ -90,9 +124,9 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 }
 
 /* Reads the functions of one symbol table section (SHT_SYMTAB or SHT_DYNSYM). */
-static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
+static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, struct loader *l)
 {
-	GElf_Shdr sh;
+	GElf_Shdr sh, strsh;
 	Elf_Data *data;
 	size_t i, n;
 	GElf_Sym s;
@@ -103,6 +137,9 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
 	data = elf_getdata(scn, NULL);
 	if (!data)
 		return -EINVAL;
+	/* Names are charged against a budget proportional to the string table they come from. */
+	if (gelf_getshdr(elf_getscn(elf, sh.sh_link), &strsh))
+		l->name_budget += 4 * strsh.sh_size;
 	n = sh.sh_size / sh.sh_entsize;
 	for (i = 0; i < n; i++) {
 		const char *name;
@@ -117,7 +154,7 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
 		name = elf_strptr(elf, sh.sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		err = add_sym(st, cap, name, &s);
+		err = add_sym(st, l, name, &s);
 		if (err)
 			return err;
 	}
@@ -228,8 +265,8 @@ static void find_markers(Elf *elf, struct symtab *st)
 
 static int load_elf(Elf *elf, struct symtab *st)
 {
+	struct loader l = { .name_budget = 64u << 20 };
 	GElf_Ehdr eh;
-	size_t cap = 0;
 	Elf_Scn *scn;
 	int err;
 
@@ -241,7 +278,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 		return err;
 	scn = find_section(elf, SHT_SYMTAB);
 	if (scn) {
-		err = read_table(elf, scn, st, &cap);
+		err = read_table(elf, scn, st, &l);
 		if (err)
 			return err;
 		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
@@ -249,7 +286,7 @@ static int load_elf(Elf *elf, struct symtab *st)
 	if (!st->nr) {
 		scn = find_section(elf, SHT_DYNSYM);
 		if (scn) {
-			err = read_table(elf, scn, st, &cap);
+			err = read_table(elf, scn, st, &l);
 			if (err)
 				return err;
 			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
@@ -260,25 +297,58 @@ static int load_elf(Elf *elf, struct symtab *st)
 	return 0;
 }
 
+int symtab_open(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENODEV;
+	}
+	return fd;
+}
+
+/* Whether the file was truncated or rewritten while it was read: what was read may be cut short. */
+static bool changed_since(int fd, const struct stat *before)
+{
+	struct stat now;
+
+	return fstat(fd, &now) || now.st_size != before->st_size ||
+	       now.st_mtim.tv_sec != before->st_mtim.tv_sec || now.st_mtim.tv_nsec != before->st_mtim.tv_nsec;
+}
+
 int symtab_load(const char *path, struct symtab **out)
 {
+	struct stat before;
 	struct symtab *st;
 	Elf *elf;
 	int fd, err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = symtab_open(path);
 	if (fd < 0)
+		return fd;
+	if (fstat(fd, &before)) {
+		close(fd);
 		return -errno;
+	}
 	st = calloc(1, sizeof(*st));
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file truncated while it is parsed gives short reads, not SIGBUS. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!st || !elf) {
 		err = st ? -EINVAL : -ENOMEM;
 		goto out;
 	}
 	st->path = strdup(path);
 	err = st->path ? load_elf(elf, st) : -ENOMEM;
+	if (!err && changed_since(fd, &before))
+		err = -ESTALE;
 out:
 	if (elf)
 		elf_end(elf);
