@@ -34,12 +34,12 @@ int proc_open_in_root(pid_t pid, const char *path);
  */
 bool proc_can_follow_map_files(void);
 
-/* Refuses a setuid or setgid run. 0, or EXIT_FAIL after a message. */
+/* Refuses a setuid or setgid run. 0, or -EPERM after a message. */
 int check_not_setuid(void);
 
 /*
  * Root, or the capabilities BPF tracing needs (CAP_BPF + CAP_PERFMON, or
- * CAP_SYS_ADMIN); BTF; uprobe support. 0, or EXIT_FAIL after a message
+ * CAP_SYS_ADMIN); BTF; uprobe support. 0, or -EPERM / -ENOSYS after a message
  * naming what is missing.
  */
 int check_system(void);

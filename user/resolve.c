@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "array.h"
-#include "disasm.h"
 #include "log.h"
 #include "proc.h"
 #include "procmaps.h"
@@ -31,10 +31,9 @@ struct obj_cache {
 };
 
 struct resolver {
-	const struct opts *o;
+	const struct resolve_conf *o;
 	pid_t pid;
 	bool launch;
-	const char *followed;     /* launch mode, a script followed through exec: /proc/PID/exe */
 	struct procmaps *pm;      /* attach mode only */
 	char exe[PATH_MAX];       /* main executable, as the target sees it */
 	char exe_open[PATH_MAX];  /* and as fnprof opens it */
@@ -42,6 +41,7 @@ struct resolver {
 	struct probe_list *out;
 	size_t cap;
 	bool process_unwinds;     /* the program uses C++ exceptions, Rust panics or Go */
+	bool process_longjmps;    /* its executable imports longjmp */
 };
 
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name)
@@ -113,10 +113,8 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 	return st;
 }
 
-static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-	"/lib", "/usr/lib", "/usr/local/lib",
-};
+/* After the architecture's own (arch_lib_dirs). */
+static const char *const lib_dirs[] = { "/lib", "/usr/lib", "/usr/local/lib" };
 
 /* Searches a ':'-separated list of directories ($ORIGIN expanded) for file. */
 static bool search_dirs(const char *dirs, const char *origin, const char *file, char *buf, size_t size)
@@ -142,6 +140,8 @@ static bool locate_needed(const char *file, const char *runpath, const char *ori
 
 	if (search_dirs(runpath, origin, file, buf, size) ||
 	    search_dirs(getenv("LD_LIBRARY_PATH"), origin, file, buf, size))
+		return true;
+	if (search_dirs(arch_lib_dirs, origin, file, buf, size))
 		return true;
 	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++)
 		if (search_dirs(lib_dirs[i], origin, file, buf, size))
@@ -218,7 +218,7 @@ static int hold_fd(struct resolver *r, int fd, char *open_path)
 	if (r->out->nr_held == MAX_HELD_FDS) {
 		log_err("too many objects opened inside the target's root (at most %d)", MAX_HELD_FDS);
 		close(fd);
-		return EXIT_FAIL;
+		return -EMFILE;
 	}
 	r->out->held_fds[r->out->nr_held++] = fd;
 	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
@@ -236,7 +236,7 @@ static int open_in_root(struct resolver *r, const char *path, char *open_path)
 	if (fd < 0) {
 		log_err("cannot open %s inside the root of process %d: %s", path, r->pid,
 			fd == -ENODEV ? "not a regular file" : strerror(-fd));
-		return EXIT_FAIL;
+		return fd;
 	}
 	return hold_fd(r, fd, open_path);
 }
@@ -256,7 +256,7 @@ static int open_mapped(struct resolver *r, const char *path, char *open_path)
 	if (!m)
 		return open_in_root(r, path, open_path);
 	if (proc_can_follow_map_files())
-		return procmaps_file_path(r->pm, path, open_path, PATH_MAX) ? EXIT_FAIL : 0;
+		return procmaps_file_path(r->pm, path, open_path, PATH_MAX);
 	fd = proc_open_in_root(r->pid, path);
 	if (fd >= 0 && !fstat(fd, &st) && st.st_ino == m->inode &&
 	    st.st_dev == makedev(m->dev_major, m->dev_minor))
@@ -267,7 +267,7 @@ static int open_mapped(struct resolver *r, const char *path, char *open_path)
 		"CAP_CHECKPOINT_RESTORE, which fnprof lacks, and %s; run as root or add CAP_CHECKPOINT_RESTORE",
 		path, r->pid, r->pid, fd >= 0 ? "the file at that path is not the mapped one (replaced since)"
 					      : "the path cannot be opened inside its root");
-	return EXIT_FAIL;
+	return -EPERM;
 }
 
 /* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
@@ -287,7 +287,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 			 find_system_lib(objname, path, PATH_MAX)) {
 			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
 				objname, r->exe);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		strcpy(open_path, path);
 		return 0;
@@ -296,7 +296,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 	if (!p && objname[0] != '/') {
 		log_err("no object matching '%s' is mapped by process %d (see /proc/%d/maps)",
 			objname, r->pid, r->pid);
-		return EXIT_FAIL;
+		return -ENOENT;
 	}
 	snprintf(path, PATH_MAX, "%s", p ? p : objname);
 	/* Mapped: the mapped file itself. Not mapped yet (dlopen later): looked up inside the target's root. */
@@ -306,14 +306,14 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 /* A script followed through exec: the program it exec'd, held open (the child is stopped right after the exec). */
 static int locate_followed_exe(struct resolver *r)
 {
-	ssize_t n = readlink(r->followed, r->exe, sizeof(r->exe) - 1);
-	int fd = open(r->followed, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = readlink(r->o->followed, r->exe, sizeof(r->exe) - 1);
+	int fd = open(r->o->followed, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err = -errno;
 
 	if (n <= 0 || fd < 0) {
-		log_err("cannot open the program that process %d runs: %s", r->pid, strerror(errno));
+		log_err("cannot open the program that process %d runs: %s", r->pid, strerror(-err));
 		if (fd >= 0)
 			close(fd);
-		return EXIT_FAIL;
+		return err;
 	}
 	r->exe[n] = 0;
 	return hold_fd(r, fd, r->exe_open);
@@ -326,12 +326,12 @@ static int locate_exe(struct resolver *r)
 	struct stat st;
 	size_t i;
 
-	if (r->followed)
+	if (r->o->followed)
 		return locate_followed_exe(r);
 	if (r->launch) {
 		if (find_in_path(r->o->cmd[0], r->exe_open, sizeof(r->exe_open))) {
 			log_err("cannot run '%s': no such executable file (searched PATH)", r->o->cmd[0]);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		if (!realpath(r->exe_open, r->exe))
 			snprintf(r->exe, sizeof(r->exe), "%s", r->exe_open);
@@ -340,8 +340,10 @@ static int locate_exe(struct resolver *r)
 	}
 	snprintf(link, sizeof(link), "/proc/%d/exe", r->pid);
 	if (stat(link, &st)) {
-		log_err("cannot read the executable of process %d: %s", r->pid, strerror(errno));
-		return EXIT_FAIL;
+		int err = -errno;
+
+		log_err("cannot read the executable of process %d: %s", r->pid, strerror(-err));
+		return err;
 	}
 	for (i = 0; i < r->pm->nr; i++) {
 		const struct mapping *m = &r->pm->maps[i];
@@ -358,33 +360,6 @@ static int locate_exe(struct resolver *r)
 	return 0;
 }
 
-enum site_kind site_kind_of(const unsigned char *insn, size_t len)
-{
-	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
-		return SITE_EMULATED;                   /* push %rax..%rdi */
-	if (len >= 2 && insn[0] == 0x41 && insn[1] >= 0x50 && insn[1] <= 0x57)
-		return SITE_EMULATED;                   /* push %r8..%r15 */
-	if (len >= 5 && !memcmp(insn, nop5, 5))
-		return SITE_NOP5;
-	return SITE_STEPPED;
-}
-
-const char *exit_mode_name(enum exit_mode m)
-{
-	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };
-
-	return m <= EXIT_NONE ? names[m] : "?";
-}
-
-const char *site_kind_name(enum site_kind k)
-{
-	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
-
-	return k < SITE_NR ? names[k] : "?";
-}
-
 /* The first bytes of the function, from the file. */
 static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 {
@@ -399,49 +374,107 @@ static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 	return site_kind_of(insn, n > 0 ? n : 0);
 }
 
-/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without any. */
-static void find_ret_exits(struct probe *p)
+/* The cold part gcc split off function s (NAME.cold, NAME.cold.N), or NULL. */
+static const struct sym *cold_part(const struct symtab *st, const struct sym *s)
 {
-	__u64 offs[MAX_EXITS];
-	unsigned char *code;
-	int fd, n = -1;
+	size_t i, n = strlen(s->name);
 
-	code = p->size <= (1 << 20) ? malloc(p->size) : NULL;
-	fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (code && fd >= 0 && pread(fd, code, p->size, p->offset) == (ssize_t)p->size)
-		n = find_exits(code, p->size, p->addr, offs, MAX_EXITS);
-	if (fd >= 0)
-		close(fd);
-	free(code);
-	if (n <= 0) {
-		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
-			 n < 0 ? "its code does not disassemble cleanly" : "it only tail-calls or never returns");
-		p->exit = EXIT_NONE;
-		return;
+	for (i = 0; i < st->nr; i++) {
+		const char *c = st->syms[i].name;
+
+		if (!strncmp(c, s->name, n) && !strncmp(c + n, ".cold", 5) && (!c[n + 5] || c[n + 5] == '.'))
+			return &st->syms[i];
 	}
-	p->exits = malloc(n * sizeof(*p->exits));
-	if (!p->exits) {
-		p->exit = EXIT_NONE;
-		return;
-	}
-	for (p->nr_exits = 0; p->nr_exits < n; p->nr_exits++)
-		p->exits[p->nr_exits] = p->offset + offs[p->nr_exits];
+	return NULL;
 }
 
-/* --exit=auto: a uretprobe only where nothing unwinds through return addresses or moves stacks. */
-static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st)
+/* Reads size bytes at file offset off of the object; NULL on failure. */
+static unsigned char *read_code(int fd, __u64 off, __u64 size)
+{
+	unsigned char *code = size && size <= (1 << 20) ? malloc(size) : NULL;
+
+	if (code && pread(fd, code, size, off) != (ssize_t)size) {
+		free(code);
+		code = NULL;
+	}
+	return code;
+}
+
+/*
+ * The exits of the function p (symbol s) and of its cold part, as file
+ * offsets into p->exits; their number, or -EIO if the code cannot be read,
+ * -EINVAL if it does not disassemble cleanly, -ENOMEM.
+ */
+static int disasm_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+{
+	const struct sym *parts[2] = { s, cold_part(st, s) };
+	struct code_part code[2] = { { 0 } };
+	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), i, k, n = -EIO;
+	__u64 *addrs = NULL;
+	size_t nr = parts[1] ? 2 : 1;
+
+	for (k = 0; fd >= 0 && k < (int)nr; k++) {
+		code[k] = (struct code_part){ read_code(fd, parts[k]->offset, parts[k]->size), parts[k]->size,
+					      parts[k]->addr };
+		if (!code[k].code)
+			break;
+	}
+	if (k == (int)nr)
+		n = find_exits(code, nr, &addrs);
+	if (fd >= 0)
+		close(fd);
+	for (k = 0; k < (int)nr; k++)
+		free((void *)code[k].code);
+	for (i = 0; i < n && n <= MAX_EXITS; i++) {
+		k = parts[1] && addrs[i] - parts[1]->addr < parts[1]->size;
+		addrs[i] = parts[k]->offset + (addrs[i] - parts[k]->addr);
+	}
+	p->exits = addrs;
+	return n;
+}
+
+/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without them. */
+static void find_ret_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+{
+	int n = disasm_exits(p, s, st);
+
+	if (n > 0 && n <= MAX_EXITS) {
+		p->nr_exits = n;
+		return;
+	}
+	if (n > MAX_EXITS)
+		log_warn("%d exits in '%s', more than the %d fnprof probes in one function: counting its calls only",
+			 n, p->name, MAX_EXITS);
+	else
+		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
+			 n == -EINVAL ? "its code does not disassemble cleanly" : n < 0 ? strerror(-n) :
+			 "it only tail-calls or never returns");
+	free(p->exits);
+	p->exits = NULL;
+	p->exit = EXIT_NONE;
+}
+
+/*
+ * --exit=auto: a uretprobe only where nothing unwinds through return
+ * addresses, moves stacks or longjmps. A longjmp out of 64 or more pending
+ * uretprobes leaves the thread without any later one: the kernel checks its
+ * limit of 64 before it drops the returns that the longjmp abandoned.
+ */
+static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
 	p->exit = r->o->exit_mode;
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
+		bool jumps = st->longjmps || r->process_longjmps;
 
-		p->exit = risky || r->out->switches_stacks ? EXIT_RET : EXIT_URETPROBE;
+		p->exit = risky || jumps || r->out->switches_stacks ? EXIT_RET : EXIT_URETPROBE;
 		p->exit_why = risky ? "C++ exceptions, Rust panics or Go in the process"
 			      : r->out->switches_stacks ? "stack switching (swapcontext, sigaltstack) in the process"
+			      : jumps ? "longjmp in the process"
 			      : NULL;
 	}
 	if (p->exit == EXIT_RET)
-		find_ret_exits(p);
+		find_ret_exits(p, s, st);
 }
 
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,
@@ -465,7 +498,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
 	pl->nr++;
-	choose_exit(r, p, st);
+	choose_exit(r, p, s, st);
 	return 0;
 }
 
@@ -509,12 +542,13 @@ static int check_unwinding(struct resolver *r)
 
 	exe = load_object(r, r->exe, r->exe_open);
 	if (!exe)
-		return EXIT_FAIL;
+		return -ENOENT;
 	/* The probes match returns to calls by stack pointer: they need to know, whatever the exit mode. */
 	r->out->switches_stacks = exe->switches_stacks;
 	if (r->o->exit_mode != EXIT_AUTO)
 		return 0;
 	r->process_unwinds = exe->unwinds;
+	r->process_longjmps = exe->longjmps;
 	for (i = 0; r->pm && i < r->pm->nr; i++)
 		if (lib_name_matches(r->pm->maps[i].path, "libstdc++"))
 			r->process_unwinds = true;
@@ -536,7 +570,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 		return err;
 	st = load_object(r, path, open_path);
 	if (!st)
-		return EXIT_FAIL;
+		return -ENOENT;
 	n = symtab_match(st, name, &m);
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
@@ -545,17 +579,17 @@ static int resolve_spec(struct resolver *r, const char *spec)
 			added++;
 		} else if (!pattern_is_glob(name)) {
 			log_err("cannot trace '%s' in %s: %s", m[i]->name, path, why);
-			err = EXIT_FAIL;
+			err = -EPERM;
 		} else {
 			log_debug("skipping %s in %s: %s", m[i]->name, path, why);
 		}
 	}
 	free(m);
 	if (err)
-		return err < 0 ? EXIT_FAIL : err;
+		return err;
 	if (!added)
 		report_not_found(st, path, name);
-	return added ? 0 : EXIT_FAIL;
+	return added ? 0 : -ENOENT;
 }
 
 /*
@@ -575,7 +609,7 @@ static bool is_wrapper_program(const char *path)
 	return false;
 }
 
-bool resolve_program_fits(const struct opts *o, const char *exe, const char *real_path)
+bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const char *real_path)
 {
 	char objname[PATH_MAX];
 	const struct sym **m;
@@ -599,9 +633,9 @@ bool resolve_program_fits(const struct opts *o, const char *exe, const char *rea
 	return fits && (any || !is_wrapper_program(real_path));
 }
 
-int resolve_probes_followed(const struct opts *o, pid_t pid, const char *exe, struct probe_list *out)
+int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
 {
-	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .followed = exe, .out = out };
+	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .out = out };
 	size_t i;
 	int err = 0;
 
@@ -611,7 +645,7 @@ int resolve_probes_followed(const struct opts *o, pid_t pid, const char *exe, st
 		if (err) {
 			log_err("cannot read the mappings of process %d: %s", pid,
 				err == -ESRCH ? "no such process" : strerror(-err));
-			return EXIT_FAIL;
+			return err;
 		}
 	}
 	err = locate_exe(&r);
@@ -628,25 +662,4 @@ int resolve_probes_followed(const struct opts *o, pid_t pid, const char *exe, st
 	if (err)
 		probe_list_free(out);
 	return err;
-}
-
-int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
-{
-	return resolve_probes_followed(o, pid, NULL, out);
-}
-
-void probe_list_free(struct probe_list *pl)
-{
-	size_t i;
-
-	for (i = 0; i < pl->nr_held; i++)
-		close(pl->held_fds[i]);
-	for (i = 0; i < pl->nr; i++) {
-		free(pl->probes[i].name);
-		free(pl->probes[i].object);
-		free(pl->probes[i].open_path);
-		free(pl->probes[i].exits);
-	}
-	free(pl->probes);
-	memset(pl, 0, sizeof(*pl));
 }

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What fnprof assumes of the machine's architecture, in one place: each
+ * architecture implements this header in user/arch_ARCH.c (the Makefile's
+ * ARCH picks it), with bpf/arch.bpf.h and vmlinux/ARCH/vmlinux.h for the
+ * BPF side.
+ */
+#ifndef FNPROF_ARCH_H
+#define FNPROF_ARCH_H
+
+#include <stddef.h>
+#include <linux/types.h>
+
+#include "probe.h"
+
+/* The kind of probe site that a function's first bytes make (insn: len bytes of its code). */
+enum site_kind site_kind_of(const unsigned char *insn, size_t len);
+
+/* More exits than this in one function: fnprof counts its calls only (a uprobe per exit). */
+#define MAX_EXITS 4096
+
+/* One piece of a function's code: its body, or the cold part gcc split off (NAME.cold). */
+struct code_part {
+	const unsigned char *code;
+	size_t size;
+	__u64 vaddr;              /* where it is linked */
+};
+
+/*
+ * Exits of a function, found by disassembling it (Capstone): where ret-mode
+ * probes go. The addresses of the instructions that leave the function made
+ * of parts[0..nr) (parts[0] is its entry) with the caller's frame restored:
+ * every ret, a jmp to an address outside the parts made with the stack as
+ * at entry (a tail call; one made inside the frame goes to an unnamed part
+ * of the function), and an indirect jmp (`jmp *%rax`, `jmp *8(%rdi)`) made
+ * with the stack as at entry that is not a switch's jump table. The stack
+ * height is followed along the branches from the entry. Returns how many,
+ * every one of them, with *addrs (malloc'd, the caller frees) holding them;
+ * or -EINVAL if the code does not disassemble cleanly to its end (then no
+ * exit can be trusted), -ENOMEM on allocation failure (*addrs NULL either way).
+ */
+int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
+
+/*
+ * fnprof's own empty functions for the calibration, written in assembly so
+ * that the first instruction is exactly the kind measured: a push (emulated
+ * by the kernel), an instruction that is single-stepped, a 5-byte nop. The
+ * last two start like the first; they measure the exit modes other than the
+ * uretprobe, and arch_calib_ret_offset is where fnprof_calib_ret's return
+ * instruction is.
+ */
+void fnprof_calib_emulated(void);
+void fnprof_calib_stepped(void);
+void fnprof_calib_nop5(void);
+void fnprof_calib_ret(void);
+void fnprof_calib_entry_only(void);
+extern const unsigned int arch_calib_ret_offset;
+
+/* The system's library directories for this architecture, ':'-separated, searched first. */
+extern const char arch_lib_dirs[];
+
+#endif /* FNPROF_ARCH_H */
