@@ -51,7 +51,13 @@ struct symtab {
 	size_t nr_segs;
 };
 
-/* Reads the function symbols of the ELF file at path. 0 or -errno / -EINVAL (not ELF). */
+/*
+ * Reads the function symbols of the ELF file at path. 0 or -errno: -EINVAL
+ * (not ELF, or cut short), -ENODEV (not a regular file: a FIFO, device or
+ * directory is never read), -ESTALE (truncated or rewritten while it was
+ * read: no SIGBUS, the file is not mapped), -E2BIG (more than 8M functions, a name over
+ * 64 KiB, or names far beyond the size of their string table).
+ */
 int symtab_load(const char *path, struct symtab **out);
 
 /*
@@ -61,6 +67,9 @@ int symtab_load(const char *path, struct symtab **out);
  */
 int symtab_load_target(const char *open_path, const char *target_path, pid_t pid, struct symtab **out);
 void symtab_free(struct symtab *st);
+
+/* Opens path for reading if it is a regular file, without blocking: an fd, or -errno (-ENODEV: not regular). */
+int symtab_open(const char *path);
 
 /* The function containing link-time address vaddr, or NULL. */
 const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr);
