@@ -475,6 +475,17 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			      : jumps ? "longjmp in the process"
 			      : NULL;
 	}
+	/*
+	 * The entry point (_start) is jumped to, not called: at its first
+	 * instruction [sp] holds argc, which a uretprobe would overwrite with its
+	 * trampoline's address. It never returns either.
+	 */
+	if (st->entry && s->addr == st->entry && p->exit != EXIT_NONE) {
+		log_warn("'%s' is the entry point of %s: it is jumped to, not called, and never returns; "
+			 "counting its calls only", p->name, p->object);
+		p->exit = EXIT_NONE;
+		p->exit_why = "the program's entry point: jumped to, never returns";
+	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p, s, st);
 }

@@ -370,6 +370,7 @@ static int load_elf(Elf *elf, const struct target_obj *t, const char *path, stru
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -EINVAL;
 	st->dyn = eh.e_type == ET_DYN;
+	st->entry = eh.e_entry;
 	err = read_segments(elf, st);
 	if (!err)
 		err = read_symbols(elf, t, st, &l);

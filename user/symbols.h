@@ -46,6 +46,7 @@ struct symtab {
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
 	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
 	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
+	__u64 entry;           /* e_entry: where the kernel or the loader starts it (0: none) */
 	bool longjmps;         /* imports longjmp/siglongjmp/__longjmp_chk: may abandon many frames at once */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
