@@ -92,7 +92,10 @@ fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
 test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(TEST_BIN)/fuzz_symbols
 
 # Unit and integration tests run from one harness, which prints "N passed, N failed".
-test: test-build
+# The build is a second make: GO is looked up when a Makefile is read, and in
+# `make test-deps test` only a make started after test-deps sees the go it installed.
+test:
+	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo

@@ -13,6 +13,7 @@
 
 #include "array.h"
 #include "pprof.h"
+#include "sanitize.h"
 
 /* A growable byte buffer, and the protobuf wire format on it. */
 struct buf {
@@ -147,10 +148,9 @@ static int str_grow(struct str_tab *t)
 	return 0;
 }
 
-/* Index of s in the string table (string_table[0] is ""). */
-static __u64 intern(struct pprof *p, const char *s)
+/* intern() for a string known to be valid UTF-8. */
+static __u64 intern_valid(struct str_tab *t, const char *s)
 {
-	struct str_tab *t = &p->strs;
 	size_t h;
 
 	if ((t->nr + 1) * 2 > t->hcap && str_grow(t))
@@ -165,6 +165,23 @@ static __u64 intern(struct pprof *p, const char *s)
 		return 0;
 	t->hash[h] = t->nr + 1;
 	return t->nr++;
+}
+
+/* Index of s in the string table (string_table[0] is ""). */
+static __u64 intern(struct pprof *p, const char *s)
+{
+	char *clean = NULL;
+	__u64 id;
+
+	/* profile.proto strings are UTF-8; target-provided names may not be. */
+	if (!utf8_valid(s)) {
+		clean = sanitize_utf8_dup(s);
+		if (!clean)
+			return 0;
+	}
+	id = intern_valid(&p->strs, clean ? clean : s);
+	free(clean);
+	return id;
 }
 
 struct pprof *pprof_new_types(const struct pprof_type *types, int nr, struct pprof_type period_type,

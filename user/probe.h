@@ -57,7 +57,7 @@ struct probe {
 	const char *cpu_unknown;
 };
 
-#define MAX_HELD_FDS 16
+#define MAX_HELD_FDS 64
 
 struct probe_list {
 	struct probe *probes;

@@ -25,6 +25,7 @@
 #include "pprof.h"
 #include "profile.skel.h"
 #include "sample.h"
+#include "sanitize.h"
 #include "symbolize.h"
 
 #define FNPROF_MAX_INLINED 16  /* inlined frames shown per address */
@@ -526,16 +527,18 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* A thread's name, which the target sets: made safe for a terminal here, once. */
 static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
 {
-	char path[64];
+	char path[64], raw[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), tid ? "/proc/%d/task/%u/comm" : "/proc/%d/comm", pid, tid);
 	f = fopen(path, "re");
-	if (!f || !fgets(buf, size, f))
-		snprintf(buf, size, tid ? "[exited]" : "[process]");
-	buf[strcspn(buf, "\n")] = 0;
+	if (!f || !fgets(raw, sizeof(raw), f))
+		snprintf(raw, sizeof(raw), tid ? "[exited]" : "[process]");
+	raw[strcspn(raw, "\n")] = 0;
+	sanitize_term(raw, buf, size);
 	if (f)
 		fclose(f);
 }
@@ -558,7 +561,7 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
-	char comm[64];
+	char comm[64], fn[256], obj[256];
 	size_t i;
 
 	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
@@ -579,7 +582,8 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		}
 		if (!a->self || shown++ >= s->o.top)
 			continue;
-		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
+		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", sanitize_term(a->func, fn, sizeof(fn)),
+			sanitize_term(base_name(a->object), obj, sizeof(obj)),
 			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
 	}
 	if (s->dw)
@@ -731,7 +735,7 @@ static char *folded_frames(struct sampler *s, const struct entry *e)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	char comm[64], name[PATH_MAX + 2], *buf = NULL;
+	char comm[64], name[PATH_MAX + 2], clean[PATH_MAX + 2], *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	int n;
@@ -747,7 +751,7 @@ static char *folded_frames(struct sampler *s, const struct entry *e)
 	fputs(comm[0] ? comm : "[process]", f);
 	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 	while (n--)
-		fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)),
+		fprintf(f, ";%s%s", sanitize_folded(frame_name(fr[n], name, sizeof(name)), clean, sizeof(clean)),
 			!strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
 	fclose(f);
 	return buf;

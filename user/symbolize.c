@@ -6,12 +6,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "array.h"
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
+#include "proc.h"
 #include "procmaps.h"
 #include "symbolize.h"
 #include "symbols.h"
@@ -137,7 +139,7 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 		fd = memfd_create("vdso", MFD_CLOEXEC);
 		if (fd >= 0 && write(fd, buf, len) == (ssize_t)len) {
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-			err = symtab_load(path, st);
+			err = symtab_load_target(path, m->path, s->pid, st);
 		}
 	}
 	if (fd >= 0)
@@ -148,7 +150,28 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 	return err;
 }
 
-/* Reads the object's symbols through the mapping itself (no path lookup), else by path. */
+/*
+ * Without map_files (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the path
+ * inside the target's root, read only if it is the mapped file (device and
+ * inode). The path is the target's choice: never opened on the host.
+ */
+static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st)
+{
+	char path[64];
+	struct stat sb;
+	int fd = proc_open_in_root(s->pid, m->path), err = -ESTALE;
+
+	if (fd < 0)
+		return fd;
+	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = symtab_load(path, st);
+	}
+	close(fd);
+	return err;
+}
+
+/* Reads the object's symbols through the mapping itself (no path lookup), else inside the target's root. */
 static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 {
 	struct symtab *st = NULL;
@@ -157,7 +180,7 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
 	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) :
-	    symtab_load_target(path, m->path, s->pid, &st) && symtab_load_target(m->path, m->path, s->pid, &st))
+	    symtab_load_target(path, m->path, s->pid, &st) && load_in_root(s, m, &st))
 		return NULL;
 	return st;
 }

@@ -52,12 +52,19 @@ struct symtab {
 	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
 	bool go;               /* a Go executable (.go.buildinfo or .gopclntab) */
 	struct go_info go_info;  /* its toolchain, as far as .go.buildinfo tells */
+	__u64 entry;           /* e_entry: where the kernel or the loader starts it (0: none) */
 	bool longjmps;         /* imports longjmp/siglongjmp/__longjmp_chk: may abandon many frames at once */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
 };
 
-/* Reads the function symbols of the ELF file at path. 0 or -errno / -EINVAL (not ELF). */
+/*
+ * Reads the function symbols of the ELF file at path. 0 or -errno: -EINVAL
+ * (not ELF, or cut short), -ENODEV (not a regular file: a FIFO, device or
+ * directory is never read), -ESTALE (truncated or rewritten while it was
+ * read: no SIGBUS, the file is not mapped), -E2BIG (more than 8M functions, a name over
+ * 64 KiB, or names far beyond the size of their string table).
+ */
 int symtab_load(const char *path, struct symtab **out);
 
 /*
@@ -67,6 +74,9 @@ int symtab_load(const char *path, struct symtab **out);
  */
 int symtab_load_target(const char *open_path, const char *target_path, pid_t pid, struct symtab **out);
 void symtab_free(struct symtab *st);
+
+/* Opens path for reading if it is a regular file, without blocking: an fd, or -errno (-ENODEV: not regular). */
+int symtab_open(const char *path);
 
 /* The function containing link-time address vaddr, or NULL. */
 const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr);
