@@ -158,11 +158,15 @@ def test_go_stripped_binary_sampled_by_name():
         rep = [r for r in map(__import__("json").loads, filter(str.strip, open(out))) if r.get("mode") == "sample"][-1]
     finally:
         shutil.rmtree(d)
-    # Named from .gopclntab, not "object+0xADDR". (How much of each stack is walked is the
-    # unwinder's business: Go calls the vDSO on another stack, where a walk may end.)
+    # Named from .gopclntab, not "object+0xADDR".
     names = [f["name"] for f in rep["functions"]]
     check("main.spinFor" in names and "runtime.nanotime1" in names, f"Go functions not named: {names[:10]}")
     check(not any("gotarget-stripped" in n for n in names), f"unnamed frames: {names[:10]}")
+    # --call-graph auto walks Go's frame pointers: a DWARF walk ends where Go calls the vDSO
+    # on another stack. Every sample of the spin is under main.spinFor.
+    check(rep["call_graph"] == "fp", f"auto chose {rep['call_graph']} for a Go program")
+    spin = next(f for f in rep["functions"] if f["name"] == "main.spinFor")
+    check(spin["total_pct"] >= 90, f"only {spin['total_pct']}% of the samples reach main.spinFor")
 
 
 def test_go_unsupported_version_refused():

@@ -11,9 +11,11 @@
  *    holds the offset of the name in the function-name table.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gobin.h"
 
@@ -284,4 +286,24 @@ int go_pclntab_funcs(Elf *elf, go_func_fn fn, void *arg)
 		}
 	}
 	return 0;
+}
+
+bool go_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	size_t size;
+	bool go = false;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	/* Read, not mapped: the file is the target's, it may change under us. */
+	elf = elf_version(EV_CURRENT) != EV_NONE ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		go = section_by_name(elf, ".go.buildinfo", &size, NULL) ||
+		     section_by_name(elf, ".gopclntab", &size, NULL);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return go;
 }

@@ -38,4 +38,10 @@ typedef int (*go_func_fn)(void *arg, const char *name, __u64 addr, __u64 size, b
  */
 int go_pclntab_funcs(Elf *elf, go_func_fn fn, void *arg);
 
+/*
+ * Whether the ELF file at path was built by Go (it has .go.buildinfo or
+ * .gopclntab); false for anything unreadable.
+ */
+bool go_file(const char *path);
+
 #endif /* FNPROF_GOBIN_H */
