@@ -202,22 +202,6 @@ static __always_inline void go_note_entry(__u64 g, __u64 off, __u64 ip, __u64 no
 	t->out_ns = 0;
 }
 
-/* Whether prev is switched out in the return path of the entry probe its note is of. */
-static __always_inline bool go_in_entry_probe(struct task_struct *prev, const struct go_thread *t, __u64 now)
-{
-	struct pt_regs *regs;
-	__u64 ip, xol;
-
-	if (now - t->entry_ns > PROBE_WINDOW_NS)
-		return false;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (!regs)
-		return false;
-	ip = ARCH_REGS_IP(regs);
-	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - t->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
-}
-
 /* next is back: the time it was out in an entry probe's return path moves its call's start. */
 static __always_inline void go_back_in(struct go_thread *t, __u64 now)
 {
@@ -244,7 +228,7 @@ static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
 	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
 	if (!t->entry_ns || t->out_ns)
 		return;
-	if (go_in_entry_probe(prev, t, now))
+	if (in_entry_probe_of(prev, t->ip, t->entry_ns, now))
 		t->out_ns = now;
 	else
 		t->entry_ns = 0;

@@ -843,20 +843,26 @@ int BPF_KPROBE(fn_exit_ret)
  * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
  * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 start_ns, __u64 now)
 {
-	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	struct pt_regs *regs;
 	__u64 ip, xol;
 
-	if (now - top->start_ns > PROBE_WINDOW_NS)
+	if (now - start_ns > PROBE_WINDOW_NS)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
 	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - top->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+	return ip - fn_ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+}
+
+static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+{
+	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+	return in_entry_probe_of(prev, top->ip, top->start_ns, now);
 }
 
 /*
