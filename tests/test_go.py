@@ -7,26 +7,16 @@ the open calls. Both time themselves, first line to return.
 """
 import os
 import shutil
-import subprocess
 import tempfile
 
 from harness import BIN, Skip, check, final_report, func, run_fnprof, target, truth
+from harness import plain_output, traced
 
 
 def go_target(name):
     if not os.path.exists(os.path.join(BIN, name)) and not shutil.which("go"):
         raise Skip("go is not installed (Debian golang-go, from make test-deps): no Go target")
     return target(name)
-
-
-def plain_output(*cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
-
-
-def traced(args, *cmd):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=180)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
 
 
 def nonzero(drops):
