@@ -2,16 +2,7 @@
 import subprocess
 
 from harness import check, final_report, func, run_fnprof, target, truth
-
-
-def plain_output(*cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
-
-
-def traced(args, *cmd):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
+from harness import plain_output, traced
 
 
 def test_cxx_exception_through_traced_function():
@@ -135,3 +126,14 @@ def test_go_program_survives():
     f = func(rep, "main.hot")
     check(f["exit"] == "ret", f"auto mode chose {f['exit']} for a Go program")
     check(f["calls"] >= 0.95 * 8000, f"{f['calls']} of 8000 calls timed")
+
+
+def test_entry_point_gets_no_return_probe():
+    # _start is jumped to with argc at [sp]: a uretprobe there overwrote argc with its trampoline.
+    want = plain_output(target("jump"), 1000)
+    for args in (["--exit", "uretprobe", "-f", "_start"], ["-f", "*"]):
+        rep, p = traced(args, target("jump"), 1000)
+        check(p.stdout == want, f"{args}: output changed: {p.stdout!r} vs {want!r}")
+        f = func(rep, "_start")
+        check(f["exit"] == "none" and f["calls"] == 1, f"{args}: _start traced as {f}")
+        check("entry point" in p.stderr, f"{args}: no word on the entry point: {p.stderr[-1500:]}")

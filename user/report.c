@@ -6,6 +6,7 @@
 #include "hist.h"
 #include "json.h"
 #include "report.h"
+#include "sanitize.h"
 #include "stats.h"
 #include "steps.h"
 
@@ -21,8 +22,8 @@ _Static_assert(sizeof(struct fn_stats) == FN_STATS_WORDS * sizeof(__u64),
 static const struct {
 	const char *key, *text;
 } drop_kinds[DROP_NR] = {
-	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames, "
-					 "whose return the kernel does not report (not timed)" },
+	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames (not timed; "
+					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
 	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
@@ -34,6 +35,10 @@ static const struct {
 	[DROP_POOL_LOST] = { "thread_states_lost",
 			     "thread states not given back when their thread exited (the kernel's queue "
 			     "refused them): fewer threads can be traced" },
+	[DROP_GO_NOT_G] = { "go_not_on_goroutine", "calls not timed: a traced Go function ran off any goroutine's "
+					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
+	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
+					       "once than fnprof keeps (4096, or --max-threads if more)" },
 };
 
 void report_prepare(struct report *r)
@@ -95,6 +100,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->calls = s->calls * est;
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
+	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
 	if (!s->calls)
 		return;
 	fig->timed = p->exit != EXIT_NONE;
@@ -133,12 +139,14 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 const char *probe_display_name(const struct probe *p, char *buf, size_t size)
 {
 	const char *base = strrchr(p->object, '/');
+	char raw[1024];
 
 	if (p->main_exe)
-		snprintf(buf, size, "%s", p->name);
+		snprintf(raw, sizeof(raw), "%s", p->name);
 	else
-		snprintf(buf, size, "%s:%s", base ? base + 1 : p->object, p->name);
-	return buf;
+		snprintf(raw, sizeof(raw), "%s:%s", base ? base + 1 : p->object, p->name);
+	/* The names come from the target: no terminal escapes. */
+	return sanitize_term(raw, buf, size);
 }
 
 /* Report order: most wall time (outermost calls) first, uncalled functions last. */
@@ -153,6 +161,8 @@ static int cmp_by_time(const void *a, const void *b)
 		return x->outer_wall > y->outer_wall ? -1 : 1;
 	if (x->calls != y->calls)
 		return x->calls > y->calls ? -1 : 1;
+	if (x->entered != y->entered)
+		return x->entered > y->entered ? -1 : 1;
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
@@ -200,6 +210,17 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 		"CPU%", "%PROC");
 }
 
+/*
+ * Fewer calls returned than entered: calls still running, or returns the
+ * kernel never reported (longjmp out of 64 uretprobe frames). The table
+ * marks the count and says how many entered, so that a function called
+ * 1000 times never reads 0 without a word.
+ */
+static bool returns_missing(const struct fn_stats *s)
+{
+	return s->entered > s->calls;
+}
+
 static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 {
 	const struct fn_stats *s = &r->stats[i];
@@ -213,16 +234,20 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = g.wall_max;
 	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
-		fmt_ns(s->calls && g.timed ? v[k] : -1.0, b[k], sizeof(b[k]));
-	if (g.proc_pct >= 0)
+		fmt_ns(s->calls && g.timed && !(g.cpu_unknown && (k == 5 || k == 6)) ? v[k] : -1.0, b[k], sizeof(b[k]));
+	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
 		snprintf(pp, sizeof(pp), "-");
-	fprintf(f, "%-28.28s %s%*.0f %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
-		estimated(r) ? 8 : 9, g.calls, g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
+	fprintf(f, "%-28.28s %s%*.0f%s %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
+		(estimated(r) ? 8 : 9) - returns_missing(s), g.calls, returns_missing(s) ? "*" : "",
+		g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
 	if (self)
 		fprintf(f, " %8s", b[7]);
-	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
+	if (g.cpu_unknown)
+		fprintf(f, " %6s %6s\n", "-", pp);
+	else
+		fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
 }
 
 /* What the probes cost the target in the interval: calls x measured cost per call. */
@@ -299,6 +324,20 @@ static void print_uncertain(const struct report *r, FILE *f)
 	}
 }
 
+/* Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go): once, for the first of them. */
+static void print_cpu_unknown(const struct report *r, FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < r->pl->nr; i++) {
+		if (r->pl->probes[i].cpu_unknown && r->pl->probes[i].exit != EXIT_NONE) {
+			fprintf(f, "ONCPU, OFFCPU, CPU%%, %%PROC unknown ('-') for Go functions: %s; "
+				   "wall and self time are per goroutine\n", r->pl->probes[i].cpu_unknown);
+			return;
+		}
+	}
+}
+
 static void print_footer(const struct report *r, FILE *f)
 {
 	char b[16];
@@ -310,6 +349,7 @@ static void print_footer(const struct report *r, FILE *f)
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
+	print_cpu_unknown(r, f);
 	print_overhead(r, f);
 	print_uncertain(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
@@ -492,6 +532,26 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	return true;
 }
 
+/* What the '*' on a CALLS figure means, function by function. */
+static void print_missing_returns(const struct report *r, FILE *f, const size_t *order)
+{
+	char name[256];
+	size_t k;
+
+	for (k = 0; k < r->pl->nr; k++) {
+		const struct fn_stats *s = &r->stats[order[k]];
+
+		if (!returns_missing(s))
+			continue;
+		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
+		fprintf(f, "* %s: %llu calls entered, %llu returned: the others were still running, or their "
+			   "returns were not seen (see dropped)%s\n", name, (unsigned long long)s->entered,
+			(unsigned long long)s->calls, r->pl->probes[order[k]].exit != EXIT_URETPROBE ? "" :
+			"; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 pending "
+			"ones (--exit=ret sees every return)");
+	}
+}
+
 /* One process's table; a fork child's has its overhead line only as footer. */
 static void print_table(const struct report *r, FILE *f, bool hist, const struct traced_proc *child)
 {
@@ -503,7 +563,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	print_header(r, f, self, child);
 	for (k = 0; k < r->pl->nr; k++) {
 		/* Long glob lists: only what was called; short lists show their zeros too. */
-		if (!r->stats[order[k]].calls && r->pl->nr > 20) {
+		if (!r->stats[order[k]].calls && !r->stats[order[k]].entered && r->pl->nr > 20) {
 			uncalled++;
 			continue;
 		}
@@ -511,6 +571,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	}
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
+	print_missing_returns(r, f, order);
 	if (child)
 		print_overhead(r, f);
 	else
@@ -557,6 +618,16 @@ static void json_counters(struct json *j, const struct report *r, const struct f
 	json_obj_end(j);
 }
 
+/* Go: no on/off-CPU split; the keys say unknown rather than show a wrong figure. */
+static void json_cpu_unknown(struct json *j)
+{
+	static const char *const keys[] = { "oncpu_ns", "offcpu_ns", "runq_ns", "blocked_ns" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		json_null(j, keys[i]);
+}
+
 static void json_latency(struct json *j, const struct fn_stats *s, const struct fn_figures *g)
 {
 	json_obj_begin(j, "wall_ns");
@@ -568,10 +639,14 @@ static void json_latency(struct json *j, const struct fn_stats *s, const struct 
 	json_u64(j, "p99", (__u64)(g->p99 + 0.5));
 	json_u64(j, "total", (__u64)(g->wall_avg * g->calls + 0.5));
 	json_obj_end(j);
-	json_avg_total(j, "oncpu_ns", g->oncpu_avg, g->oncpu_total);
-	json_avg_total(j, "offcpu_ns", g->offcpu_avg, g->offcpu_total);
-	json_avg_total(j, "runq_ns", g->runq_avg, s->runq_sum);
-	json_avg_total(j, "blocked_ns", g->blocked_avg, s->blocked_sum);
+	if (g->cpu_unknown) {
+		json_cpu_unknown(j);
+	} else {
+		json_avg_total(j, "oncpu_ns", g->oncpu_avg, g->oncpu_total);
+		json_avg_total(j, "offcpu_ns", g->offcpu_avg, g->offcpu_total);
+		json_avg_total(j, "runq_ns", g->runq_avg, s->runq_sum);
+		json_avg_total(j, "blocked_ns", g->blocked_avg, s->blocked_sum);
+	}
 	json_avg_total(j, "self_ns", g->self_avg, (__u64)(g->self_avg * s->calls + 0.5));
 }
 
@@ -597,16 +672,22 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_str(j, "object", p->object);
 	json_u64(j, "calls", (__u64)(g.calls + 0.5));
 	json_u64(j, "calls_measured", s->calls);
+	json_u64(j, "entered", s->entered);
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	if (g.timed)
 		json_latency(j, s, &g);
 	else
 		json_untimed(j);
-	json_f64(j, "cpu_pct", g.cpu_pct);
-	if (g.proc_pct >= 0)
+	if (g.cpu_unknown)
+		json_null(j, "cpu_pct");
+	else
+		json_f64(j, "cpu_pct", g.cpu_pct);
+	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		json_f64(j, "proc_pct", g.proc_pct);
 	else
 		json_null(j, "proc_pct");
+	if (g.cpu_unknown)
+		json_str(j, "cpu_unknown", g.cpu_unknown);
 	json_str(j, "site", site_kind_name(p->kind));
 	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);

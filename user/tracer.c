@@ -52,20 +52,61 @@ static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
 	return fnprof_stats_key(half, t->nr_slots, slot, t->nr_total, id);
 }
 
+/* The statistics of one process: two buffers of every function's, on every CPU. */
+static double slot_bytes(const struct tracer *t)
+{
+	return 2.0 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
+}
+
 /*
- * --follow-forks: how many processes get statistics of their own. Each one
- * costs two buffers of every function's statistics on every CPU; the total
- * is kept under STATS_BUDGET.
+ * The most memory the statistics map may take: 1 GiB, or
+ * FNPROF_STATS_BUDGET_MB. It is kernel memory that cannot be swapped, and
+ * it grows with functions x CPUs: `-f 'libc:*'` on 64 CPUs would take 3 GB.
+ */
+static double stats_budget(void)
+{
+	const char *env = getenv("FNPROF_STATS_BUDGET_MB");
+	char *end;
+	double mb = env ? strtod(env, &end) : 0;
+
+	return (env && end != env && !*end && mb > 0 ? mb : 1024) * 1048576.0;
+}
+
+/*
+ * --follow-forks: how many processes get statistics of their own, the
+ * target and at least one child: up to 64 children within a quarter of
+ * the budget.
  */
 static __u32 slots_for(const struct tracer *t)
 {
 	enum { MAX_CHILDREN = 64 };
 	_Static_assert(MAX_CHILDREN + 1 <= FNPROF_COOKIE_SLOT_MASK + 1, "slots must fit the attach cookie");
-	const size_t STATS_BUDGET = 256UL << 20;
-	size_t per_slot = 2 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
-	size_t n = STATS_BUDGET / per_slot;
+	double n = stats_budget() / 4 / slot_bytes(t);
 
-	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : n;
+	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : (__u32)n;
+}
+
+/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
+static bool calibrates(const struct tracer *t)
+{
+	return t->nr_total > t->nr_probes;
+}
+
+/* Whether the statistics of nr_slots processes fit the budget; if not, says what to reduce. */
+static bool stats_fit(const struct tracer *t)
+{
+	double need = t->nr_slots * slot_bytes(t), budget = stats_budget();
+
+	if (need <= budget)
+		return true;
+	log_err("the statistics of %zu functions%s on %d CPUs%s would take %.1f MiB (2 buffers x %.1f KiB per "
+		"function per CPU%s), more than the budget of %.1f MiB: trace fewer functions (narrow the -f "
+		"patterns)%s, or raise the budget with FNPROF_STATS_BUDGET_MB",
+		t->nr_probes, calibrates(t) ? " (and fnprof's calibration probes)" : "", t->nr_cpus,
+		t->nr_slots > 1 ? " for the target and a fork child" : "", need / 1048576,
+		sizeof(struct fn_stats) / 1024.0, t->nr_slots > 1 ? " per process" : "", budget / 1048576,
+		t->nr_slots > 1 ? ", drop --follow-forks" : "");
+	return false;
 }
 
 /* Hands the per-CPU counters to the BPF side: [slot * nr_cpus + cpu]. */
@@ -94,12 +135,6 @@ static int fill_queue(const struct bpf_map *queue, __u32 first, __u32 end)
 	return 0;
 }
 
-/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
-static bool calibrates(const struct tracer *t)
-{
-	return t->nr_total > t->nr_probes;
-}
-
 /* The pool's size when --max-threads does not set it. */
 static __u32 default_threads(pid_t pid)
 {
@@ -120,6 +155,16 @@ static bool probes_at_ret(const struct tracer *t)
 			return true;
 	for (i = 0; i < t->nr_total - t->nr_probes; i++)
 		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET)
+			return true;
+	return false;
+}
+
+static bool traces_go(const struct probe_list *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		if (pl->probes[i].go)
 			return true;
 	return false;
 }
@@ -158,6 +203,14 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	skel->rodata->go_calls = traces_go(t->pl);
+	/* The goroutine programs are verified only for Go functions. */
+	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_exit_ret, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_gone, traces_go(t->pl));
+	uprobes_prepare(skel->progs.go_entry, t->links.multi);
+	uprobes_prepare(skel->progs.go_exit_ret, t->links.multi);
+	uprobes_prepare(skel->progs.go_gone, t->links.multi);
 	skel->rodata->nr_events = slots;
 	/* System calls are timed for -e only: without it, their programs are not even verified. */
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
@@ -169,6 +222,10 @@ static int setup(struct trace_bpf *skel, void *arg)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.free_tstates, t->nr_threads);
+	/* Goroutines inside traced calls at once (Go): memory only as used, ~8.3 KiB each. */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.gstacks, t->nr_threads > TRACER_GOROUTINES_MIN ?
+							       t->nr_threads : TRACER_GOROUTINES_MIN);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
@@ -206,11 +263,14 @@ static int load(struct tracer *t, const struct events *evs)
 	if (!err)
 		err = fill_queue(t->skel->maps.free_slots, 1, t->nr_slots);
 	if (err) {
-		char hint[128] = "";
+		char hint[256] = "";
 
+		/* Both big maps, and what sets their size: either may be the one refused. */
 		if (err == -ENOMEM)
-			snprintf(hint, sizeof(hint), " (thread states for %u threads take %.0f MiB: "
-				 "a lower --max-threads needs less)", t->nr_threads,
+			snprintf(hint, sizeof(hint), " (the statistics of %zu functions on %d CPUs take %.0f MiB: "
+				 "fewer functions need less; thread states for %u threads take %.0f MiB: "
+				 "a lower --max-threads needs less)", t->nr_probes, t->nr_cpus,
+				 t->nr_slots * slot_bytes(t) / 1048576, t->nr_threads,
 				 t->nr_threads * (double)t->thread_bytes / 1048576.0);
 		else if (!log_verbose)
 			snprintf(hint, sizeof(hint), " (run with -v to see the verifier's log)");
@@ -245,8 +305,24 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, p->go ? t->skel->progs.go_exit_ret : t->skel->progs.fn_exit_ret,
+				 p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
+}
+
+/* Go: where a goroutine ends (runtime.goexit1), its open calls are let go. */
+static struct uprobe_site go_exit_site(struct tracer *t, pid_t pid)
+{
+	return (struct uprobe_site){
+		.prog = t->skel->progs.go_gone, .path = t->pl->go_exit_path, .offset = t->pl->go_exit_offset,
+		.pid = pid, .what = "runtime.goexit1", .object = t->pl->go_exit_path,
+	};
+}
+
+/* What an entry probe's program must know of the function's exit probes. */
+static __u32 entry_flags(const struct probe *p)
+{
+	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
 }
 
 /*
@@ -264,15 +340,16 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 
 	for (i = 0; i < nr; i++)
 		cap += 2 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
-	sites = calloc(cap ? cap : 1, sizeof(*sites));
+	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++)
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
+	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
+		sites[n++] = go_exit_site(t, pid);
 	for (i = 0; i < nr; i++)
-		sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_entry, probes[i].offset,
-				     cookie | probes[i].id |
-				     (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
+		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
+				     probes[i].offset, cookie | probes[i].id | entry_flags(&probes[i]));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
@@ -472,7 +549,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
 	steps_mark("tracer set-up");
-	err = load(t, evs);
+	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
 	if (!err)
