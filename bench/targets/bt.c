@@ -11,10 +11,11 @@
  * e8: a call, the kernel's optimized uprobe on a 5-byte nop).
  *
  * usage: bt nop N | bt spin N NS | bt sleep N NS | bt work SECONDS NS  (work: spin calls for SECONDS)
- *        bt pair N | bt workload N
+ *        bt pair N | bt workload N [THREADS]
  *
  * workload: N calls of target_tiny (~2 ns: three stores) through a function pointer, in a tight loop:
- * a function shaped like neither fnprof's calibration functions nor the tests' targets.
+ * a function shaped like neither fnprof's calibration functions nor the tests' targets; with THREADS,
+ * that many threads make N calls each (calls= counts them all).
  *
  * pair: two tools at once, one on each of the twins target_nop and target_nop2 (both addresses are
  * printed). N calls of each, in alternating blocks of PAIR_BLOCK (a b b a a b ...), each block timed;
@@ -22,6 +23,7 @@
  * (a - b) over the block pairs. Both tools' probes then meet the same moments of a busy machine and
  * the same process, whose single-step cost differs from other processes'.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,29 @@ NOINLINE void target_tiny(void)
 
 /* Called through this: the compiler cannot inline or hoist it. */
 static void (*volatile tiny_fn)(void) = target_tiny;
+
+static void *tiny_loop(void *arg)
+{
+	unsigned long n = (unsigned long)arg;
+
+	for (unsigned long i = 0; i < n; i++)
+		tiny_fn();
+	return NULL;
+}
+
+/* THREADS threads of n calls each: the calls made. */
+static unsigned long tiny_threads(unsigned long n, unsigned long threads)
+{
+	pthread_t th[64];
+	unsigned long k, started = 0;
+
+	for (k = 0; k < threads && k < 64; k++)
+		if (!pthread_create(&th[k], NULL, tiny_loop, (void *)n))
+			started++;
+	for (k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	return started * n;
+}
 
 /* Busy-waits NS ns and records how long it took, from inside. */
 NOINLINE void target_spin(unsigned long long ns, unsigned long i)
@@ -179,6 +204,8 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "nop")) {
 		for (i = 0; i < n; i++)
 			target_nop();
+	} else if (!strcmp(mode, "workload") && ns > 1) {   /* ns: the THREADS argument here */
+		i = tiny_threads(n, ns);
 	} else if (!strcmp(mode, "workload")) {
 		for (i = 0; i < n; i++)
 			tiny_fn();
