@@ -12,6 +12,9 @@ TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS)) 
 # The same programs as production builds them: no frame pointers, -O2, with DWARF (tests split it off).
 NOFP_PROGS := $(TEST_BIN)/work_nofp $(TEST_BIN)/burn_nofp
 TARGET_PROGS += $(NOFP_PROGS)
+# As -fcf-protection builds (Ubuntu's and Fedora's default) make them: every function starts with endbr64.
+CET_PROGS := $(TEST_BIN)/work_cet
+TARGET_PROGS += $(CET_PROGS)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(TEST_BIN)/unit/%,$(UNIT_SRCS))
@@ -35,6 +38,10 @@ $(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
 $(NOFP_PROGS): $(TEST_BIN)/%_nofp: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread -lm
+
+$(CET_PROGS): $(TEST_BIN)/%_cet: tests/targets/%.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@ -lpthread -lm
 
 $(TEST_BIN)/%: tests/targets/%.cpp | $(TEST_BIN)
 	$(call msg,CXX,$@)

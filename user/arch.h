@@ -42,6 +42,18 @@ struct code_part {
 int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
 
 /*
+ * Bytes at the start of a function that its entry probe may skip, so that
+ * the probe lands on an instruction the kernel emulates or optimizes
+ * instead of one it must single-step (~10 us here): an endbr64 (a hint nop,
+ * as every function of a -fcf-protection build starts; it cannot fault and
+ * changes nothing the timing or the return address needs) followed by a
+ * push or a 5-byte nop, when no branch of the function goes to the
+ * instruction after it. code: the whole function, len bytes, at vaddr. 0
+ * when none (or the code does not decode cleanly).
+ */
+size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr);
+
+/*
  * fnprof's own empty functions for the calibration, written in assembly so
  * that the first instruction is exactly the kind measured: a push (emulated
  * by the kernel), an instruction that is single-stepped, a 5-byte nop. The

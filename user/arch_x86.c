@@ -25,6 +25,35 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return SITE_STEPPED;
 }
 
+size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr)
+{
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	const size_t skip = sizeof(endbr64);
+	cs_insn *in = NULL;
+	size_t n, i, used = 0;
+	bool ok = true;
+	csh h;
+
+	if (len <= skip || memcmp(code, endbr64, skip) || site_kind_of(code + skip, len - skip) == SITE_STEPPED)
+		return 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return 0;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	n = cs_disasm(h, code, len, vaddr, 0, &in);
+	/* A jump or call to the probe's new place would fire it mid-function, as a call. */
+	for (i = 0; i < n && ok; i++) {
+		const cs_x86 *x = &in[i].detail->x86;
+
+		used += in[i].size;
+		if ((cs_insn_group(h, &in[i], CS_GRP_JUMP) || cs_insn_group(h, &in[i], CS_GRP_CALL)) &&
+		    x->op_count == 1 && x->operands[0].type == X86_OP_IMM && (__u64)x->operands[0].imm == vaddr + skip)
+			ok = false;
+	}
+	cs_free(in, n);
+	cs_close(&h);
+	return ok && used == len ? skip : 0;
+}
+
 #define CALIB_FN(name, body) \
 	".globl " #name "\n.type " #name ",@function\n" #name ":\n" body ".size " #name ", .-" #name "\n"
 #define PUSH_POP_RET "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"

@@ -41,7 +41,8 @@ struct probe {
 	bool main_exe;    /* in the main executable (shown without an object prefix) */
 	__u64 addr;       /* link-time virtual address */
 	__u64 size;
-	__u64 offset;     /* file offset: where the uprobe goes */
+	__u64 offset;     /* file offset of the function's start */
+	__u32 entry_skip; /* bytes after offset where its entry probe and uretprobe go (arch_entry_skip) */
 	__u32 id;         /* index: the BPF attach cookie */
 	enum site_kind kind;
 	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */

@@ -362,18 +362,33 @@ static int locate_exe(struct resolver *r)
 	return 0;
 }
 
-/* The first bytes of the function, from the file. */
-static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
-{
-	unsigned char insn[16] = {};
-	ssize_t n = -1;
-	int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+/* Most bytes of a function read to place its entry probe (arch_entry_skip); a longer one is not looked at. */
+#define ENTRY_CODE_MAX 65536
 
-	if (fd >= 0) {
-		n = pread(fd, insn, sizeof(insn), offset);
+/*
+ * The kind of p's entry probe site, from its first bytes in the file, and
+ * how far in the probe can go (p->entry_skip) to land on an instruction
+ * the kernel does not single-step.
+ */
+static void place_entry(struct probe *p)
+{
+	size_t len = p->size && p->size <= ENTRY_CODE_MAX ? p->size : 16;
+	unsigned char *code = calloc(1, len);
+	ssize_t n = -1;
+	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0 && code) {
+		n = pread(fd, code, len, p->offset);
+		close(fd);
+	} else if (fd >= 0) {
 		close(fd);
 	}
-	return site_kind_of(insn, n > 0 ? n : 0);
+	p->entry_skip = n == (ssize_t)p->size && p->size == len ? arch_entry_skip(code, len, p->addr) : 0;
+	if (p->entry_skip)
+		log_debug("%s: entry probe %u bytes in, past its endbr64", p->name, p->entry_skip);
+	p->kind = code && n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
+		  site_kind_of(code, 0);
+	free(code);
 }
 
 /* The cold part gcc split off function s (NAME.cold, NAME.cold.N), or NULL. */
@@ -510,10 +525,11 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	*p = (struct probe){
 		.name = strdup(sym_display_name(s)), .object = strdup(path), .open_path = strdup(open_path),
 		.main_exe = !strcmp(path, r->exe), .addr = s->addr, .size = s->size,
-		.offset = s->offset, .id = pl->nr, .kind = probe_site_kind(open_path, s->offset),
+		.offset = s->offset, .id = pl->nr,
 	};
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
+	place_entry(p);
 	pl->nr++;
 	choose_exit(r, p, s, st);
 	return 0;

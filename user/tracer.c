@@ -300,7 +300,7 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 
 	cookie |= p->id;
 	if (p->exit == EXIT_URETPROBE) {
-		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset, cookie);
+		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset + p->entry_skip, cookie);
 		out[0].retprobe = true;
 		return 1;
 	}
@@ -349,7 +349,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		sites[n++] = go_exit_site(t, pid);
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
-				     probes[i].offset, cookie | probes[i].id | entry_flags(&probes[i]));
+				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;

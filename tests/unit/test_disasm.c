@@ -140,6 +140,27 @@ static void garbage_is_refused(void)
 	CHECK(exits_of(f, sizeof(f), NULL, 0, e, 4) == -EINVAL);
 }
 
+/*
+ * The entry probe skips a leading endbr64 when a push (emulated) follows and
+ * nothing jumps to that push: endbr64; push %rbp; mov %rsp,%rbp; pop %rbp; ret.
+ */
+static void entry_skips_endbr64(void)
+{
+	static const unsigned char f[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3 };
+	/* endbr64; mov %rdi,%rax (single-stepped anyway: nothing gained); ret */
+	static const unsigned char stepped[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xf8, 0xc3 };
+	/* endbr64; push %rbp; ... jmp back to the push (BASE + 4): it would fire as a call */
+	static const unsigned char loop[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xeb, 0xf9 };
+	/* push %rbp; pop %rbp; ret: no endbr64 */
+	static const unsigned char plain[] = { 0x55, 0x5d, 0xc3 };
+
+	CHECK(arch_entry_skip(f, sizeof(f), BASE) == 4);
+	CHECK(arch_entry_skip(stepped, sizeof(stepped), BASE) == 0);
+	CHECK(arch_entry_skip(loop, sizeof(loop), BASE) == 0);
+	CHECK(arch_entry_skip(plain, sizeof(plain), BASE) == 0);
+	CHECK(arch_entry_skip(f, 3, BASE) == 0);
+}
+
 int main(void)
 {
 	RUN(jump_table_is_not_an_exit);
@@ -152,5 +173,6 @@ int main(void)
 	RUN(cold_part);
 	RUN(direct_jump_out_needs_entry_height);
 	RUN(garbage_is_refused);
+	RUN(entry_skips_endbr64);
 	UNIT_EXIT();
 }
