@@ -689,6 +689,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	if (g.cpu_unknown)
 		json_str(j, "cpu_unknown", g.cpu_unknown);
 	json_str(j, "site", site_kind_name(p->kind));
+	json_u64(j, "entry_skip_bytes", p->entry_skip);
 	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);
 	json_obj_begin(j, "bias_range_ns");
