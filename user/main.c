@@ -23,9 +23,11 @@
 #include "burst.h"
 #include "calib.h"
 #include "events.h"
+#include "heatmap.h"
 #include "launch.h"
 #include "log.h"
 #include "opts.h"
+#include "pictures.h"
 #include "proc.h"
 #include "report.h"
 #include "resolve.h"
@@ -56,6 +58,8 @@ struct run {
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
+	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
+	unsigned int nr_columns;    /* collected for them without a report (no -i) */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
@@ -263,13 +267,46 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		report_print_table(&rep, r->out, r->o->hist);
 }
 
+static const struct calibration *bias_to_subtract(const struct run *r)
+{
+	return r->calibrated && !r->o->raw ? &r->cal : NULL;
+}
+
+/* The aggregates since the last collection into r->interval, the run's total and the heatmap. */
+static int collect(struct run *r, __u64 *drops, double t)
+{
+	size_t i;
+
+	if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
+		return EXIT_FAIL;
+	if (r->bursts)
+		burst_rebase(&r->burst, r->tracer);
+	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
+		fn_stats_merge(&r->total[i], &r->interval[i]);
+	for (i = 0; i < DROP_NR; i++)
+		r->total_drops[i] += drops[i];
+	if (r->heat && heatmap_add(r->heat, t, r->interval, bias_to_subtract(r))) {
+		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+/* --svg without -i: a heatmap column; its figures join the total, nothing is printed. */
+static int collect_column(struct run *r)
+{
+	__u64 drops[DROP_NR] = {};
+
+	r->nr_columns++;
+	return collect(r, drops, monotonic_s());
+}
+
 /* One report for the interval that ends now; with final, the run total too. */
 static int report(struct run *r, bool final)
 {
 	double t = monotonic_s(), span = t - r->t_last;
 	__u64 drops[DROP_NR] = {}, self_cpu;
 	double attached;
-	size_t i;
 
 	/*
 	 * The figures of the whole run subtract a bias measured at its start and
@@ -282,19 +319,18 @@ static int report(struct run *r, bool final)
 	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
-		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
+		if (collect(r, drops, t))
 			return EXIT_FAIL;
-		if (r->bursts)
-			burst_rebase(&r->burst, r->tracer);
-		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
-			fn_stats_merge(&r->total[i], &r->interval[i]);
-		for (i = 0; i < DROP_NR; i++)
-			r->total_drops[i] += drops[i];
+		/* The only report, after columns collected silently: the total is the whole run's. */
+		if (final && !r->nr_reports && r->nr_columns)
+			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
+					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
 		/* A run with a single report: that report is the total. */
-		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports, attached,
-				   /* The only report is the total: start-up included. */
-				   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
+		else
+			print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
+					   final && !r->nr_reports, attached,
+					   /* The only report is the total: start-up included. */
+					   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
 					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
@@ -407,7 +443,10 @@ static int main_loop(struct run *r)
 	int err;
 
 	while (!r->target_gone) {
+		double column = r->heat ? heatmap_next(r->heat) : 1e300;
 		double deadline = next < end ? next : end;
+
+		deadline = column < deadline ? column : deadline;
 
 		if (r->bursts) {
 			double sw = burst_tick(&r->burst, r->tracer, monotonic_s());
@@ -426,6 +465,8 @@ static int main_loop(struct run *r)
 			if (err)
 				return err;
 			next += r->o->interval_s;
+		} else if (monotonic_s() >= column && !r->target_gone && (err = collect_column(r))) {
+			return err;
 		}
 	}
 	return report(r, true);
@@ -450,6 +491,7 @@ static void cleanup(struct run *r)
 	tracer_stop(r->tracer);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
+	heatmap_free(r->heat);
 	launch_abort(&r->child);
 	probe_list_free(&r->pl);
 	free(r->interval);
@@ -478,6 +520,15 @@ static int child_exit_code(struct run *r)
 	return launch_exit_code(r->child_status);
 }
 
+static int write_svg(struct run *r)
+{
+	int err = pictures_write(r->o->svg_path, r->sampler, r->heat, r->pid, r->t_last - r->t_start);
+
+	if (err)
+		log_err("cannot write the pictures to %s: %s", r->o->svg_path, strerror(-err));
+	return err ? EXIT_FAIL : 0;
+}
+
 static int run(struct run *r)
 {
 	int err;
@@ -503,6 +554,11 @@ static int run(struct run *r)
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
 	}
+	if (r->tracer && r->o->svg_path &&
+	    !(r->heat = heatmap_new(&r->pl, r->t_start, r->o->interval_s, r->o->duration_s))) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
 	if (r->o->cmd && launch_release(&r->child)) {
 		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
 		return EXIT_FAIL;
@@ -510,6 +566,8 @@ static int run(struct run *r)
 	err = main_loop(r);
 	if (!err && r->sampler && sampler_write_files(r->sampler))
 		err = EXIT_FAIL;
+	if (!err && r->o->svg_path)
+		err = write_svg(r);
 	return err ? err : child_exit_code(r);
 }
 

@@ -57,6 +57,8 @@ static const char usage_text[] =
 "      --per-thread       break the sampling table out per thread\n"
 "      --pprof FILE       write a pprof profile (gzip-compressed profile.proto)\n"
 "      --folded FILE      write folded stacks for flamegraph.pl\n"
+"      --svg FILE         write pictures, one self-contained SVG file: a flame graph of the\n"
+"                         samples, a latency heatmap per -f function (open it in a browser)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
 "  -h, --help             show this help\n"
@@ -66,6 +68,7 @@ static const char usage_text[] =
 "  sudo fnprof -p 1234 -f 'parse_*' -f libc:malloc -d 10 -i 1\n"
 "  sudo fnprof -f hot_func --hist -- ./prog arg1    # launch and trace\n"
 "  sudo fnprof -p 1234 -F 999 -d 10 --pprof cpu.pb.gz\n"
+"  sudo fnprof -f hot_func --sample --svg run.svg -- ./prog   # flame graph + heatmap\n"
 "\n"
 "Exit status: 0 on success (the command's own status in launch mode),\n"
 "1 when tracing failed, 2 on a usage error.\n";
@@ -73,7 +76,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
-	OPT_FOLLOW_FORKS, OPT_MAX_THREADS,
+	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_SVG,
 };
 
 static const struct option long_opts[] = {
@@ -102,6 +105,7 @@ static const struct option long_opts[] = {
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+	{ "svg", required_argument, NULL, OPT_SVG },
 	{},
 };
 
@@ -189,6 +193,11 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_SAMPLE: o->sample = true; break;
 	case OPT_PPROF: o->pprof_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_SVG:
+		if (!*arg)
+			return usage_error("empty --svg file name");
+		o->svg_path = arg;
+		break;
 	case OPT_PER_THREAD: o->per_thread = true; break;
 	case OPT_LIST_EVENTS: o->list_events = true; break;
 	case OPT_CALIBRATE: o->calibrate = true; break;

@@ -40,6 +40,7 @@ struct opts {
 	unsigned int freq_hz;      /* -F */
 	const char *pprof_path;    /* --pprof FILE */
 	const char *folded_path;   /* --folded FILE */
+	const char *svg_path;      /* --svg FILE: flame graph (sampling), latency heatmaps (-f) */
 	bool per_thread;           /* --per-thread */
 	unsigned int top;          /* -n/--top: rows in the sampling table */
 	/* counters (issue: per-call counters) */

@@ -50,6 +50,7 @@ struct fn_figures {
 	bool timed;                 /* false for --entry-only functions: calls only */
 	double calls;               /* extrapolated in burst mode */
 	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
+	double shift_ns;            /* subtracted from percentiles, min and max (a median bias) */
 	double wall_min, wall_max;
 	double calls_per_s;
 	double wall_avg, p50, p90, p99;

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "flame.h"
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
@@ -722,4 +723,61 @@ int sampler_write_files(struct sampler *s)
 	if (!err && s->o->pprof_path && (err = write_pprof(s, s->o->pprof_path)))
 		log_err("cannot write the pprof profile to %s: %s", s->o->pprof_path, strerror(-err));
 	return err;
+}
+
+/* --- flame graph ------------------------------------------------------------------ */
+
+static enum flame_kind frame_kind(const struct frame_info *f, const char *exe)
+{
+	if (!strcmp(f->object, "[kernel.kallsyms]"))
+		return FLAME_KERNEL;
+	if (!strcmp(f->object, "[unknown]"))
+		return FLAME_UNKNOWN;
+	return exe && !strcmp(f->object, exe) ? FLAME_USER : FLAME_LIB;
+}
+
+/* One counted stack into the graph: root first, below the thread with --per-thread. */
+static int flame_stack(struct sampler *s, struct flame *fl, const struct entry *e, const char *exe)
+{
+	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
+	struct flame_frame out[2 * FNPROF_STACK_DEPTH + 2];
+	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
+	char names[2 * FNPROF_STACK_DEPTH + 1][64], comm[64], thread[96];
+	int n, k = 0, i;
+
+	if (e->key.tid) {
+		thread_name(s, e->key.tid, comm, sizeof(comm));
+		snprintf(thread, sizeof(thread), "%s (thread %u)", comm, e->key.tid);
+		out[k++] = (struct flame_frame){ .name = thread, .object = "", .kind = FLAME_ROOT };
+	}
+	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+	for (i = n - 1; i >= 0; i--)
+		out[k++] = (struct flame_frame){
+			.name = frame_name(fr[i], names[i], sizeof(names[i])), .object = fr[i]->object,
+			.kind = frame_kind(fr[i], exe),
+		};
+	return flame_add(fl, out, k, e->count);
+}
+
+struct flame *sampler_flame(struct sampler *s, char *heading, size_t size)
+{
+	char root[128];
+	struct frame_info exe;
+	const char *exe_path = symbolize_main_object(s->sym, &exe) ? exe.object : NULL;
+	struct flame *fl;
+	__u64 samples = 0;
+	size_t i;
+
+	snprintf(root, sizeof(root), "%s (pid %d)", s->comm[0] ? s->comm : "[process]", s->pid);
+	fl = flame_new(root);
+	for (i = 0; fl && i < s->nr_prev; i++) {
+		samples += s->prev[i].count;
+		if (flame_stack(s, fl, &s->prev[i], exe_path)) {
+			flame_free(fl);
+			return NULL;
+		}
+	}
+	snprintf(heading, size, "CPU flame graph: %s, %.2f s, %llu samples at %u Hz (%s)", root, s->run_s,
+		 (unsigned long long)samples, s->o->freq_hz, s->event);
+	return fl;
 }

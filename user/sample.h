@@ -28,6 +28,14 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 /* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
 int sampler_write_files(struct sampler *s);
 
+struct flame;
+
+/*
+ * All samples of the run as a flame graph (kinds: the program, libraries,
+ * kernel, unknown), with the line to head it in heading. NULL: no memory.
+ */
+struct flame *sampler_flame(struct sampler *s, char *heading, size_t size);
+
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
 void sampler_refresh(struct sampler *s);
 
