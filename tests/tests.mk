@@ -76,7 +76,7 @@ test: test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo
-	./fnprof -f parse_record -f 'wait_*' --sample -- $(TEST_BIN)/demo 3
+	./fnprof -f parse_record -f 'wait_*' --sample --svg demo.svg -- $(TEST_BIN)/demo 3
 
 # Benchmarks (bench/Makefile builds the targets and the floor into bench/.output).
 bench: fnprof

@@ -437,6 +437,24 @@ static void draw_steps(const struct fn_view *v, double p, __u64 *dense)
 	}
 }
 
+/* A round latency for an axis: "1ms", "1.5ms", "700us" (fmt_ns without its trailing zeros). */
+static const char *axis_ns(double ns, char *buf, size_t size)
+{
+	char *dot, *unit;
+
+	fmt_ns(ns, buf, size);
+	dot = strchr(buf, '.');
+	if (!dot)
+		return buf;
+	for (unit = dot + 1; *unit >= '0' && *unit <= '9'; unit++)
+		;
+	while (unit > dot + 1 && unit[-1] == '0')
+		memmove(unit - 1, unit, strlen(unit) + 1), unit--;
+	if (unit == dot + 1)
+		memmove(dot, unit, strlen(unit) + 1);
+	return buf;
+}
+
 /* Whether a label at y would crowd one of the n drawn at ys. */
 static bool crowded(const double *ys, int n, double y)
 {
@@ -469,7 +487,7 @@ static void draw_y_axis(const struct fn_view *v)
 			ys[n++] = y;
 			fprintf(v->f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>"
 				       "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-				PL - 4, PL, y, y, PL - 6, y + 3.5, fmt_ns(m, buf, sizeof(buf)));
+				PL - 4, PL, y, y, PL - 6, y + 3.5, axis_ns(m, buf, sizeof(buf)));
 		}
 	}
 }
