@@ -18,6 +18,7 @@ from harness import Skip, check, json_reports, run_fnprof, target
 
 NS = "{http://www.w3.org/2000/svg}"
 HIGHLIGHT = (0xe6, 0x00, 0xe6)
+W_FLAME = 1180.0
 
 
 def svg_run(args, *cmd, timeout=90):
@@ -257,6 +258,21 @@ def test_browser_renders_and_search_highlights():
         check(m, f"no 'Matched' line after the search: {dom[-300:]}")
         want = next(f for f in rep["functions"] if f["name"] == "burn_a")["total_pct"]
         check(abs(float(m.group(1)) - want) <= 1, f"search shows {m.group(1)}%, the report {want:.2f}%")
+        # A click on burn_both (dispatched by a test-only script appended to a copy) zooms into it:
+        # it takes the whole width, burn_a and burn_b share it, its callers stay as faded ancestors.
+        click = ("<script>[].slice.call(document.getElementsByClassName('fr')).filter(function(g){return "
+                 "g.getElementsByTagName('title')[0].textContent.split('\\n')[0]==='burn_both';})[0]"
+                 ".dispatchEvent(new MouseEvent('click',{bubbles:true}));</script></svg>")
+        zoom = os.path.join(d, "zoom.svg")
+        open(zoom, "w").write(open(svg).read().replace("</svg>", click))
+        dom = ET.fromstring(chromium("file://" + zoom, d, "dom"))
+        shown = {}
+        for g in dom.iter(NS + "g"):
+            if "fr" in g.get("class", "").split() and "none" not in (g.get("style") or ""):
+                shown[g.find(NS + "title").text.split("\n")[0]] = (g.get("class"), float(g.find(NS + "rect").get("width")))
+        check(shown.get("burn_both", (0, 0))[1] == W_FLAME, f"burn_both after the click: {shown.get('burn_both')}")
+        check(abs(shown["burn_a"][1] + shown["burn_b"][1] - W_FLAME) < 10, f"burn_a, burn_b: {shown}")
+        check("anc" in shown["main"][0] and shown["main"][1] == W_FLAME, f"main after the click: {shown['main']}")
     finally:
         shutil.rmtree(d)
 
