@@ -338,7 +338,7 @@ static void draw_legend(FILE *f, double y)
 		   "<text x=\"%.0f\" y=\"%.0f\">search match</text>\n", x, y - 10, HIGHLIGHT, x + 16, y);
 }
 
-static void draw_header(struct flame *fl, FILE *f, double y, const char *heading)
+static void draw_header(FILE *f, double y, const char *heading)
 {
 	fprintf(f, "<text class=\"h1\" x=\"%.0f\" y=\"%.0f\">", X0, y + 22);
 	svg_escape(f, heading);
@@ -356,7 +356,7 @@ static void draw_footer(struct flame *fl, FILE *f, double y)
 	fprintf(f, "<text class=\"sm\" x=\"%.0f\" y=\"%.0f\">Click a frame to zoom, Search to highlight "
 		   "(or open FILE.svg?s=NAME); widths are samples.", X0, y + 30);
 	if (fl->nr_merged)
-		fprintf(f, " %zu frames under %llu samples (%.2f%% together) are merged into %zu grey boxes.",
+		fprintf(f, " %zu frames with fewer than %llu samples (%.2f%% of all together) are merged into %zu grey boxes.",
 			fl->nr_merged, (unsigned long long)fl->min_keep, 100.0 * fl->merged_samples / fl->root.count,
 			fl->nr_boxes);
 	fputs("</text>\n", f);
@@ -375,7 +375,7 @@ int flame_render(struct flame *fl, struct svg *doc, const char *heading)
 	fl->max_depth = 0;
 	fl->nr_merged = fl->nr_boxes = fl->merged_samples = 0;
 	mark_kept(fl, &fl->root);
-	draw_header(fl, f, y, heading);
+	draw_header(f, y, heading);
 	L.base = y + TOP + fl->max_depth * ROW;
 	fprintf(f, "<g id=\"flame\" data-x0=\"%.0f\" data-w=\"%.0f\" data-cw=\"%.1f\" data-hl=\"%s\" "
 		   "data-total=\"%llu\">\n", X0, W, CHAR_W, HIGHLIGHT, (unsigned long long)fl->root.count);
