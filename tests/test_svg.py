@@ -273,6 +273,8 @@ def test_browser_renders_and_search_highlights():
         check(shown.get("burn_both", (0, 0))[1] == W_FLAME, f"burn_both after the click: {shown.get('burn_both')}")
         check(abs(shown["burn_a"][1] + shown["burn_b"][1] - W_FLAME) < 10, f"burn_a, burn_b: {shown}")
         check("anc" in shown["main"][0] and shown["main"][1] == W_FLAME, f"main after the click: {shown['main']}")
+        unzoom = next(t for t in dom.iter(NS + "text") if t.get("id") == "unzoom")
+        check("none" not in (unzoom.get("style") or ""), "no 'Reset zoom' after the click")
     finally:
         shutil.rmtree(d)
 

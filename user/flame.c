@@ -342,9 +342,10 @@ static void draw_header(FILE *f, double y, const char *heading)
 {
 	fprintf(f, "<text class=\"h1\" x=\"%.0f\" y=\"%.0f\">", X0, y + 22);
 	svg_escape(f, heading);
-	fprintf(f, "</text>\n<text id=\"unzoom\" class=\"btn\" x=\"%.0f\" y=\"%.0f\">Reset zoom</text>\n"
+	fprintf(f, "</text>\n<text id=\"unzoom\" class=\"btn\" style=\"display:none\" x=\"%.0f\" y=\"%.0f\">Reset zoom</text>\n"
 		   "<text id=\"search\" class=\"btn\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">Search</text>\n"
-		   "<text id=\"clear\" class=\"btn\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">Clear search</text>\n",
+		   "<text id=\"clear\" class=\"btn\" style=\"display:none\" x=\"%.0f\" y=\"%.0f\" "
+		   "text-anchor=\"end\">Clear search</text>\n",
 		X0, y + 44, X0 + W, y + 44, X0 + W - 70, y + 44);
 	draw_legend(f, y + 44);
 }

@@ -64,7 +64,6 @@ static const char script[] =
 	"unz.addEventListener('click',unzoom);clr.addEventListener('click',function(){search('');});\n"
 	"$('search').addEventListener('click',function(){var s=prompt('Search frames (regular expression):',term);\n"
 	" if(s!==null)search(s);});\n"
-	"unz.style.display='none';clr.style.display='none';\n"
 	"var q=/[?#&]s(?:earch)?=([^&#]*)/.exec(location.href);\n"
 	"if(q)search(decodeURIComponent(q[1].replace(/\\+/g,' ')));\n"
 	"})();\n";
