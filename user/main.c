@@ -447,7 +447,6 @@ static int main_loop(struct run *r)
 		double deadline = next < end ? next : end;
 
 		deadline = column < deadline ? column : deadline;
-
 		if (r->bursts) {
 			double sw = burst_tick(&r->burst, r->tracer, monotonic_s());
 
@@ -465,8 +464,10 @@ static int main_loop(struct run *r)
 			if (err)
 				return err;
 			next += r->o->interval_s;
-		} else if (monotonic_s() >= column && !r->target_gone && (err = collect_column(r))) {
-			return err;
+		} else if (monotonic_s() >= column && !r->target_gone) {
+			err = collect_column(r);
+			if (err)
+				return err;
 		}
 	}
 	return report(r, true);
