@@ -110,8 +110,13 @@ def heatmaps(root):
         if g.get("class") == "heatmap":
             cells = [r for r in g.iter(NS + "rect") if r.get("class") == "c"]
             bars = [r for r in g.iter(NS + "rect") if r.get("class") == "hb"]
-            out[g.get("data-fn")] = dict(cells=cells, bars=bars, heading=g.find(NS + "text").text)
+            texts = [t.text or "" for t in g.iter(NS + "text")]
+            out[g.get("data-fn")] = dict(cells=cells, bars=bars, heading=g.find(NS + "text").text, texts=texts)
     return out
+
+
+def ns(value, unit):
+    return float(value) * {"ns": 1, "us": 1e3, "ms": 1e6}[unit]
 
 
 def test_heatmap_cells_sum_to_calls_and_both_pictures():
@@ -132,9 +137,14 @@ def test_heatmap_cells_sum_to_calls_and_both_pictures():
             cols = {int(c.get("data-c")) for c in h["cells"]}
             check(15 <= len(cols) <= 30, f"{fn['name']}: {len(cols)} columns in 2.5 s")
             p50 = re.search(r"p50 ([\d.]+)(ns|us|ms)", h["heading"])
-            v = float(p50.group(1)) * {"ns": 1, "us": 1e3, "ms": 1e6}[p50.group(2)]
+            v = ns(p50.group(1), p50.group(2))
             check(abs(v - fn["wall_ns"]["p50"]) <= 0.04 * fn["wall_ns"]["p50"],
                   f"{fn['name']}: heatmap p50 {v:.0f} ns, report {fn['wall_ns']['p50']:.0f}")
+            # The on/off-CPU panel's legend: the run's averages per call, as the report has them.
+            for key, label in (("oncpu_ns", "on-CPU"), ("runq_ns", "run queue"), ("blocked_ns", "blocked")):
+                m = next(re.match(label + r" \(([\d.]+)(ns|us|ms)\)", t) for t in h["texts"] if t.startswith(label))
+                v, want = ns(m.group(1), m.group(2)), fn[key]["avg"]
+                check(abs(v - want) <= 0.02 * want + 50, f"{fn['name']}: {label} {v:.0f} ns per call, report {want:.0f}")
         wait = hm["wait_for_input"]
         lat = [re.search(r"of ([\d.]+)(us|ms)", c.find(NS + "title").text) for c in wait["cells"]]
         busiest = max(zip(wait["cells"], lat), key=lambda cl: int(cl[0].get("data-n")))[1]
