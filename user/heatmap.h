@@ -19,7 +19,7 @@
 
 #include "calib.h"
 #include "fnprof.h"
-#include "resolve.h"
+#include "probe.h"
 #include "svg.h"
 
 #define HEATMAP_AUTO_S 0.1

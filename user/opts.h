@@ -7,15 +7,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define MAX_FUNC_SPECS 256
+#include "probe.h"
 
-/* How the return of a traced function is seen. */
-enum exit_mode {
-	EXIT_AUTO,        /* ret where a uretprobe is unsafe (C++, Rust, Go), else uretprobe */
-	EXIT_URETPROBE,   /* the kernel's return probe: one probe, but it rewrites the return address */
-	EXIT_RET,         /* uprobes on the function's ret instructions, found by disassembly */
-	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
-};
+#define MAX_FUNC_SPECS 256
 
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
