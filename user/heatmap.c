@@ -466,16 +466,16 @@ static bool crowded(const double *ys, int n, double y)
 	return false;
 }
 
-/* Latency labels: 1, 2 and 5 times the powers of ten first, then 1.5, 3, 4 and 7 where there is room. */
+/* Latency labels: 1, 2 and 5 times the powers of ten first, then others where there is room. */
 static void draw_y_axis(const struct fn_view *v)
 {
-	static const double mant[] = { 1, 2, 5, 1.5, 3, 4, 7 };
+	static const double mant[] = { 1, 2, 5, 1.5, 3, 4, 7, 2.5, 6, 8, 9 };
 	double ys[64], y, m;
 	unsigned int b;
 	int n = 0, e, k;
 	char buf[16];
 
-	for (k = 0; k < 7; k++) {
+	for (k = 0; k < (int)(sizeof(mant) / sizeof(mant[0])); k++) {
 		for (e = 0; e < 13 && n < 64; e++) {
 			m = mant[k] * pow(10, e);
 			b = hist_bucket_of((__u64)m);
@@ -499,6 +499,7 @@ static void draw_histogram(struct fn_view *v, __u64 *rows)
 	double p99 = hist_percentile(v->hist, (__u64)v->min, (__u64)v->max, 99, 0);
 	__u64 max = 0;
 	unsigned int r, b;
+	double label;
 	char buf[16];
 
 	memset(rows, 0, v->rows * sizeof(*rows));
@@ -517,9 +518,11 @@ static void draw_histogram(struct fn_view *v, __u64 *rows)
 	fprintf(v->f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#1d4ed8\" stroke-width=\"1.5\"/>"
 		       "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\">p50 %s</text>\n", HX, HX + HW, y_of(v, p50), y_of(v, p50),
 		HX + HW + 3, y_of(v, p50) + 3.5, fmt_ns(p50, buf, sizeof(buf)));
+	/* The p99 label goes above the p50 one where the two lines (nearly) meet. */
+	label = fmin(y_of(v, p99), y_of(v, p50) - 11);
 	fprintf(v->f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#111\" stroke-width=\"1.5\" "
 		       "stroke-dasharray=\"5,3\"/><text class=\"sm\" x=\"%.0f\" y=\"%.1f\">p99 %s</text>\n", HX, HX + HW,
-		y_of(v, p99), y_of(v, p99), HX + HW + 3, y_of(v, p99) + 3.5, fmt_ns(p99, buf, sizeof(buf)));
+		y_of(v, p99), y_of(v, p99), HX + HW + 3, label + 3.5, fmt_ns(p99, buf, sizeof(buf)));
 }
 
 /* On-CPU, run-queue and blocked time per call, each column's average, stacked. */
@@ -554,9 +557,10 @@ static void draw_cpu_panel(const struct fn_view *v, double top)
 				x1 - x0, hgt, fills[k]);
 		}
 	}
-	fprintf(v->f, "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>"
-		       "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">0</text>\n",
-		PL - 6, top + 8, fmt_ns(max, buf, sizeof(buf)), PL - 6, top + PANEL);
+	if (max > 0)
+		fprintf(v->f, "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", PL - 6, top + 8,
+			fmt_ns(max, buf, sizeof(buf)));
+	fprintf(v->f, "<text class=\"sm\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">0</text>\n", PL - 6, top + PANEL);
 }
 
 static void draw_cpu_legend(const struct fn_view *v, double top)
@@ -578,7 +582,7 @@ static void draw_cpu_legend(const struct fn_view *v, double top)
 /* Time ticks under the panel: 1, 2 or 5 times a power of ten seconds, at most 12. */
 static void draw_x_axis(const struct fn_view *v, double y)
 {
-	double step = 0.01, t;
+	double step = 0.001, t;
 	int k = 0;
 
 	while (v->t_span / step > 12)
@@ -615,7 +619,7 @@ static void draw_heading(const struct fn_view *v, double y)
 		fmt_ns(hist_percentile(v->hist, (__u64)v->min, (__u64)v->max, 99, 0), p99, sizeof(p99)));
 	fprintf(v->f, "<text class=\"sm\" x=\"10\" y=\"%.1f\">wall time per call by time (columns of %s%s), "
 		       "colour: calls; lines: p50 (blue), p99 (black, dashed) of each column</text>\n", y + 31,
-		fmt_ns(v->hm->base_s * v->hm->per_col * 1e9, width, sizeof(width)), v->hm->fixed ? ", -i" : "");
+		axis_ns(v->hm->base_s * v->hm->per_col * 1e9, width, sizeof(width)), v->hm->fixed ? ", -i" : "");
 }
 
 /* One function's picture at doc->height. */
