@@ -243,6 +243,9 @@ static int cross_check(struct opts *o)
 		return usage_error("give either -p PID or -- COMMAND, not both");
 	if (!o->pid && !o->cmd)
 		return usage_error("no target: give -p PID or -- COMMAND");
+	/* The pictures are renamed over their path at the end: that would replace the report. */
+	if (o->svg_path && o->output && !strcmp(o->svg_path, o->output))
+		return usage_error("--svg and -o name the same file '%s': give each its own", o->output);
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");
 	if (!o->nr_funcs)
