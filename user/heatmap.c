@@ -122,6 +122,7 @@ static int merge_cells(struct hcol *a, const struct hcol *b)
  */
 static int fill_col(struct hcol *c, const struct report *rep, const struct fn_stats *s)
 {
+	struct cell cells[FNPROF_HIST_BUCKETS];
 	struct fn_figures g;
 	unsigned int b, nb;
 	size_t k = 0;
@@ -130,20 +131,22 @@ static int fill_col(struct hcol *c, const struct report *rep, const struct fn_st
 	if (!s->calls)
 		return 0;
 	fn_figures_compute(rep, s, &g);
-	c->cells = malloc(FNPROF_HIST_BUCKETS * sizeof(*c->cells));
-	if (!c->cells)
-		return -ENOMEM;
 	for (b = 0; b < FNPROF_HIST_BUCKETS; b++) {
 		double mid = (hist_bucket_lo(b) + hist_bucket_hi(b)) / 2.0 - g.shift_ns;
 
 		if (!s->hist[b])
 			continue;
 		nb = hist_bucket_of(mid > 0 ? (__u64)mid : 0);
-		if (k && c->cells[k - 1].b == nb)  /* buckets only move down together: still sorted */
-			c->cells[k - 1].n += s->hist[b];
+		if (k && cells[k - 1].b == nb)  /* buckets only move down together: still sorted */
+			cells[k - 1].n += s->hist[b];
 		else
-			c->cells[k++] = (struct cell){ .b = nb, .n = s->hist[b] };
+			cells[k++] = (struct cell){ .b = nb, .n = s->hist[b] };
 	}
+	/* Only the buckets with calls are kept: most functions fill a few. */
+	c->cells = malloc((k ? k : 1) * sizeof(*c->cells));
+	if (!c->cells)
+		return -ENOMEM;
+	memcpy(c->cells, cells, k * sizeof(*cells));
 	c->nr = k;
 	c->calls = s->calls;
 	c->min = g.wall_min, c->max = g.wall_max;

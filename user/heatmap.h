@@ -10,7 +10,8 @@
  * HEATMAP_AUTO_S (or duration / HEATMAP_MAX_COLS); while there are more than
  * HEATMAP_MAX_COLS, neighbours are merged in pairs and new columns hold twice
  * as much time. At most HEATMAP_MAX_FUNCS functions are drawn (the most wall
- * time first), in at most HEATMAP_MAX_ROWS rows of buckets each.
+ * time first), in at most HEATMAP_MAX_ROWS rows of buckets each. Memory:
+ * per function and column, 16 bytes for each latency bucket with calls.
  */
 #ifndef FNPROF_HEATMAP_H
 #define FNPROF_HEATMAP_H
