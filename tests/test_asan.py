@@ -1,6 +1,9 @@
 """fnprof itself under AddressSanitizer and UndefinedBehaviorSanitizer (the fnprof-asan build)."""
 import os
+import shutil
 import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
 
 from harness import ROOT, check, final_report, func, target
 
@@ -48,9 +51,6 @@ def test_asan_follow_forks_and_stack_switching():
 
 
 def test_asan_svg_pictures():
-    import shutil
-    import tempfile
-    import xml.etree.ElementTree as ET
     d = tempfile.mkdtemp()
     try:
         for i, args in enumerate((["-f", "parse_record", "-f", "wait_*", "--sample", "-F", "499"],
@@ -59,5 +59,19 @@ def test_asan_svg_pictures():
             p = run_asan(args + ["--svg", path, "--", target("demo"), "1"])
             check(p.returncode == 0, p.stderr[-2000:])
             ET.parse(path)
+    finally:
+        shutil.rmtree(d)
+
+
+def test_asan_profiles_all_kinds_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        base = os.path.join(d, "p.pb.gz")
+        p = run_asan(["--profile", "cpu", "--profile", "offcpu", "--profile", "mutex", "--profile", "heap",
+                      "--heap-rate", "16K", "-i", "0.3", "--json", "--pprof", base, "--", target("mutex"), "0.8"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        check(len(os.listdir(d)) == 4, f"files: {os.listdir(d)}")
+        p = run_asan(["--profile", "heap", "--per-thread", "--", target("heap"), "8", "0.4"])
+        check(p.returncode == 0 and "thread " in p.stderr, p.stderr[-2000:])
     finally:
         shutil.rmtree(d)

@@ -184,6 +184,8 @@ def test_svg_replaces_a_symlink_not_follows():
         check(p.returncode == 1 and "cannot write the pictures" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")
         p = run_fnprof(["--svg", "", "--", target("burn"), "1"])
         check(p.returncode == 2 and "--svg" in p.stderr, f"empty name: exit {p.returncode}: {p.stderr[-500:]}")
+        p = run_fnprof(["--svg", os.path.join(d, "x.svg"), "--profile", "offcpu", "--", target("burn"), "1"])
+        check(p.returncode == 2 and "--profile cpu" in p.stderr, f"nothing to draw: exit {p.returncode}: {p.stderr[-500:]}")
         same = os.path.join(d, "same")
         p = run_fnprof(["--svg", same, "-o", same, "--", target("burn"), "1"])
         check(p.returncode == 2 and "same file" in p.stderr and not os.path.exists(same),

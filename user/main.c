@@ -25,13 +25,16 @@
 #include "events.h"
 #include "heatmap.h"
 #include "launch.h"
+#include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
 #include "pictures.h"
 #include "proc.h"
+#include "profiles.h"
 #include "report.h"
 #include "resolve.h"
 #include "sample.h"
+#include "sanitize.h"
 #include "stats.h"
 #include "tracer.h"
 
@@ -47,6 +50,7 @@ struct run {
 	const struct opts *o;
 	pid_t pid;
 	struct child child;
+	struct launch_signals sigs;  /* as fnprof started: the command gets them back */
 	int pidfd;
 	FILE *out;
 	struct probe_list pl;
@@ -62,6 +66,7 @@ struct run {
 	struct sampler *sampler;
 	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
 	unsigned int nr_columns;    /* collected for them without a report (no -i) */
+	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
@@ -73,6 +78,7 @@ struct run {
 	bool target_gone, child_reaped;
 	int child_status;
 	unsigned int nr_reports;
+	char followed[64];          /* a script followed through exec: /proc/PID/exe of the program traced */
 	dev_t exe_dev;              /* the program being traced, to notice an exec */
 	ino_t exe_ino;
 	bool exe_seen;
@@ -142,9 +148,11 @@ static int setup_target(struct run *r)
 			return EXIT_FAIL;
 		}
 	} else {
-		err = launch_prepare(r->o->cmd, &r->child);
+		err = launch_prepare(r->o->cmd, &r->sigs, &r->child);
 		if (err) {
-			log_err("cannot start '%s': %s", r->o->cmd[0], strerror(-err));
+			/* A bad SUDO_UID or SUDO_GID was named already. */
+			if (err != -EINVAL)
+				log_err("cannot start '%s': %s", r->o->cmd[0], strerror(-err));
 			return EXIT_FAIL;
 		}
 		r->pid = r->child.pid;
@@ -163,7 +171,11 @@ static void remember_exe(struct run *r)
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (r->o->cmd)
+	if (r->followed[0]) {
+		/* Already running it, stopped at its exec. */
+		r->exe_seen = true;
+		snprintf(path, sizeof(path), "%s", r->followed);
+	} else if (r->o->cmd)
 		find_in_path(r->o->cmd[0], path, sizeof(path));
 	else
 		snprintf(path, sizeof(path), "/proc/%d/exe", r->pid);
@@ -178,6 +190,7 @@ static int resolve(struct run *r)
 {
 	const struct resolve_conf conf = {
 		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
+		.followed = r->followed[0] ? r->followed : NULL,
 	};
 
 	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
@@ -239,6 +252,20 @@ static int start_tracing(struct run *r)
 		err = EXIT_FAIL;
 	}
 	return err;
+}
+
+/* --profile offcpu, mutex, heap: the profiles other than cpu (sample.c). */
+static int start_profiles(struct run *r)
+{
+	struct prof_conf c = {
+		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
+		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
+		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd,
+	};
+
+	if (!(c.kinds & ~(1U << PROF_CPU)))
+		return 0;
+	return profiles_start(&c, r->pid, &r->profiles) ? EXIT_FAIL : 0;
 }
 
 /* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
@@ -362,6 +389,8 @@ static int report(struct run *r, bool final)
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
+	if (r->profiles)
+		profiles_report(r->profiles, r->out, span, final);
 	r->nr_reports++;
 	r->self_cpu_last = self_cpu;
 	r->t_last = t;
@@ -376,7 +405,7 @@ static int report(struct run *r, bool final)
  */
 static void check_exec(struct run *r)
 {
-	char path[64], now[PATH_MAX];
+	char path[64], now[PATH_MAX], clean[PATH_MAX];
 	struct stat st;
 	ssize_t n;
 
@@ -391,7 +420,8 @@ static void check_exec(struct run *r)
 		return;
 	n = readlink(path, now, sizeof(now) - 1);
 	now[n > 0 ? n : 0] = 0;
-	log_info("process %d exec'd %s: the probes were on the program it replaced", r->pid, now);
+	log_info("process %d exec'd %s: the probes were on the program it replaced", r->pid,
+		 sanitize_term(now, clean, sizeof(clean)));
 	r->target_gone = true;
 	r->note = "target exec'd another program";
 }
@@ -441,17 +471,24 @@ static void wait_event(struct run *r, double deadline)
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
 	sampler_refresh(r->sampler);
+	profiles_refresh(r->profiles);
 	if (r->exe_ino)
 		check_exec(r);
 }
 
-/* In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one stops fnprof. */
+/*
+ * In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one
+ * stops fnprof. Through the pidfd: once the command was reaped its pid may be
+ * another process's, which must never get the signal.
+ */
 static bool handle_signal(struct run *r, bool *forwarded)
 {
 	if (!stop_signal)
 		return false;
 	if (r->o->cmd && !*forwarded) {
-		kill(r->pid, stop_signal == SIGHUP ? SIGHUP : SIGTERM);
+		if (syscall(SYS_pidfd_send_signal, r->pidfd, stop_signal == SIGHUP ? SIGHUP : SIGTERM, NULL, 0) &&
+		    errno != ESRCH)
+			log_warn("cannot pass the signal on to the command: %s", strerror(errno));
 		*forwarded = true;
 		stop_signal = 0;
 		return false;
@@ -500,14 +537,16 @@ static int main_loop(struct run *r)
 
 static int list_probes(struct run *r)
 {
+	char obj[PATH_MAX], name[1024];
 	size_t i;
 
 	fprintf(stdout, "%-40s %-18s %-10s %8s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "FUNCTION");
 	for (i = 0; i < r->pl.nr; i++) {
 		const struct probe *p = &r->pl.probes[i];
 
-		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", p->object, (unsigned long long)p->addr,
-			(unsigned long long)p->offset, (unsigned long long)p->size, p->name);
+		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", sanitize_term(p->object, obj, sizeof(obj)),
+			(unsigned long long)p->addr, (unsigned long long)p->offset, (unsigned long long)p->size,
+			sanitize_term(p->name, name, sizeof(name)));
 	}
 	return 0;
 }
@@ -519,7 +558,9 @@ static void cleanup(struct run *r)
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
 	heatmap_free(r->heat);
+	profiles_stop(r->profiles);
 	launch_abort(&r->child);
+	launch_free(&r->child);
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
@@ -556,11 +597,61 @@ static int write_svg(struct run *r)
 	return err ? EXIT_FAIL : 0;
 }
 
+/*
+ * Launch mode with a script (a shebang script, a wrapper that execs the real
+ * program): the command runs, traced with ptrace, up to the exec of the
+ * program to trace, and waits there while the probes go in.
+ */
+static int follow_to_program(struct run *r)
+{
+	const struct resolve_conf conf = { .funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs };
+	char real[PATH_MAX], clean[PATH_MAX];
+	int err, status, hops;
+	ssize_t n;
+
+	err = launch_follow_start(&r->child);
+	for (hops = 0; !err && hops < 64; hops++) {
+		err = launch_follow_next(&r->child, &status);
+		if (err)
+			break;
+		snprintf(r->followed, sizeof(r->followed), "/proc/%d/exe", r->pid);
+		n = readlink(r->followed, real, sizeof(real) - 1);
+		real[n > 0 ? n : 0] = 0;
+		if (resolve_program_fits(&conf, r->followed, real)) {
+			log_info("%s is a script: tracing %s, the program it runs (pid %d)", r->o->cmd[0],
+				 sanitize_term(real, clean, sizeof(clean)), r->pid);
+			return 0;
+		}
+		log_debug("following %s: %s is not the program to trace", r->o->cmd[0], real);
+	}
+	r->followed[0] = 0;
+	if (err == -ESRCH) {
+		r->child_reaped = true;
+		r->child_status = status;
+		log_err("%s is a script, and it exited (status %d) before it exec'd a program with the functions "
+			"asked for; name the program itself (see -v for the programs it ran)", r->o->cmd[0],
+			launch_exit_code(status));
+	} else {
+		log_err("cannot follow %s through exec: %s", r->o->cmd[0], err ? strerror(-err) : "too many execs");
+	}
+	return EXIT_FAIL;
+}
+
+/* Whether the command is a script to follow to its program (with functions to trace). */
+static bool needs_follow(struct run *r)
+{
+	char path[PATH_MAX];
+
+	return r->o->cmd && r->o->nr_funcs && !find_in_path(r->o->cmd[0], path, sizeof(path)) &&
+	       launch_is_script(path);
+}
+
 static int start_sampling(struct run *r)
 {
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);
@@ -574,13 +665,22 @@ static int run(struct run *r)
 	if (!err)
 		err = setup_target(r);
 	if (!err && r->o->list) {
+		if (needs_follow(r)) {
+			log_err("%s is a script: --list reads programs without running them; name its interpreter "
+				"or the program it runs", r->o->cmd[0]);
+			return EXIT_FAIL;
+		}
 		err = resolve(r);
 		return err ? err : list_probes(r);
 	}
+	if (!err && needs_follow(r))
+		err = follow_to_program(r);
 	if (!err)
 		err = start_tracing(r);
 	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
+	if (!err)
+		err = start_profiles(r);
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();
@@ -596,7 +696,13 @@ static int run(struct run *r)
 		log_err("out of memory");
 		return EXIT_FAIL;
 	}
-	if (r->o->cmd && launch_release(&r->child)) {
+	if (r->o->cmd)
+		profiles_arm(r->profiles);
+	if (r->followed[0] && launch_follow_stop(&r->child)) {
+		log_err("cannot let %s go on: %s", r->o->cmd[0], strerror(errno));
+		return EXIT_FAIL;
+	}
+	if (r->o->cmd && !r->followed[0] && launch_release(&r->child)) {
 		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
 		return EXIT_FAIL;
 	}
@@ -605,6 +711,8 @@ static int run(struct run *r)
 		err = EXIT_FAIL;
 	if (!err && r->o->svg_path)
 		err = write_svg(r);
+	if (!err && r->profiles && profiles_write_files(r->profiles))
+		err = EXIT_FAIL;
 	return err ? err : child_exit_code(r);
 }
 
@@ -642,10 +750,13 @@ int main(int argc, char **argv)
 	if (err >= 0)
 		return err;
 	log_verbose = o.verbose;
+	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
+	launch_save_signals(&r.sigs);
 	setup_signals();
 	r.o = &o;
-	if (!o.list && check_system())
+	/* --list needs no privileges, but never runs setuid either: it reads files and starts commands. */
+	if (o.list ? check_not_setuid() : check_system())
 		return EXIT_FAIL;
 	if (o.list_events)
 		return events_list(stdout);

@@ -11,6 +11,15 @@
 
 #define MAX_FUNC_SPECS 256
 
+/* How sampled user stacks are walked (--call-graph). */
+enum call_graph {
+	CG_AUTO,   /* dwarf (its walk follows frame pointers where an object has no CFI) */
+	CG_FP,     /* frame pointers, in the kernel: cheap, but broken by -fomit-frame-pointer code */
+	CG_DWARF,  /* stack copies unwound in user space with the objects' CFI (libdw) */
+};
+
+#define DEFAULT_STACK_BYTES 16384
+
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
@@ -37,6 +46,15 @@ struct opts {
 	const char *svg_path;      /* --svg FILE: flame graph (sampling), latency heatmaps (-f) */
 	bool per_thread;           /* --per-thread */
 	unsigned int top;          /* -n/--top: rows in the sampling table */
+	enum call_graph call_graph;  /* --call-graph fp|dwarf[,SIZE]|auto */
+	unsigned int stack_bytes;  /* --call-graph dwarf,SIZE: user stack copied per sample */
+	bool no_debuginfod;        /* --no-debuginfod */
+	/* other profiles (issue 16): offcpu, mutex, heap */
+	unsigned int profiles;     /* --profile: 1 << PROF_* bits (profiles.h); 0: cpu when no -f */
+	unsigned long long offcpu_rate_ns;  /* --offcpu-rate */
+	unsigned long long heap_rate;       /* --heap-rate, bytes */
+	const char *pprof_base;    /* --pprof as given: the other profiles' files are named from it */
+	char cpu_pprof[4096];      /* the CPU profile's pprof file when several profiles write theirs */
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */
