@@ -43,6 +43,8 @@ const volatile __u32 nr_slots = 1;
  * links filter by address space only, which a vfork child shares.
  */
 const volatile __u32 links_per_process = 0;
+/* Go functions are traced: their calls are kept per goroutine (go.bpf.h). */
+const volatile __u32 go_calls = 0;
 
 #define follow_forks (nr_slots > 1)
 
@@ -436,6 +438,20 @@ static __always_inline void count_entry(__u32 slot, __u32 id, bool returned)
 		__sync_fetch_and_add(&st->calls, 1);
 }
 
+/* Whether an entry probe with this cookie counts the call: its process's, and not paused. */
+static __always_inline bool entry_counts(__u32 cookie, __u32 slot)
+{
+	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+		return false;
+	if (slot >= nr_slots)
+		return false;
+	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
+		__sync_fetch_and_add(&paused_calls, 1);
+		return false;
+	}
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -445,14 +461,8 @@ int BPF_KPROBE(fn_entry)
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+	if (!entry_counts(cookie, slot))
 		return 0;
-	if (slot >= nr_slots)
-		return 0;
-	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
-		__sync_fetch_and_add(&paused_calls, 1);
-		return 0;
-	}
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
 		return 0;
@@ -833,20 +843,26 @@ int BPF_KPROBE(fn_exit_ret)
  * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
  * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 start_ns, __u64 now)
 {
-	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	struct pt_regs *regs;
 	__u64 ip, xol;
 
-	if (now - top->start_ns > PROBE_WINDOW_NS)
+	if (now - start_ns > PROBE_WINDOW_NS)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
 	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - top->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+	return ip - fn_ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+}
+
+static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+{
+	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+	return in_entry_probe_of(prev, top->ip, top->start_ns, now);
 }
 
 /*
@@ -860,6 +876,9 @@ static __always_inline bool switched_out_runnable(bool preempt, struct task_stru
 	return preempt || prev->__state == 0;
 }
 
+/* Go programs: calls kept per goroutine (go_entry, go_exit_ret, go_gone; go_on_switch). */
+#include "go.bpf.h"
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -868,6 +887,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread_ref *ref;
 	__u64 now = 0;
 
+	if (go_calls)
+		go_on_switch(prev, next);
 	if (maybe_traced(prev->tgid)) {
 		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
 		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))

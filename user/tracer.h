@@ -44,6 +44,8 @@ struct tracer_conf {
  */
 #define TRACER_THREADS_DEFAULT 512
 #define TRACER_THREADS_MAX 16384
+/* Go: goroutines inside traced calls at once, at least (or --max-threads, if more). */
+#define TRACER_GOROUTINES_MIN 4096
 
 /*
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe (and
