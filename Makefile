@@ -40,8 +40,8 @@ endif
 
 DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev
 # What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
-# a C++ compiler for the C++ target, and libFuzzer.
-TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev
+# a C++ compiler for the C++ target, libFuzzer, and a Prometheus server that scrapes --listen.
+TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev prometheus
 
 .PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:

@@ -23,6 +23,7 @@
 #include "burst.h"
 #include "calib.h"
 #include "events.h"
+#include "export.h"
 #include "launch.h"
 #include "log.h"
 #include "opts.h"
@@ -57,6 +58,10 @@ struct run {
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
+	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
+	__u64 interval_drops[DROP_NR];
+	struct export *export;      /* --listen */
+	double next_drain;          /* --listen: when the metrics take the figures next */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
 	bool target_exited;         /* --follow-forks: the run goes on while fork children live */
@@ -197,8 +202,9 @@ static int start_tracing(struct run *r)
 	r->nr_slots = tracer_nr_slots(r->tracer);
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
+	r->delta = calloc(r->nr_slots * r->pl.nr, sizeof(*r->delta));
 	r->procs = calloc(r->nr_slots, sizeof(*r->procs));
-	if (!r->interval || !r->total || !r->procs) {
+	if (!r->interval || !r->total || !r->delta || !r->procs) {
 		log_err("out of memory");
 		return EXIT_FAIL;
 	}
@@ -263,6 +269,34 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		report_print_table(&rep, r->out, r->o->hist);
 }
 
+/*
+ * Takes the figures since the last drain into the interval's, and gives them
+ * to --listen's metrics, which add them up: reports and metrics each see
+ * every call once.
+ */
+static int drain(struct run *r)
+{
+	__u64 drops[DROP_NR] = {};
+	size_t i;
+
+	if (tracer_collect(r->tracer, r->delta, drops) || tracer_procs(r->tracer, r->procs))
+		return EXIT_FAIL;
+	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
+		fn_stats_merge(&r->interval[i], &r->delta[i]);
+	for (i = 0; i < DROP_NR; i++)
+		r->interval_drops[i] += drops[i];
+	if (r->export) {
+		struct report rep = {
+			.pid = r->pid, .pl = &r->pl, .stats = r->delta, .nr_procs = r->nr_slots, .procs = r->procs,
+			.cal = r->calibrated && !r->o->raw ? &r->cal : NULL, .attached_fraction = 1,
+		};
+
+		memcpy(rep.drops, drops, sizeof(drops));
+		export_add(r->export, &rep);
+	}
+	return 0;
+}
+
 /* One report for the interval that ends now; with final, the run total too. */
 static int report(struct run *r, bool final)
 {
@@ -282,8 +316,9 @@ static int report(struct run *r, bool final)
 	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
-		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
+		if (drain(r))
 			return EXIT_FAIL;
+		memcpy(drops, r->interval_drops, sizeof(drops));
 		if (r->bursts)
 			burst_rebase(&r->burst, r->tracer);
 		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
@@ -298,6 +333,8 @@ static int report(struct run *r, bool final)
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
 					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
+		memset(r->interval, 0, r->nr_slots * r->pl.nr * sizeof(*r->interval));
+		memset(r->interval_drops, 0, sizeof(r->interval_drops));
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
@@ -399,6 +436,9 @@ static bool handle_signal(struct run *r, bool *forwarded)
 	return true;
 }
 
+/* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
+#define EXPORT_DRAIN_S 0.5
+
 static int main_loop(struct run *r)
 {
 	double end = r->o->duration_s ? r->t_start + r->o->duration_s : 1e300;
@@ -414,9 +454,17 @@ static int main_loop(struct run *r)
 
 			deadline = sw < deadline ? sw : deadline;
 		}
+		if (r->export && r->tracer)
+			deadline = r->next_drain < deadline ? r->next_drain : deadline;
 		wait_event(r, deadline);
 		if (handle_signal(r, &forwarded))
 			break;
+		if (r->export && r->tracer && monotonic_s() >= r->next_drain) {
+			err = drain(r);
+			if (err)
+				return err;
+			r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+		}
 		if (monotonic_s() >= end) {
 			r->note = "duration reached";
 			break;
@@ -447,6 +495,7 @@ static int list_probes(struct run *r)
 
 static void cleanup(struct run *r)
 {
+	export_stop(r->export);
 	tracer_stop(r->tracer);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
@@ -454,6 +503,7 @@ static void cleanup(struct run *r)
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
+	free(r->delta);
 	free(r->procs);
 	if (r->pidfd > 0)
 		close(r->pidfd);
@@ -478,6 +528,17 @@ static int child_exit_code(struct run *r)
 	return launch_exit_code(r->child_status);
 }
 
+static int start_export(struct run *r)
+{
+	struct export_conf conf = {
+		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
+	};
+
+	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+	return export_start(&conf, &r->export);
+}
+
 static int run(struct run *r)
 {
 	int err;
@@ -493,6 +554,8 @@ static int run(struct run *r)
 		err = start_tracing(r);
 	if (!err && r->o->sample && sampler_start(r->o, r->pid, &r->sampler))
 		err = EXIT_FAIL;
+	if (!err && r->o->listen)
+		err = start_export(r);
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
 #include "log.h"
 #include "opts.h"
 
@@ -50,6 +51,13 @@ static const char usage_text[] =
 "  -e, --events LIST      per-call counters: cycles,instructions,branch-misses,page-faults,...\n"
 "      --list-events      what this machine can count, and why not the rest\n"
 "\n"
+"Export (no authentication: bind to 127.0.0.1, or put a proxy in front):\n"
+"      --listen ADDR:PORT serve GET /metrics (Prometheus, OpenMetrics) and\n"
+"                         GET /debug/pprof/profile?seconds=N (pprof) while tracing\n"
+"      --by pid|comm|cgroup  a label per process on every function's metrics\n"
+"      --max-series N     label values kept apart (default 1000); the rest are summed\n"
+"                         into the value \"other\"\n"
+"\n"
 "Sampling:\n"
 "      --sample           also sample the CPU while tracing -f functions\n"
 "  -F, --freq HZ          sampling frequency (default 99)\n"
@@ -66,6 +74,7 @@ static const char usage_text[] =
 "  sudo fnprof -p 1234 -f 'parse_*' -f libc:malloc -d 10 -i 1\n"
 "  sudo fnprof -f hot_func --hist -- ./prog arg1    # launch and trace\n"
 "  sudo fnprof -p 1234 -F 999 -d 10 --pprof cpu.pb.gz\n"
+"  sudo fnprof -p 1234 -f 'parse_*' --listen 127.0.0.1:9464   # Prometheus exporter\n"
 "\n"
 "Exit status: 0 on success (the command's own status in launch mode),\n"
 "1 when tracing failed, 2 on a usage error.\n";
@@ -73,7 +82,7 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
-	OPT_FOLLOW_FORKS, OPT_MAX_THREADS,
+	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES,
 };
 
 static const struct option long_opts[] = {
@@ -102,6 +111,9 @@ static const struct option long_opts[] = {
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "by", required_argument, NULL, OPT_BY },
+	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{},
 };
 
@@ -215,6 +227,27 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		    o->max_overhead_pct > 100)
 			return usage_error("invalid --max-overhead '%s' (percent, 0.1-100)", arg);
 		break;
+	case OPT_LISTEN:
+		if (http_parse_addr(arg, &(struct http_conf){ 0 }))
+			return usage_error("invalid --listen '%s' (ADDR:PORT with a numeric address: 127.0.0.1:9464, "
+					   "[::1]:9464, or :9464 for every address)", arg);
+		o->listen = arg;
+		break;
+	case OPT_BY:
+		if (!strcmp(arg, "pid"))
+			o->by = BY_PID;
+		else if (!strcmp(arg, "comm"))
+			o->by = BY_COMM;
+		else if (!strcmp(arg, "cgroup"))
+			o->by = BY_CGROUP;
+		else
+			return usage_error("invalid --by '%s' (pid, comm or cgroup)", arg);
+		break;
+	case OPT_MAX_SERIES:
+		if (parse_long(arg, 1, 1000000, &v))
+			return usage_error("invalid --max-series '%s' (1-1000000)", arg);
+		o->max_series = v;
+		break;
 	case 'h':
 		fputs(usage_text, stdout);
 		return EXIT_OK;
@@ -222,6 +255,18 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		fprintf(stderr, "Try 'fnprof --help' for more information.\n");
 		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+static int cross_check_export(struct opts *o)
+{
+	if ((o->by || o->max_series) && !o->listen)
+		return usage_error("--by and --max-series label the metrics of --listen: add --listen ADDR:PORT");
+	/* Metrics are drained every half second: bursts keep their own account of the buffers. */
+	if (o->listen && o->max_overhead_pct)
+		return usage_error("--listen and --max-overhead cannot be used together");
+	if (!o->max_series)
+		o->max_series = DEFAULT_MAX_SERIES;
 	return -1;
 }
 
@@ -251,7 +296,7 @@ static int cross_check(struct opts *o)
 		return usage_error("--follow-forks and --max-overhead cannot be used together");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
-	return -1;
+	return cross_check_export(o);
 }
 
 int opts_parse(int argc, char **argv, struct opts *o)

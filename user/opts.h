@@ -17,6 +17,17 @@ enum exit_mode {
 	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
 };
 
+/* What --by adds as a label to every per-function metric (--listen). */
+enum metrics_by {
+	BY_NONE,
+	BY_PID,
+	BY_COMM,
+	BY_CGROUP,
+};
+
+/* --max-series default: per-function label values kept apart before folding into "other". */
+#define DEFAULT_MAX_SERIES 1000
+
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
@@ -45,6 +56,10 @@ struct opts {
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */
+	/* fleet export (issue: Prometheus metrics, pprof over HTTP) */
+	const char *listen;        /* --listen ADDR:PORT: serve /metrics and /debug/pprof/profile */
+	enum metrics_by by;        /* --by pid|comm|cgroup: a label per process */
+	unsigned int max_series;   /* --max-series: label values kept apart (the rest: "other") */
 };
 
 /*

@@ -25,6 +25,11 @@ static const struct {
 			     "refused them): fewer threads can be traced" },
 };
 
+const char *report_drop_key(unsigned int i)
+{
+	return i < DROP_NR ? drop_kinds[i].key : NULL;
+}
+
 void report_prepare(struct report *r)
 {
 	double calls = 0, cost = 0, bias = 0;
@@ -103,6 +108,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->self_avg = self / n;
 	/* Percentiles, min and max move by the typical (median) bias; the descendants' share is a mean. */
 	shift = r->cal ? calib_bias_median(r->cal, p) + s->desc_calls * r->cost_avg / n : 0;
+	fig->shift_ns = shift;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
 	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, shift);

@@ -684,14 +684,14 @@ cleanup:
 	return err;
 }
 
-static int write_pprof(struct sampler *s, const char *path)
+/* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
+static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
 {
 	struct pprof *p = pprof_new(1000000000ULL / s->o->freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
 	char name[PATH_MAX + 2];
-	unsigned char *data = NULL;
-	size_t i, len;
+	size_t i;
 	struct frame_info exe;
 	int n, k, err = p ? 0 : -ENOMEM;
 
@@ -705,12 +705,35 @@ static int write_pprof(struct sampler *s, const char *path)
 		err = pprof_sample(p, locs, n, s->prev[i].count);
 	}
 	if (!err)
-		err = pprof_encode(p, &data, &len);
+		err = pprof_encode(p, out, len);
+	pprof_free(p);
+	return err;
+}
+
+static int write_pprof(struct sampler *s, const char *path)
+{
+	unsigned char *data = NULL;
+	size_t len;
+	int err = encode_pprof(s, &data, &len);
+
 	if (!err)
 		err = write_file_atomic(path, data, len);
 	free(data);
-	pprof_free(p);
 	return err;
+}
+
+int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len)
+{
+	size_t nr;
+	struct entry *e = read_counts(s, &nr);
+
+	if (!e && nr)
+		return -ENOMEM;
+	free(s->prev);
+	s->prev = e;
+	s->nr_prev = nr;
+	s->run_s = span_s;
+	return encode_pprof(s, out, len);
 }
 
 int sampler_write_files(struct sampler *s)

@@ -28,6 +28,13 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 /* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
 int sampler_write_files(struct sampler *s);
 
+/*
+ * Instead of reports: the pprof profile (gzip'd profile.proto, the --pprof
+ * format) of every sample so far, span_s seconds of sampling, malloc'd into
+ * *out. 0 or -errno.
+ */
+int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len);
+
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
 void sampler_refresh(struct sampler *s);
 

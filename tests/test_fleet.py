@@ -1,0 +1,199 @@
+"""--listen: a real Prometheus server scrapes fnprof; go tool pprof fetches a profile over HTTP;
+bad requests get their HTTP error while tracing goes on.
+
+Every server here listens on 127.0.0.1, on a free port, and is stopped by its test.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+from harness import FNPROF, Skip, check, target, truth, wait_for, within
+
+CALLS = 1500
+SLEEP_US = 1000
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, headers=None, timeout=10):
+    """(status, body bytes) of a GET; HTTP errors are answers too."""
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Fnprof:
+    """fnprof with --listen on a free port, started in the background; its address read from its stderr."""
+
+    def __init__(self, args, stdin=None):
+        self.proc = subprocess.Popen([FNPROF, "--listen", "127.0.0.1:0"] + args, stdin=stdin,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.err_lines = []
+        self.addr = None
+        while self.addr is None:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError("fnprof exited before serving:\n" + "".join(self.err_lines))
+            self.err_lines.append(line)
+            m = re.search(r"serving http://(127\.0\.0\.1:\d+)/metrics", line)
+            if m:
+                self.addr = m.group(1)
+
+    def metrics(self, headers=None):
+        status, body = http_get(f"http://{self.addr}/metrics", headers)
+        check(status == 200, f"/metrics answered {status}")
+        return body.decode()
+
+    def stop(self, sig=signal.SIGINT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=60)
+        return out, "".join(self.err_lines) + err
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+class Prometheus:
+    """A real Prometheus server scraping fnprof at addr every second, with its storage in a temp dir."""
+
+    def __init__(self, addr):
+        exe = shutil.which("prometheus")
+        if not exe:
+            raise Skip("prometheus is not installed (Debian package prometheus, in make test-deps)")
+        self.dir = tempfile.mkdtemp()
+        cfg = os.path.join(self.dir, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                    "scrape_configs:\n  - job_name: fnprof\n"
+                    f"    static_configs:\n      - targets: ['{addr}']\n")
+        self.port = free_port()
+        self.log = open(os.path.join(self.dir, "log"), "w")
+        self.proc = subprocess.Popen([exe, f"--config.file={cfg}", f"--storage.tsdb.path={self.dir}/data",
+                                      f"--web.listen-address=127.0.0.1:{self.port}"],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        if not wait_for(self.ready, timeout=30, step=0.2):
+            raise AssertionError("prometheus did not become ready:\n" + self.logtext())
+
+    def ready(self):
+        try:
+            return http_get(f"http://127.0.0.1:{self.port}/-/ready", timeout=1)[0] == 200
+        except OSError:
+            return False
+
+    def logtext(self):
+        self.log.flush()
+        with open(os.path.join(self.dir, "log")) as f:
+            return f.read()[-3000:]
+
+    def query(self, promql):
+        """The value of an instant query with one result, or None."""
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        status, body = http_get(url)
+        check(status == 200, f"query {promql} answered {status}: {body[:300]}")
+        res = json.loads(body)["data"]["result"]
+        return float(res[0]["value"][1]) if res else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def read_until(stream, word, timeout=60):
+    end = time.time() + timeout
+    seen = []
+    while time.time() < end:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line)
+        if word in line:
+            return seen
+    raise AssertionError(f"no '{word}' line: {seen}")
+
+
+def check_prometheus_view(prom, calls, truth_p50_ns):
+    """Prometheus has fnprof's exact call count, and a median within 10% of the target's own."""
+    q_calls = 'sum(fnprof_calls_total{function="fleet_call"})'
+    wait_for(lambda: prom.query(q_calls) == calls, timeout=20, step=0.5)
+    got = prom.query(q_calls)
+    check(got == calls, f"Prometheus has {got} calls, the target made {calls}:\n{prom.logtext()}")
+    check(prom.query('up{job="fnprof"}') == 1, "the scrape of fnprof failed")
+    p50 = prom.query('histogram_quantile(0.5, sum by (le) (fnprof_latency_seconds_bucket{function="fleet_call"}))')
+    check(p50 is not None and within(p50 * 1e9, truth_p50_ns, rel=0.10),
+          f"p50 {p50} s in Prometheus, the target measured {truth_p50_ns / 1e9} s")
+    avg = prom.query('sum(fnprof_latency_seconds_sum{function="fleet_call"}) / '
+                     'sum(fnprof_latency_seconds_count{function="fleet_call"})')
+    check(avg is not None and avg > 0, f"no mean latency: {avg}")
+
+
+def target_truth(fp):
+    """The target's truth line, from fnprof's stderr (a launched command shares it)."""
+    lines = read_until(fp.proc.stderr, "truth fleet_call")
+    fp.err_lines += lines
+    return truth("".join(lines), "fleet_call")
+
+
+def test_prometheus_scrapes_launch_mode():
+    """Launch mode: every call from the first instruction; Prometheus' sum and median match the target's."""
+    with Fnprof(["-f", "fleet_call", "--", target("fleet"), str(CALLS), str(SLEEP_US), "linger"]) as fp, \
+            Prometheus(fp.addr) as prom:
+        t = target_truth(fp)
+        check(t["calls"] == CALLS, f"target truth {t}")
+        # The target lingers: its last calls reach Prometheus before it exits.
+        check_prometheus_view(prom, CALLS, t["p50_ns"])
+        out, err = fp.stop(signal.SIGTERM)  # goes to the command, whose exit ends fnprof
+        check(fp.proc.returncode == 0, f"fnprof exit {fp.proc.returncode}:\n{err[-2000:]}")
+
+
+def test_prometheus_scrapes_pid_mode():
+    """-p: a process gated until its probes are in; the same exact count and median in Prometheus."""
+    proc = subprocess.Popen([target("fleet"), str(CALLS), str(SLEEP_US), "linger", "gate"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        check("ready" in proc.stdout.readline(), "fleet did not start")
+        with Fnprof(["-p", str(proc.pid), "-f", "fleet_call"]) as fp, Prometheus(fp.addr) as prom:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            read_until(proc.stdout, "done")
+            t = truth(read_until(proc.stderr, "truth fleet_call")[-1], "fleet_call")
+            check_prometheus_view(prom, CALLS, t["p50_ns"])
+            # Counters in the text format too, for scrapers that do not ask for OpenMetrics.
+            text = fp.metrics()
+            check("# TYPE fnprof_calls_total counter" in text, text[:500])
+            om = fp.metrics({"Accept": "application/openmetrics-text; version=1.0.0"})
+            check("# TYPE fnprof_calls counter" in om and om.endswith("# EOF\n"), om[-500:])
+            out, err = fp.stop()
+            check(fp.proc.returncode == 0, f"fnprof exit {fp.proc.returncode}:\n{err[-2000:]}")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
+#include "export.h"
+#include "http.h"
+#include "log.h"
+#include "sample.h"
+
+/* The longest profile served: a client cannot hold the worker for longer. */
+#define PROFILE_MAX_S 300
+/* Go's net/http/pprof default, which go tool pprof and Parca assume without ?seconds. */
+#define PROFILE_DEFAULT_S 30
+
+/* A process's --by label value, read once per pid. */
+struct label {
+	pid_t pid;
+	char *value;
+};
+
+struct export {
+	struct export_conf conf;
+	struct metrics *metrics;
+	struct http_server *http;
+	struct opts sample_opts;     /* what the sampler reads: the frequency */
+	struct label *labels;        /* per statistics slot */
+	size_t nr_labels;
+	double t_start;
+};
+
+/* --- labels -------------------------------------------------------------------- */
+
+/* The first line of path (or, with prefix, the rest of the first line that starts with it). */
+static char *read_line(const char *path, const char *prefix)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "re");
+	char *v = NULL;
+
+	if (!f)
+		return NULL;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (prefix && strncmp(buf, prefix, strlen(prefix)))
+			continue;
+		buf[strcspn(buf, "\n")] = 0;
+		v = strdup(buf + (prefix ? strlen(prefix) : 0));
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/* The --by value of process pid: its pid, its name, or its cgroup v2 path (the container). */
+static char *label_of(enum metrics_by by, pid_t pid)
+{
+	char path[64], *v = NULL;
+
+	switch (by) {
+	case BY_PID:
+		return asprintf(&v, "%d", pid) < 0 ? NULL : v;
+	case BY_COMM:
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		return read_line(path, NULL);
+	case BY_CGROUP:
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+		return read_line(path, "0::");
+	default:
+		return NULL;
+	}
+}
+
+/* labels[k] for block k of r, refreshed where the slot's process changed. */
+static const char **slot_labels(struct export *e, const struct report *r)
+{
+	size_t k, n = r->nr_procs ? r->nr_procs : 1;
+	const char **out = calloc(n, sizeof(*out));
+	struct label *l;
+
+	if (!out)
+		return NULL;
+	if (n > e->nr_labels) {
+		l = realloc(e->labels, n * sizeof(*l));
+		if (!l)
+			return out;
+		memset(l + e->nr_labels, 0, (n - e->nr_labels) * sizeof(*l));
+		e->labels = l;
+		e->nr_labels = n;
+	}
+	for (k = 0; k < n; k++) {
+		pid_t pid = r->procs && r->nr_procs ? r->procs[k].pid : r->pid;
+
+		l = &e->labels[k];
+		if (pid && pid != l->pid) {
+			free(l->value);
+			l->value = label_of(e->conf.by, pid);
+			l->pid = pid;
+		}
+		out[k] = l->value;
+	}
+	return out;
+}
+
+void export_add(struct export *e, const struct report *r)
+{
+	const char **labels;
+
+	if (!e || !e->metrics)
+		return;
+	labels = e->conf.by != BY_NONE ? slot_labels(e, r) : NULL;
+	metrics_add(e->metrics, r, labels);
+	free(labels);
+}
+
+/* --- /metrics -------------------------------------------------------------------- */
+
+/* fnprof's own current resident memory, in bytes (0 if unknown). */
+static unsigned long long self_rss_bytes(void)
+{
+	unsigned long long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * sysconf(_SC_PAGESIZE);
+}
+
+static void write_self(FILE *f, bool om)
+{
+	struct rusage ru;
+	double cpu = 0;
+
+	if (!getrusage(RUSAGE_SELF, &ru))
+		cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	metrics_family(f, om, "fnprof_self_cpu_seconds_total", "counter",
+		       "fnprof's own CPU time (user and system, all its threads), since it started.");
+	fprintf(f, "fnprof_self_cpu_seconds_total %.6f\n", cpu);
+	metrics_family(f, om, "fnprof_self_resident_memory_bytes", "gauge", "fnprof's own resident memory.");
+	fprintf(f, "fnprof_self_resident_memory_bytes %llu\n", self_rss_bytes());
+}
+
+static void write_http(struct export *e, FILE *f, bool om)
+{
+	struct http_stats st;
+
+	http_get_stats(e->http, &st);
+	metrics_family(f, om, "fnprof_http_requests_total", "counter",
+		       "Requests to fnprof's HTTP server, by outcome.");
+	fprintf(f, "fnprof_http_requests_total{outcome=\"served\"} %llu\n", st.served);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"bad_request\"} %llu\n", st.bad_request);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"not_found\"} %llu\n", st.not_found);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"too_large\"} %llu\n", st.too_large);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"timeout\"} %llu\n", st.timeouts);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"busy\"} %llu\n", st.busy);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"refused\"} %llu\n", st.refused);
+}
+
+/* OpenMetrics only when the scraper names it (Prometheus does, first); else the classic text format. */
+static bool wants_openmetrics(const char *accept)
+{
+	return strstr(accept, "application/openmetrics-text") != NULL;
+}
+
+static void serve_metrics(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+	struct export *e = ctx;
+	bool om = wants_openmetrics(req->accept);
+	size_t len = 0;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return http_respond_text(resp, 500, "out of memory\n");
+	if (e->metrics)
+		metrics_write(e->metrics, f, om);
+	write_self(f, om);
+	write_http(e, f, om);
+	if (om)
+		fputs("# EOF\n", f);
+	if (fclose(f)) {
+		free(buf);
+		return http_respond_text(resp, 500, "out of memory\n");
+	}
+	resp->status = 200;
+	resp->content_type = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+				: "text/plain; version=0.0.4; charset=utf-8";
+	resp->body = buf;
+	resp->len = len;
+}
+
+/* --- /debug/pprof/profile ------------------------------------------------------ */
+
+static int profile_seconds(const char *query, long *out)
+{
+	char buf[32], *end;
+
+	*out = PROFILE_DEFAULT_S;
+	if (http_query_get(query, "seconds", buf, sizeof(buf)))
+		return 0;
+	errno = 0;
+	*out = strtol(buf, &end, 10);
+	return errno || end == buf || *end || *out < 1 || *out > PROFILE_MAX_S ? -EINVAL : 0;
+}
+
+/* Samples for n seconds (or until the server stops), then encodes. */
+static int profile(struct export *e, long n, const volatile int *stopping, unsigned char **out, size_t *len)
+{
+	struct sampler *s;
+	int err, i;
+
+	err = sampler_start(&e->sample_opts, e->conf.pid, &s);
+	if (err)
+		return err;
+	for (i = 0; i < n * 10 && !*stopping; i++)
+		usleep(100000);
+	err = sampler_pprof(s, i / 10.0, out, len);
+	sampler_stop(s);
+	return err;
+}
+
+static void serve_profile(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+	struct export *e = ctx;
+	unsigned char *data = NULL;
+	size_t len = 0;
+	long n;
+	int err;
+
+	if (profile_seconds(req->query, &n))
+		return http_respond_text(resp, 400, "seconds must be a whole number from 1 to %d\n", PROFILE_MAX_S);
+	if (!e->conf.pid)
+		return http_respond_text(resp, 501, "no single process to profile in system-wide mode\n");
+	err = profile(e, n, req->stopping, &data, &len);
+	if (err)
+		return http_respond_text(resp, 500, "profile failed: %s\n", strerror(-err));
+	resp->status = 200;
+	resp->content_type = "application/octet-stream";
+	resp->body = (char *)data;
+	resp->len = len;
+}
+
+static void serve_index(void *ctx, const struct http_request *req, struct http_response *resp)
+{
+	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N\n");
+}
+
+static const struct http_route routes[] = {
+	{ "/metrics", serve_metrics, false },
+	{ "/debug/pprof/profile", serve_profile, true },
+	{ "/", serve_index, false },
+};
+
+int export_start(const struct export_conf *conf, struct export **out)
+{
+	struct export *e = calloc(1, sizeof(*e));
+	struct http_conf hc = { .routes = routes, .nr_routes = sizeof(routes) / sizeof(routes[0]) };
+	int err;
+
+	if (!e) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	e->conf = *conf;
+	e->sample_opts.freq_hz = conf->freq_hz;
+	hc.ctx = e;
+	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
+		log_err("out of memory");
+		free(e);
+		return EXIT_FAIL;
+	}
+	if (http_parse_addr(conf->listen, &hc) || (err = http_start(&hc, &e->http))) {
+		export_stop(e);
+		return EXIT_FAIL;
+	}
+	log_info("serving http://%.*s:%d/metrics", (int)(strrchr(conf->listen, ':') - conf->listen), conf->listen,
+		 http_port(e->http));
+	*out = e;
+	return 0;
+}
+
+void export_stop(struct export *e)
+{
+	size_t k;
+
+	if (!e)
+		return;
+	http_stop(e->http);
+	metrics_free(e->metrics);
+	for (k = 0; k < e->nr_labels; k++)
+		free(e->labels[k].value);
+	free(e->labels);
+	free(e);
+}

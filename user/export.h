@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * --listen: what fnprof serves while it traces. GET /metrics (Prometheus
+ * text, or OpenMetrics when the Accept header asks for it) and GET
+ * /debug/pprof/profile?seconds=N (a CPU profile of the traced process, the
+ * pprof of --pprof). Nothing served changes what is traced.
+ */
+#ifndef FNPROF_EXPORT_H
+#define FNPROF_EXPORT_H
+
+#include <sys/types.h>
+
+#include "metrics.h"
+#include "opts.h"
+#include "report.h"
+
+struct export_conf {
+	const char *listen;          /* ADDR:PORT */
+	enum metrics_by by;          /* --by */
+	unsigned int max_series;     /* --max-series */
+	unsigned int freq_hz;        /* sampling frequency of the profiles served */
+	pid_t pid;                   /* the process profiled; 0: none (system-wide) */
+	const struct probe_list *pl; /* the traced functions (must outlive the export) */
+};
+
+struct export;
+
+/* Starts serving (the address is printed at -v). 0, or an exit code after a message. */
+int export_start(const struct export_conf *conf, struct export **out);
+
+/*
+ * Adds one drained interval (a report of its figures: stats in nr_procs
+ * blocks, procs naming each block's process, drops, calibration).
+ */
+void export_add(struct export *e, const struct report *r);
+
+/* Stops serving; safe with NULL. */
+void export_stop(struct export *e);
+
+#endif /* FNPROF_EXPORT_H */
