@@ -197,3 +197,100 @@ def test_prometheus_scrapes_pid_mode():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_go_tool_pprof_fetches_profile_over_http():
+    """go tool pprof http://ADDR/debug/pprof/profile?seconds=2 works, as against a Go service."""
+    if not shutil.which("go"):
+        raise Skip("go is not installed (Debian golang-go): cannot check with go tool pprof")
+    burn = subprocess.Popen([target("burn"), "30"], stdout=subprocess.DEVNULL)
+    d = tempfile.mkdtemp()
+    try:
+        with Fnprof(["-p", str(burn.pid), "-f", "burn_both"]) as fp:
+            env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"), PPROF_TMPDIR=d)
+            top = subprocess.run(["go", "tool", "pprof", "-top", f"http://{fp.addr}/debug/pprof/profile?seconds=2"],
+                                 capture_output=True, text=True, timeout=120, env=env)
+            check(top.returncode == 0, top.stderr)
+            rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
+            check(rows and rows[0].split()[-1] == "burn_a", f"hot function not first:\n{top.stdout}")
+            check("Type: cpu" in top.stdout and "Duration: 2" in top.stdout, top.stdout)
+            # Out of range: an HTTP error, not a profile.
+            check(http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=0")[0] == 400, "seconds=0 accepted")
+            check(http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=x")[0] == 400, "seconds=x accepted")
+            out, err = fp.stop()
+            check(fp.proc.returncode == 0, err[-2000:])
+            check(re.search(r"burn_both\s+\d+", err), f"no trace report:\n{err[-2000:]}")
+    finally:
+        burn.kill()
+        burn.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def raw_request(addr, data, read=True, timeout=15):
+    """Sends data on a new connection; the status of the answer (None if closed without one)."""
+    host, port = addr.split(":")
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass  # the server may answer and close before it has read everything
+        if not read:
+            return None
+        buf = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    m = re.match(rb"HTTP/1\.1 (\d+)", buf)
+    return int(m.group(1)) if m else None
+
+
+def test_bad_requests_get_errors_and_tracing_goes_on():
+    """Huge, slow, malformed and wrong-path requests get their HTTP error; every call is still counted."""
+    proc = subprocess.Popen([target("fleet"), str(CALLS), str(SLEEP_US), "linger", "gate"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        check("ready" in proc.stdout.readline(), "fleet did not start")
+        with Fnprof(["-p", str(proc.pid), "-f", "fleet_call", "--json"]) as fp:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            a = fp.addr
+            check(raw_request(a, b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n") == 404, "wrong path")
+            check(raw_request(a, b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc") == 405, "POST")
+            check(raw_request(a, b"HELLO\r\n\r\n") == 400, "malformed")
+            check(raw_request(a, b"GET /" + b"a" * 2000 + b" HTTP/1.1\r\n\r\n") == 414, "long target")
+            check(raw_request(a, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (1 << 20) + b"\r\n\r\n") == 431, "huge")
+            # A slow client (half a request, then nothing) gets 408 after the read deadline, 5 s.
+            t0 = time.time()
+            check(raw_request(a, b"GET /metrics HTTP/1.1\r\n") == 408, "slow client")
+            check(4 < time.time() - t0 < 9, f"408 after {time.time() - t0:.1f} s")
+            # 20 idle connections: 16 are held to their deadline, the rest refused at once with 503.
+            idle = [socket.create_connection(a.split(":")[0:1] + [int(a.split(":")[1])]) for _ in range(20)]
+            try:
+                refused = 0
+                for s in idle[16:]:
+                    s.settimeout(5)
+                    refused += s.recv(100).startswith(b"HTTP/1.1 503")
+                check(refused == 4, f"{refused} of 4 connections beyond 16 refused")
+            finally:
+                for s in idle:
+                    s.close()
+            # The server is back once they are gone, and the figures are whole.
+            check(wait_for(lambda: raw_request(a, b"GET /metrics HTTP/1.1\r\n\r\n") == 200, timeout=10),
+                  "/metrics not served after the abuse")
+            read_until(proc.stdout, "done")
+            t = truth(read_until(proc.stderr, "truth fleet_call")[-1], "fleet_call")
+            text = fp.metrics()
+            m = re.search(r'fnprof_http_requests_total\{outcome="timeout"\} (\d+)', text)
+            check(m and int(m.group(1)) >= 1, "the slow client is not counted")
+            out, err = fp.stop()
+            rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+            calls = [f for f in rep["functions"] if f["name"] == "fleet_call"][0]["calls"]
+            check(calls == t["calls"], f"fnprof counted {calls} calls, the target made {t['calls']}")
+    finally:
+        proc.kill()
+        proc.wait()

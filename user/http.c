@@ -43,7 +43,7 @@ struct job {
 	bool pending, done;
 	unsigned long serial;
 	http_handler fn;
-	char path[256], query[256], accept[256];
+	char path[1024], query[1024], accept[256];
 	struct http_response resp;
 };
 
@@ -266,21 +266,50 @@ static bool submit(struct http_server *srv, struct conn *c, const struct http_ro
 	return ok;
 }
 
+/* Copies the n bytes at p into buf (size bytes) as a string; false if they do not fit. */
+static bool copy_token(const char *p, size_t n, char *buf, size_t size)
+{
+	if (n >= size)
+		return false;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+	return true;
+}
+
+/* "METHOD TARGET HTTP/1.x": 0, or the status to answer. */
+static int parse_request_line(const char *line, char *method, char *target, char *version)
+{
+	size_t m = strcspn(line, " \r\n"), t, v;
+	const char *p;
+
+	if (line[m] != ' ')
+		return 400;
+	p = line + m + 1;
+	t = strcspn(p, " \r\n");
+	if (p[t] != ' ')
+		return 400;
+	v = strcspn(p + t + 1, " \r\n");
+	if (!copy_token(line, m, method, 8) || !copy_token(p + t + 1, v, version, 16) ||
+	    strncmp(version, "HTTP/1.", 7) || p[0] != '/')
+		return 400;
+	return copy_token(p, t, target, 1024) ? 0 : 414;
+}
+
 /* A complete request head is in c->buf: answer it (or hand it to the worker). */
 static void handle(struct http_server *srv, struct conn *c)
 {
-	char method[8], target[1100], version[16], accept[256], *query;
+	char method[8], target[1024], version[16], accept[256], *query;
 	struct http_response resp = { 0 };
 	const struct http_route *rt;
+	int status = parse_request_line(c->buf, method, target, version);
 
-	if (sscanf(c->buf, "%7s %1099s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) ||
-	    target[0] != '/') {
-		count(srv, &srv->stats.bad_request);
-		return conn_error(c, 400, "malformed request line\n");
-	}
-	if (strlen(target) >= 1024) {
+	if (status == 414) {
 		count(srv, &srv->stats.too_large);
 		return conn_error(c, 414, "request target longer than 1023 bytes\n");
+	}
+	if (status) {
+		count(srv, &srv->stats.bad_request);
+		return conn_error(c, 400, "malformed request line\n");
 	}
 	if (strcmp(method, "GET")) {
 		count(srv, &srv->stats.bad_request);
