@@ -19,6 +19,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space between open and load. */
 const volatile __u32 target_tgid = 0;  /* 0: any process (probes are pid-filtered anyway) */
 const volatile __u32 self_tgid = 0;    /* fnprof itself, while it calibrates the probe bias */
+/* fnprof's own process: system-wide (target_tgid 0), its calls of traced functions are not the target's. */
+const volatile __u32 fnprof_tgid = 0;
 const volatile __u32 nr_funcs = 1;
 const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
 const volatile __u32 nr_cpus = 1;
@@ -420,6 +422,8 @@ int BPF_KPROBE(fn_entry)
 		return 0;
 	if (slot >= nr_slots)
 		return 0;
+	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF) && current_tgid() == fnprof_tgid)
+		return 0;
 	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
 		__sync_fetch_and_add(&paused_calls, 1);
 		return 0;
@@ -663,6 +667,9 @@ static __always_inline void count_orphan(void)
 	struct thread_ref *ref;
 
 	if (paused)
+		return;
+	/* System-wide: fnprof's own calls were left out at entry, not lost. */
+	if (!target_tgid && current_tgid() == fnprof_tgid)
 		return;
 	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ref || !ref->refused)

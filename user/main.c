@@ -32,6 +32,7 @@
 #include "resolve.h"
 #include "sample.h"
 #include "tracer.h"
+#include "upgrade.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -61,6 +62,7 @@ struct run {
 	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
 	__u64 interval_drops[DROP_NR];
 	struct export *export;      /* --listen */
+	struct upgrades *upgrades;  /* system-wide: the objects' files, to follow their upgrades */
 	double next_drain;          /* --listen: when the metrics take the figures next */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
@@ -134,6 +136,8 @@ static int setup_target(struct run *r)
 {
 	int err;
 
+	if (r->o->system_wide)
+		return 0;   /* every process that maps the objects: no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
 		if (!proc_alive(r->pid)) {
@@ -181,7 +185,12 @@ static int start_tracing(struct run *r)
 	err = resolve_probes(r->o, r->pid, &r->pl);
 	if (err)
 		return err;
-	remember_exe(r);
+	if (r->o->system_wide && upgrades_start(&r->pl, &r->upgrades)) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	if (!r->o->system_wide)
+		remember_exe(r);
 	if (r->o->events) {
 		err = events_parse(r->o->events, &r->evs);
 		if (!err)
@@ -223,7 +232,7 @@ static void update_cpu(struct run *r)
 {
 	__u64 ns;
 
-	if (!r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
+	if (r->pid && !r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
 		r->cpu_now = ns;
 		if (!r->cpu_known)
 			r->cpu_start = r->cpu_last = ns;
@@ -416,6 +425,8 @@ static void wait_event(struct run *r, double deadline)
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
+	if (r->upgrades)
+		upgrades_check(r->upgrades, r->o, r->tracer);
 	sampler_refresh(r->sampler);
 	if (r->exe_ino)
 		check_exec(r);
@@ -497,6 +508,7 @@ static void cleanup(struct run *r)
 {
 	export_stop(r->export);
 	tracer_stop(r->tracer);
+	upgrades_free(r->upgrades);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
 	launch_abort(&r->child);

@@ -11,10 +11,12 @@
 #include "http.h"
 #include "log.h"
 #include "opts.h"
+#include "resolve.h"
 
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
+"       fnprof [OPTIONS] -f /path/obj:FUNC|LIB:NAME...   (system-wide)\n"
 "\n"
 "Per-function latency, on-CPU time and CPU% of a running process or a launched\n"
 "command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
@@ -22,6 +24,8 @@ static const char usage_text[] =
 "Target:\n"
 "  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
+"  (neither)              system-wide: every process that maps the -f objects, running or\n"
+"                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
 "      --max-threads N    threads traced at once: a thread holds a state (~8.5 KiB of kernel\n"
 "                         memory) from its first traced call until it exits (default: 512, or\n"
@@ -258,6 +262,35 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	return -1;
 }
 
+/* Every -f names its object: "/path/obj:FUNC" or "LIB:NAME". */
+static bool all_specs_name_objects(const struct opts *o)
+{
+	char obj[PATH_MAX];
+	const char *name;
+	size_t i;
+
+	for (i = 0; i < o->nr_funcs; i++) {
+		split_func_spec(o->funcs[i], obj, sizeof(obj), &name);
+		if (!obj[0])
+			return false;
+	}
+	return o->nr_funcs > 0;
+}
+
+/* Neither -p nor a command: system-wide, every process that maps the -f objects. 0 or EXIT_USAGE. */
+static int check_system_wide(struct opts *o)
+{
+	if (!all_specs_name_objects(o))
+		return usage_error("no target: give -p PID, -- COMMAND, or, for every process that maps an object, "
+				   "only -f /path/obj:FUNC or -f LIB:NAME patterns");
+	if (o->follow_forks)
+		return usage_error("--follow-forks: system-wide mode traces every process already");
+	if (o->events || o->sample || o->pprof_path || o->folded_path || o->per_thread || o->max_overhead_pct)
+		return usage_error("system-wide mode (no -p, no command) does not take -e, sampling or --max-overhead");
+	o->system_wide = true;
+	return 0;
+}
+
 static int cross_check_export(struct opts *o)
 {
 	if ((o->by || o->max_series) && !o->listen)
@@ -277,8 +310,8 @@ static int cross_check(struct opts *o)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");
-	if (!o->pid && !o->cmd)
-		return usage_error("no target: give -p PID or -- COMMAND");
+	if (!o->pid && !o->cmd && check_system_wide(o))
+		return EXIT_USAGE;
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");
 	if (!o->nr_funcs)

@@ -29,7 +29,8 @@ enum metrics_by {
 #define DEFAULT_MAX_SERIES 1000
 
 struct opts {
-	pid_t pid;                 /* -p; 0 when launching a command */
+	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */
+	bool system_wide;          /* neither -p nor a command: every process mapping the -f objects */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
 	unsigned int max_threads;  /* --max-threads: threads holding a thread state at once (0: default) */
 	char **cmd;                /* after "--": command to launch, NULL-terminated */

@@ -32,6 +32,7 @@ struct resolver {
 	const struct opts *o;
 	pid_t pid;
 	bool launch;
+	bool system;              /* system-wide: objects as the host sees them, no process */
 	struct procmaps *pm;      /* attach mode only */
 	char exe[PATH_MAX];       /* main executable, as the target sees it */
 	char exe_open[PATH_MAX];  /* and as fnprof opens it */
@@ -231,11 +232,49 @@ static int open_in_root(struct resolver *r, const char *path, char *open_path)
 	return 0;
 }
 
+/*
+ * System-wide: the object at path (or the library named so in the system
+ * directories), opened and held, so that the probes go on exactly the file
+ * that was resolved, and an upgrade (a new file at the path) can be told.
+ */
+static int locate_host_object(struct resolver *r, const char *objname, char *path, char *open_path)
+{
+	int fd;
+
+	if (objname[0] == '/')
+		snprintf(path, PATH_MAX, "%s", objname);
+	else if (find_system_lib(objname, path, PATH_MAX)) {
+		log_err("no library '%s' in the system library directories: give its path (-f /path/lib.so:NAME)",
+			objname);
+		return EXIT_FAIL;
+	}
+	for (size_t i = 0; i < r->out->nr; i++) {
+		if (!strcmp(r->out->probes[i].object, path)) {   /* opened for an earlier -f already */
+			snprintf(open_path, PATH_MAX, "%s", r->out->probes[i].open_path);
+			return 0;
+		}
+	}
+	if (r->out->nr_held == MAX_HELD_FDS) {
+		log_err("too many objects in system-wide mode (at most %d)", MAX_HELD_FDS);
+		return EXIT_FAIL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_err("cannot open %s: %s", path, strerror(errno));
+		return EXIT_FAIL;
+	}
+	r->out->held_fds[r->out->nr_held++] = fd;
+	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
+	return 0;
+}
+
 /* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
 static int locate_object(struct resolver *r, const char *objname, char *path, char *open_path)
 {
 	const char *p;
 
+	if (r->system)
+		return locate_host_object(r, objname, path, open_path);
 	if (!objname[0]) {
 		strcpy(path, r->exe);
 		strcpy(open_path, r->exe_open);
@@ -374,6 +413,11 @@ static void find_ret_exits(struct probe *p)
 static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st)
 {
 	p->exit = r->o->exit_mode;
+	/* Any process may map the object, C++ and Go ones too: only the ret probes are safe for all. */
+	if (p->exit == EXIT_AUTO && r->system) {
+		p->exit = EXIT_RET;
+		p->exit_why = "system-wide: any process that maps it may unwind through it";
+	}
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
 
@@ -501,11 +545,17 @@ static int resolve_spec(struct resolver *r, const char *spec)
 
 int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
 {
-	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .out = out };
+	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .system = o->system_wide, .out = out };
 	size_t i;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (r.system) {
+		/* No process: no main executable; the objects are opened as the host sees them. */
+		for (i = 0; i < o->nr_funcs && !err; i++)
+			err = resolve_spec(&r, o->funcs[i]);
+		goto done;
+	}
 	if (!r.launch) {
 		err = procmaps_load(pid, &r.pm);
 		if (err) {
@@ -519,6 +569,7 @@ int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
 		err = check_unwinding(&r);
 	for (i = 0; i < o->nr_funcs && !err; i++)
 		err = resolve_spec(&r, o->funcs[i]);
+done:
 	for (i = 0; i < r.cache.nr; i++) {
 		free(r.cache.e[i].path);
 		free(r.cache.e[i].open_path);

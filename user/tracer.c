@@ -40,6 +40,8 @@ struct tracer {
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
+	struct uprobe_set *extra;  /* system-wide: probes on upgraded objects (tracer_attach_more) */
+	size_t nr_extra;
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -99,8 +101,10 @@ static bool calibrates(const struct tracer *t)
 /* The pool's size when --max-threads does not set it. */
 static __u32 default_threads(pid_t pid)
 {
-	int n = proc_nr_threads(pid);
+	int n = pid ? proc_nr_threads(pid) : 0;
 
+	if (!pid)
+		return TRACER_THREADS_SYSTEM;
 	if (n > TRACER_THREADS_MAX / 2)
 		return TRACER_THREADS_MAX;
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
@@ -120,6 +124,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 
 	skel->rodata->target_tgid = t->pid;
 	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
+	skel->rodata->fnprof_tgid = getpid();
 	skel->rodata->nr_funcs = t->nr_total;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
@@ -229,6 +234,9 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	sites = calloc(cap ? cap : 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
+	/* System-wide (pid 0): every process that maps the object, now or later; libbpf says -1. */
+	if (!pid)
+		pid = -1;
 	for (i = 0; i < nr; i++)
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	for (i = 0; i < nr; i++)
@@ -587,11 +595,27 @@ double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u
 	return ns;
 }
 
+int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr)
+{
+	struct uprobe_set *v = realloc(t->extra, (t->nr_extra + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->extra = v;
+	v = &t->extra[t->nr_extra++];
+	memset(v, 0, sizeof(*v));
+	v->multi = t->links.multi;
+	return attach_functions(t, v, probes, nr, t->pid, 0);
+}
+
 void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
 	uprobe_warm_free(t->warm);
+	for (size_t i = 0; i < t->nr_extra; i++)
+		uprobes_free(&t->extra[i]);
+	free(t->extra);
 	uprobes_free(&t->links);
 	uprobes_free(&t->calib_links);
 	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)

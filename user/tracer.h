@@ -30,9 +30,12 @@ struct tracer_conf {
  */
 #define TRACER_THREADS_DEFAULT 512
 #define TRACER_THREADS_MAX 16384
+/* System-wide (pid 0): threads of every process that maps the objects may call them. */
+#define TRACER_THREADS_SYSTEM 4096
 
 /*
- * Loads the BPF object and attaches a uprobe/uretprobe pair per probe; with
+ * Loads the BPF object and attaches a uprobe/uretprobe pair per probe, in
+ * process pid (0: in every process that maps the object, now or later); with
  * evs (opened counters, or NULL), the probes read them per call and system
  * calls are timed. 0 or exit code (printed).
  */
@@ -86,6 +89,13 @@ __u64 tracer_paused_calls(struct tracer *t);
  * how many calls that is.
  */
 double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls);
+
+/*
+ * System-wide: probes on more files (an upgraded object), each probe with the
+ * id of the function it counts as (probes[i].id: an index of the tracer's
+ * probe list, whose statistics it adds to). 0 or -errno (message printed).
+ */
+int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr);
 
 void tracer_stop(struct tracer *t);
 

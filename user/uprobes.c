@@ -113,7 +113,7 @@ static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, s
 			cookies[i] = sites[i].cookie;
 		}
 		fd = uprobe_multi_link(bpf_program__fd(sites[0].prog), sites[0].path, offs, cookies, n,
-				       sites[0].retprobe, sites[0].pid);
+				       sites[0].retprobe, sites[0].pid < 0 ? 0 : sites[0].pid);
 		err = fd < 0 ? fd : push_fd(s, fd);
 	}
 	if (fd < 0 && err != -ENOMEM && !s->quiet)

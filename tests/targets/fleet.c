@@ -9,6 +9,9 @@
  * With "gate" it waits for a line on stdin before the calls (so that a probe
  * attached with -p sees every one).
  *
+ * Built twice: tests/bin/fleet2 (FLEET_PAD) has fleet_call at another offset,
+ * an "upgrade" of tests/bin/fleet.
+ *
  * Usage: fleet N US [linger] [gate]
  */
 #define _GNU_SOURCE
@@ -28,6 +31,16 @@ static unsigned long long now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
+
+#ifdef FLEET_PAD
+/* The "upgraded" build (tests/bin/fleet2): code before fleet_call moves it to another offset. */
+NOINLINE unsigned long long fleet_pad(unsigned long long x)
+{
+	for (int i = 0; i < 64; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL + (x >> 7);
+	return x;
+}
+#endif
 
 /* The traced function: its own wall time is the truth. */
 NOINLINE unsigned long long fleet_call(unsigned int us)
