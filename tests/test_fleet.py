@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -54,6 +55,21 @@ class Fnprof:
             if m:
                 self.addr = m.group(1)
 
+        # The rest of stderr is collected in the background: a test never blocks on it.
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.err_lines.append(line)
+
+    def err(self):
+        return "".join(self.err_lines)
+
+    def wait_err(self, word, timeout=20):
+        check(wait_for(lambda: word in self.err(), timeout=timeout), f"no '{word}' from fnprof:\n{self.err()}")
+        return self.err()
+
     def metrics(self, headers=None):
         status, body = http_get(f"http://{self.addr}/metrics", headers)
         check(status == 200, f"/metrics answered {status}")
@@ -62,8 +78,9 @@ class Fnprof:
     def stop(self, sig=signal.SIGINT):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=60)
-        return out, "".join(self.err_lines) + err
+        self.proc.wait(timeout=60)
+        self.reader.join(timeout=10)
+        return self.proc.stdout.read(), self.err()
 
     def __enter__(self):
         return self
@@ -71,7 +88,7 @@ class Fnprof:
     def __exit__(self, *exc):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
 
 
 class Prometheus:
@@ -158,9 +175,7 @@ def check_prometheus_view(prom, calls, truth_p50_ns):
 
 def target_truth(fp):
     """The target's truth line, from fnprof's stderr (a launched command shares it)."""
-    lines = read_until(fp.proc.stderr, "truth fleet_call")
-    fp.err_lines += lines
-    return truth("".join(lines), "fleet_call")
+    return truth(fp.wait_err("truth fleet_call", timeout=60), "fleet_call")
 
 
 def test_prometheus_scrapes_launch_mode():
@@ -294,3 +309,43 @@ def test_bad_requests_get_errors_and_tracing_goes_on():
     finally:
         proc.kill()
         proc.wait()
+
+
+def run_fleet(path, n, us=SLEEP_US):
+    """Runs the fleet target at path to its end; its call count."""
+    p = subprocess.run([path, str(n), str(us)], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, p.stderr)
+    return truth(p.stderr, "fleet_call")["calls"]
+
+
+def test_system_wide_counts_processes_started_later_and_follows_upgrade():
+    """-f /path:FUNC alone: processes started after fnprof are counted, also after the file is replaced."""
+    d = tempfile.mkdtemp()
+    svc = os.path.join(d, "svc")
+    shutil.copy(target("fleet"), svc)
+    try:
+        with Fnprof(["-f", f"{svc}:fleet_call", "--json"]) as fp, Prometheus(fp.addr) as prom:
+            made = run_fleet(svc, 200) + run_fleet(svc, 100)
+            # An upgrade as a package manager does it: a new file renamed over the old one.
+            shutil.copy(target("fleet2"), svc + ".new")
+            os.rename(svc + ".new", svc)
+            fp.wait_err("was replaced", timeout=10)
+            made += run_fleet(svc, 300)
+            q = f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}})'
+            wait_for(lambda: prom.query(q) == made, timeout=20, step=0.5)
+            check(prom.query(q) == made, f"Prometheus has {prom.query(q)} calls, the processes made {made}")
+            out, err = fp.stop()
+            rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+            check(rep.get("system_wide") is True and rep["functions"][0]["calls"] == made,
+                  f"report: {rep['functions'][0]['calls']} calls of {made}")
+            check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_system_wide_usage_errors():
+    """Without -p or a command every -f must name its object; sampling and -e are refused."""
+    for args in (["-f", "fleet_call"], ["-f", "/bin/true:main", "--sample"], ["-f", "libc:malloc", "-e", "page-faults"],
+                 ["-f", "libc:malloc", "--follow-forks"]):
+        p = subprocess.run([FNPROF] + args, capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "fnprof:" in p.stderr, f"{args}: exit {p.returncode}, {p.stderr}")
