@@ -44,7 +44,14 @@ const volatile __u32 nr_slots = 1;
  */
 const volatile __u32 links_per_process = 0;
 
-#define follow_forks (nr_slots > 1)
+/*
+ * System-wide with --by: each process takes a slot of its own at its first
+ * traced call (user space gives it back after the process exits); slot 0
+ * sums the processes beyond.
+ */
+const volatile __u32 dynamic_slots = 0;
+
+#define follow_forks (nr_slots > 1 && !dynamic_slots)
 
 /*
  * Interval buffer in use: user space flips it, then reads and clears the other
@@ -200,6 +207,10 @@ static __always_inline int proc_slot(__u32 tgid)
 {
 	struct proc_info *pi;
 
+	if (dynamic_slots) {
+		pi = bpf_map_lookup_elem(&procs, &tgid);
+		return pi ? pi->slot : 0;
+	}
 	if (is_tgid(tgid))
 		return 0;
 	if (!follow_forks)
@@ -409,6 +420,25 @@ static __always_inline void count_entry(__u32 slot, __u32 id)
 		count_drop(DROP_NO_STATS);
 }
 
+/* dynamic_slots: the slot of process tgid, taken at its first call; 0 when none is free. */
+static __always_inline __u32 take_slot(__u32 tgid)
+{
+	struct proc_info pi = {}, *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (p)
+		return p->slot;
+	if (bpf_map_pop_elem(&free_slots, &pi.slot))
+		return 0;
+	pi.fork_ns = bpf_ktime_get_ns();
+	if (pi.slot < nr_slots && !bpf_map_update_elem(&procs, &tgid, &pi, BPF_NOEXIST))
+		return pi.slot;
+	/* Another thread of the process was first: its slot stands, this one goes back. */
+	if (pi.slot < nr_slots)
+		bpf_map_push_elem(&free_slots, &pi.slot, 0);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	return p ? p->slot : 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -418,11 +448,18 @@ int BPF_KPROBE(fn_entry)
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF)) {
+		__u32 tgid = current_tgid();
+
+		/* System-wide: fnprof's own calls are not the target's. */
+		if (tgid == fnprof_tgid)
+			return 0;
+		if (dynamic_slots)
+			slot = take_slot(tgid);
+	} else if (!links_per_process && proc_slot(current_tgid()) != (int)slot) {
 		return 0;
+	}
 	if (slot >= nr_slots)
-		return 0;
-	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF) && current_tgid() == fnprof_tgid)
 		return 0;
 	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
 		__sync_fetch_and_add(&paused_calls, 1);

@@ -349,3 +349,47 @@ def test_system_wide_usage_errors():
                  ["-f", "libc:malloc", "--follow-forks"]):
         p = subprocess.run([FNPROF] + args, capture_output=True, text=True, timeout=30)
         check(p.returncode == 2 and "fnprof:" in p.stderr, f"{args}: exit {p.returncode}, {p.stderr}")
+
+
+def series(text, metric):
+    """{labels string: value} of every sample of metric in a /metrics text."""
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^" + metric + r"\{([^}]*)\} (\S+)$", text, re.M)}
+
+
+def test_by_pid_and_max_series_system_wide():
+    """--by pid: a series per process, kept after it exits; beyond --max-series summed into "other"."""
+    d = tempfile.mkdtemp()
+    svc = os.path.join(d, "svc")
+    shutil.copy(target("fleet"), svc)
+    try:
+        with Fnprof(["-f", f"{svc}:fleet_call", "--by", "pid", "--max-series", "2"]) as fp:
+            for n in (100, 150, 200):  # one after the other: the third is beyond --max-series
+                run_fleet(svc, n, 200)
+            check(wait_for(lambda: sum(series(fp.metrics(), "fnprof_calls_total").values()) == 450, timeout=5),
+                  f"calls: {series(fp.metrics(), 'fnprof_calls_total')}")
+            calls = series(fp.metrics(), "fnprof_calls_total")
+            by_pid = {re.search(r'pid="([^"]*)"', k).group(1): v for k, v in calls.items()}
+            check(sorted(by_pid.values()) == [100, 150, 200] and by_pid.get("other") == 200,
+                  f"series by pid: {by_pid}")
+            check(all(k == "other" or k.isdigit() for k in by_pid), by_pid)
+            folded = re.search(r"^fnprof_folded_calls_total (\d+)", fp.metrics(), re.M)
+            check(folded and int(folded.group(1)) == 200, f"folded: {folded}")
+            fp.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_by_comm_and_cgroup_labels():
+    """--by comm labels with the process name, --by cgroup with its cgroup v2 path."""
+    for by, want in (("comm", "fleet"), ("cgroup", None)):
+        with Fnprof(["--by", by, "-f", "fleet_call", "--", target("fleet"), "50", "200", "linger"]) as fp:
+            fp.wait_err("truth fleet_call")
+            check(wait_for(lambda: series(fp.metrics(), "fnprof_calls_total"), timeout=5), "no series")
+            labels = list(series(fp.metrics(), "fnprof_calls_total"))
+            m = re.search(by + r'="([^"]*)"', labels[0])
+            if want is None:
+                with open(f"/proc/{fp.proc.pid}/cgroup") as f:
+                    want = [l.strip()[3:] for l in f if l.startswith("0::")][0]
+            check(len(labels) == 1 and m and m.group(1) == want, f"--by {by}: {labels}, want {want}")
+            fp.stop(signal.SIGTERM)

@@ -94,7 +94,12 @@ static const char **slot_labels(struct export *e, const struct report *r)
 		pid_t pid = r->procs && r->nr_procs ? r->procs[k].pid : r->pid;
 
 		l = &e->labels[k];
-		if (pid && pid != l->pid) {
+		/* System-wide, slot 0 sums the processes beyond the slots. */
+		if (!pid) {
+			out[k] = "other";
+			continue;
+		}
+		if (pid != l->pid) {
 			free(l->value);
 			l->value = label_of(e->conf.by, pid);
 			l->pid = pid;

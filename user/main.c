@@ -203,6 +203,8 @@ static int start_tracing(struct run *r)
 
 	struct tracer_conf conf = {
 		.calibration = calib, .follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		/* --by system-wide: figures per process, for the metrics' labels */
+		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 	};
 
 	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer);
@@ -261,7 +263,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.nr_procs = r->nr_slots, .procs = r->procs,
+		.nr_procs = r->o->system_wide ? 1 : r->nr_slots, .procs = r->procs,
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 		.self_cpu_ns = self_cpu,
@@ -288,10 +290,12 @@ static int drain(struct run *r)
 	__u64 drops[DROP_NR] = {};
 	size_t i;
 
+	tracer_note_exited(r->tracer);
 	if (tracer_collect(r->tracer, r->delta, drops) || tracer_procs(r->tracer, r->procs))
 		return EXIT_FAIL;
+	/* System-wide, the reports show every process together; the metrics keep them apart (--by). */
 	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
-		fn_stats_merge(&r->interval[i], &r->delta[i]);
+		fn_stats_merge(&r->interval[r->o->system_wide ? i % r->pl.nr : i], &r->delta[i]);
 	for (i = 0; i < DROP_NR; i++)
 		r->interval_drops[i] += drops[i];
 	if (r->export) {
@@ -303,6 +307,7 @@ static int drain(struct run *r)
 		memcpy(rep.drops, drops, sizeof(drops));
 		export_add(r->export, &rep);
 	}
+	tracer_release_exited(r->tracer);
 	return 0;
 }
 

@@ -136,11 +136,12 @@ static struct series *series_for(struct metrics *m, size_t i, const char *label,
 	struct series *s;
 	size_t k;
 
-	*folded = false;
-	for (k = 0; k < fs->nr; k++)
+	/* System-wide, the processes beyond the kernel's slots come as "other" already. */
+	*folded = !strcmp(label, "other");
+	for (k = 0; !*folded && k < fs->nr; k++)
 		if (!strcmp(fs->v[k].label, label))
 			return &fs->v[k];
-	if (m->nr_series < m->max_series && (s = new_series(fs, label))) {
+	if (!*folded && m->nr_series < m->max_series && (s = new_series(fs, label))) {
 		m->nr_series++;
 		return s;
 	}
@@ -330,7 +331,8 @@ static void write_globals(const struct metrics *m, FILE *f, bool om)
 	}
 	if (m->by != BY_NONE) {
 		metrics_family(f, om, "fnprof_folded_calls_total", "counter",
-			       "Calls counted under the label value \"other\" because of --max-series.");
+			       "Calls counted under the label value \"other\": beyond --max-series, or system-wide beyond the "
+			       "processes with figures of their own.");
 		fprintf(f, "fnprof_folded_calls_total %llu\n", (unsigned long long)m->folded_calls);
 	}
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +43,10 @@ struct tracer {
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
 	struct uprobe_set *extra;  /* system-wide: probes on upgraded objects (tracer_attach_more) */
 	size_t nr_extra;
+	bool per_process;          /* system-wide: slots taken by processes at their first call */
+	__u32 *exited;             /* per_process: tgids whose slots go back after the next collect */
+	__u32 *exited_slots;
+	size_t nr_exited;
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -129,7 +134,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
 	skel->rodata->links_per_process = t->links.multi;
-	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1);
+	skel->rodata->dynamic_slots = t->per_process;
+	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1 && !t->per_process);
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
@@ -269,7 +275,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
 	if (!err)
 		err = attach_tp(skel->progs.on_exit, &skel->links.on_exit, "sched_process_exit");
-	if (!err && t->nr_slots > 1)
+	if (!err && t->nr_slots > 1 && !t->per_process)
 		err = attach_tp(skel->progs.on_fork, &skel->links.on_fork, "sched_process_fork");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
@@ -310,6 +316,55 @@ static int follow_setup(struct tracer *t)
 		t->child_links[s].quiet = true;
 	}
 	return 0;
+}
+
+static int per_process_setup(struct tracer *t)
+{
+	t->procs = calloc(t->nr_slots, sizeof(*t->procs));
+	t->exited = calloc(t->nr_slots, sizeof(*t->exited));
+	t->exited_slots = calloc(t->nr_slots, sizeof(*t->exited_slots));
+	if (!t->procs || !t->exited || !t->exited_slots) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void tracer_note_exited(struct tracer *t)
+{
+	int fd;
+	__u32 key, *prev = NULL;
+	struct proc_info pi;
+
+	if (!t->per_process)
+		return;
+	fd = bpf_map__fd(t->skel->maps.procs);
+	t->nr_exited = 0;
+	while (!bpf_map_get_next_key(fd, prev, &key) && t->nr_exited < t->nr_slots) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &pi) || !kill(key, 0) || errno != ESRCH)
+			continue;
+		t->exited[t->nr_exited] = key;
+		t->exited_slots[t->nr_exited++] = pi.slot;
+	}
+}
+
+void tracer_release_exited(struct tracer *t)
+{
+	int fd;
+	size_t i;
+
+	if (!t->per_process)
+		return;
+	fd = bpf_map__fd(t->skel->maps.procs);
+	for (i = 0; i < t->nr_exited; i++) {
+		bpf_map_delete_elem(fd, &t->exited[i]);
+		if (t->exited_slots[i] < t->nr_slots)
+			memset(&t->procs[t->exited_slots[i]], 0, sizeof(*t->procs));
+		if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.free_slots), NULL, &t->exited_slots[i], BPF_ANY))
+			log_debug("slot %u not given back: %s", t->exited_slots[i], strerror(errno));
+	}
+	t->nr_exited = 0;
 }
 
 int tracer_fork_fd(struct tracer *t)
@@ -399,13 +454,16 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
-	t->nr_slots = conf->follow_forks ? slots_for(t) : 1;
+	t->per_process = conf->per_process && !pid;
+	t->nr_slots = conf->follow_forks || t->per_process ? slots_for(t) : 1;
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
 	err = load(t, evs);
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
+	if (!err && t->per_process)
+		err = per_process_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -622,6 +680,8 @@ void tracer_stop(struct tracer *t)
 		uprobes_free(&t->child_links[s]);
 	free(t->child_links);
 	free(t->procs);
+	free(t->exited);
+	free(t->exited_slots);
 	ring_buffer__free(t->forks);
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);

@@ -19,6 +19,8 @@ struct tracer;
 struct tracer_conf {
 	bool calibration;    /* probes on fnprof's own functions measure the probe bias */
 	bool follow_forks;   /* fork children get probes and statistics of their own */
+	bool per_process;    /* system-wide (pid 0): each process gets a statistics slot at its first
+			      * call (slot 0: the processes beyond); see tracer_note_exited() */
 	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
 };
@@ -58,6 +60,14 @@ int tracer_procs(struct tracer *t, struct traced_proc *procs);
  */
 int tracer_fork_fd(struct tracer *t);
 int tracer_follow_forks(struct tracer *t);
+
+/*
+ * per_process: slots of processes that have exited go back in two steps
+ * around tracer_collect(): noted before (so that their last calls are in
+ * the buffers it drains), given back after. Nothing without per_process.
+ */
+void tracer_note_exited(struct tracer *t);
+void tracer_release_exited(struct tracer *t);
 
 /*
  * With calibration: the current aggregate of the calibration probe of site
