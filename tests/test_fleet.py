@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import FNPROF, Skip, check, target, truth, wait_for, within
+from harness import FNPROF, ROOT, Skip, check, target, truth, wait_for, within
 
 CALLS = 1500
 SLEEP_US = 1000
@@ -41,8 +41,8 @@ def http_get(url, headers=None, timeout=10):
 class Fnprof:
     """fnprof with --listen on a free port, started in the background; its address read from its stderr."""
 
-    def __init__(self, args, stdin=None):
-        self.proc = subprocess.Popen([FNPROF, "--listen", "127.0.0.1:0"] + args, stdin=stdin,
+    def __init__(self, args, stdin=None, exe=FNPROF, env=None):
+        self.proc = subprocess.Popen([exe, "--listen", "127.0.0.1:0"] + args, stdin=stdin, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err_lines = []
         self.addr = None
@@ -393,3 +393,28 @@ def test_by_comm_and_cgroup_labels():
                     want = [l.strip()[3:] for l in f if l.startswith("0::")][0]
             check(len(labels) == 1 and m and m.group(1) == want, f"--by {by}: {labels}, want {want}")
             fp.stop(signal.SIGTERM)
+
+
+def test_asan_export():
+    """fnprof-asan serves both formats, a profile and errors, and exits without a leak or a sanitizer report."""
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
+    with Fnprof(["--by", "pid", "-f", "fleet_call", "--", target("fleet"), "300", "200", "linger"],
+                exe=os.path.join(ROOT, "fnprof-asan"), env=env) as fp:
+        fp.wait_err("truth fleet_call")
+        check(wait_for(lambda: "fleet_call" in fp.metrics(), timeout=5), "no series")
+        fp.metrics({"Accept": "application/openmetrics-text"})
+        status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1", timeout=30)
+        check(status == 200 and body[:2] == b"\x1f\x8b", f"profile: {status}")
+        raw_request(fp.addr, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+        raw_request(fp.addr, b"BAD\r\n\r\n")
+        # One connection left open when fnprof stops, and one waiting for a profile.
+        held = socket.create_connection(("127.0.0.1", int(fp.addr.split(":")[1])))
+        slow = socket.create_connection(("127.0.0.1", int(fp.addr.split(":")[1])))
+        slow.sendall(b"GET /debug/pprof/profile?seconds=30 HTTP/1.1\r\n\r\n")
+        time.sleep(0.5)
+        out, err = fp.stop(signal.SIGTERM)
+        held.close()
+        slow.close()
+        for word in ("AddressSanitizer", "LeakSanitizer", "runtime error"):
+            check(word not in err, f"{word}:\n{err[-4000:]}")
+        check(fp.proc.returncode == 0, f"exit {fp.proc.returncode}:\n{err[-2000:]}")

@@ -59,7 +59,7 @@ static const char usage_text[] =
 "      --listen ADDR:PORT serve GET /metrics (Prometheus, OpenMetrics) and\n"
 "                         GET /debug/pprof/profile?seconds=N (pprof) while tracing\n"
 "      --by pid|comm|cgroup  a label per process on every function's metrics\n"
-"      --max-series N     label values kept apart (default 1000); the rest are summed\n"
+"      --max-series N     label values kept apart (default 100); the rest are summed\n"
 "                         into the value \"other\"\n"
 "\n"
 "Sampling:\n"

@@ -26,7 +26,7 @@ enum metrics_by {
 };
 
 /* --max-series default: per-function label values kept apart before folding into "other". */
-#define DEFAULT_MAX_SERIES 1000
+#define DEFAULT_MAX_SERIES 100
 
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */

@@ -22,7 +22,7 @@ struct buf {
 
 static void put(struct buf *b, const void *data, size_t n)
 {
-	if (b->err)
+	if (b->err || !n)   /* an empty field (a profile without samples) may have no data at all */
 		return;
 	if (ARRAY_RESERVE(b->p, b->len + n, b->cap)) {
 		b->err = -ENOMEM;
