@@ -430,6 +430,8 @@ static __always_inline __u32 take_slot(__u32 tgid)
 	if (bpf_map_pop_elem(&free_slots, &pi.slot))
 		return 0;
 	pi.fork_ns = bpf_ktime_get_ns();
+	pi.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(pi.comm, sizeof(pi.comm));
 	if (pi.slot < nr_slots && !bpf_map_update_elem(&procs, &tgid, &pi, BPF_NOEXIST))
 		return pi.slot;
 	/* Another thread of the process was first: its slot stands, this one goes back. */

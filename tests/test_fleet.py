@@ -418,3 +418,41 @@ def test_asan_export():
         for word in ("AddressSanitizer", "LeakSanitizer", "runtime error"):
             check(word not in err, f"{word}:\n{err[-4000:]}")
         check(fp.proc.returncode == 0, f"exit {fp.proc.returncode}:\n{err[-2000:]}")
+
+
+def cgroup2_root():
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt
+    return None
+
+
+def test_system_wide_labels_of_processes_gone_before_a_scrape():
+    """System-wide --by comm / cgroup: a process that exits at once still gets its name and container."""
+    root = cgroup2_root()
+    if not root:
+        raise Skip("no cgroup v2 hierarchy mounted")
+    d = tempfile.mkdtemp()
+    svc = os.path.join(d, "svc")
+    shutil.copy(target("fleet"), svc)
+    cg = os.path.join(root, f"fnprof-test-{os.getpid()}")
+    try:
+        os.mkdir(cg)
+    except OSError as e:
+        shutil.rmtree(d, ignore_errors=True)
+        raise Skip(f"cannot create a cgroup in {root}: {e}")
+    try:
+        for by, want in (("comm", "svc"), ("cgroup", "/" + os.path.basename(cg))):
+            with Fnprof(["-f", f"{svc}:fleet_call", "--by", by]) as fp:
+                p = subprocess.run(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {svc} 30 100"],
+                                   capture_output=True, text=True, timeout=60)
+                check(p.returncode == 0, p.stderr)
+                check(wait_for(lambda: series(fp.metrics(), "fnprof_calls_total"), timeout=5), "no series")
+                labels = list(series(fp.metrics(), "fnprof_calls_total"))
+                check(labels == [f'function="fleet_call",object="{svc}",{by}="{want}"'], f"--by {by}: {labels}")
+                fp.stop()
+    finally:
+        os.rmdir(cg)
+        shutil.rmtree(d, ignore_errors=True)

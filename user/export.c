@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 
 #include "export.h"
 #include "http.h"
@@ -54,20 +57,73 @@ static char *read_line(const char *path, const char *prefix)
 	return v;
 }
 
-/* The --by value of process pid: its pid, its name, or its cgroup v2 path (the container). */
-static char *label_of(enum metrics_by by, pid_t pid)
+/* nftw() passes no context: the cgroup id looked for, and the path found. */
+static unsigned long long cg_wanted;
+static char *cg_found;
+
+static size_t cg_root_len;
+
+static int cg_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (type != FTW_D || st->st_ino != cg_wanted)
+		return 0;
+	/* As /proc/PID/cgroup says it: the path under the cgroup v2 root. */
+	cg_found = strdup(path[cg_root_len] ? path + cg_root_len : "/");
+	return 1;
+}
+
+/* Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup, or its unified/ in a hybrid set-up. */
+static const char *cgroup2_root(void)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	struct statfs sf;
+	size_t i;
+
+	for (i = 0; i < 2; i++)
+		if (!statfs(roots[i], &sf) && sf.f_type == CGROUP2_SUPER_MAGIC)
+			return roots[i];
+	return NULL;
+}
+
+/*
+ * The path of the cgroup v2 whose directory has inode id (the id BPF reads),
+ * or NULL; the walk stays on that file system, where inode numbers are ids.
+ */
+static char *cgroup_path_of(unsigned long long id)
+{
+	const char *root = cgroup2_root();
+
+	cg_wanted = id;
+	cg_found = NULL;
+	if (id && root) {
+		cg_root_len = strlen(root);
+		nftw(root, cg_visit, 16, FTW_PHYS | FTW_MOUNT);
+	}
+	return cg_found;
+}
+
+/*
+ * The --by value of process p: its pid, its name, or its cgroup v2 path (the
+ * container). From /proc while it runs; system-wide, a process may be gone
+ * before its first drain: then what the BPF side read at its first call.
+ */
+static char *label_of(enum metrics_by by, const struct traced_proc *p)
 {
 	char path[64], *v = NULL;
 
 	switch (by) {
 	case BY_PID:
-		return asprintf(&v, "%d", pid) < 0 ? NULL : v;
+		return asprintf(&v, "%d", p->pid) < 0 ? NULL : v;
 	case BY_COMM:
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		if (p->comm[0])
+			return strdup(p->comm);
+		snprintf(path, sizeof(path), "/proc/%d/comm", p->pid);
 		return read_line(path, NULL);
 	case BY_CGROUP:
-		snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-		return read_line(path, "0::");
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
+		v = read_line(path, "0::");
+		return v ? v : cgroup_path_of(p->cgroup_id);
 	default:
 		return NULL;
 	}
@@ -91,7 +147,9 @@ static const char **slot_labels(struct export *e, const struct report *r)
 		e->nr_labels = n;
 	}
 	for (k = 0; k < n; k++) {
-		pid_t pid = r->procs && r->nr_procs ? r->procs[k].pid : r->pid;
+		struct traced_proc one = { .pid = r->pid };
+		const struct traced_proc *p = r->procs && r->nr_procs ? &r->procs[k] : &one;
+		pid_t pid = p->pid;
 
 		l = &e->labels[k];
 		/* System-wide, slot 0 sums the processes beyond the slots. */
@@ -101,7 +159,7 @@ static const char **slot_labels(struct export *e, const struct report *r)
 		}
 		if (pid != l->pid) {
 			free(l->value);
-			l->value = label_of(e->conf.by, pid);
+			l->value = label_of(e->conf.by, p);
 			l->pid = pid;
 		}
 		out[k] = l->value;

@@ -232,6 +232,35 @@ static int open_in_root(struct resolver *r, const char *path, char *open_path)
 	return 0;
 }
 
+/* Whether the file at path starts as an ELF file does (libc.so, say, is a linker script). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4] = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool elf = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return elf;
+}
+
+/* System-wide: the library named so in the system directories, as the host's programs load it. */
+static int find_host_lib(const char *name, char *buf, size_t size)
+{
+	/* Sonames first: the unversioned .so is the development symlink, or a linker script. */
+	static const char *const suffixes[] = { "", ".so.6", ".so.1", ".so.0", ".so.2", ".so.3", ".so.4", ".so.5",
+						".so" };
+	char file[PATH_MAX + 8];
+	size_t i;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
+		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 /*
  * System-wide: the object at path (or the library named so in the system
  * directories), opened and held, so that the probes go on exactly the file
@@ -243,7 +272,7 @@ static int locate_host_object(struct resolver *r, const char *objname, char *pat
 
 	if (objname[0] == '/')
 		snprintf(path, PATH_MAX, "%s", objname);
-	else if (find_system_lib(objname, path, PATH_MAX)) {
+	else if (find_host_lib(objname, path, PATH_MAX)) {
 		log_err("no library '%s' in the system library directories: give its path (-f /path/lib.so:NAME)",
 			objname);
 		return EXIT_FAIL;

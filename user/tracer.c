@@ -406,6 +406,9 @@ static void refresh_procs(struct tracer *t, bool attach)
 			continue;
 		t->procs[pi.slot].pid = key;
 		t->procs[pi.slot].ppid = pi.ppid;
+		t->procs[pi.slot].cgroup_id = pi.cgroup_id;
+		memcpy(t->procs[pi.slot].comm, pi.comm, sizeof(t->procs[pi.slot].comm));
+		t->procs[pi.slot].comm[sizeof(t->procs[pi.slot].comm) - 1] = 0;
 		if (attach && !t->procs[pi.slot].delay_ns)
 			follow_child(t, pi.slot, pi.fork_ns);
 	}
