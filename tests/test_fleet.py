@@ -456,3 +456,29 @@ def test_system_wide_labels_of_processes_gone_before_a_scrape():
     finally:
         os.rmdir(cg)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_listen_errors_and_binds_only_where_told():
+    """Bad --listen values are usage errors, a port in use an error; the server binds the address given only."""
+    for args in (["--listen", "localhost:9464"], ["--listen", "127.0.0.1"], ["--listen", "127.0.0.1:70000"],
+                 ["--by", "pid"], ["--max-series", "5"], ["--by", "host", "--listen", "127.0.0.1:0"],
+                 ["--listen", "127.0.0.1:0", "--max-overhead", "5"]):
+        p = subprocess.run([FNPROF, "-f", "fleet_call"] + args + ["--", target("fleet"), "1", "1"],
+                           capture_output=True, text=True, timeout=30)
+        check(p.returncode == 2 and "fnprof:" in p.stderr, f"{args}: exit {p.returncode}, {p.stderr}")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        p = subprocess.run([FNPROF, "--listen", f"127.0.0.1:{port}", "-f", "fleet_call", "--", target("fleet"),
+                            "1", "1"], capture_output=True, text=True, timeout=30)
+        check(p.returncode == 1 and "cannot listen" in p.stderr, f"port in use: exit {p.returncode}, {p.stderr}")
+    with Fnprof(["-f", "fleet_call", "--", target("fleet"), "1", "1", "linger"]) as fp:
+        port = int(fp.addr.split(":")[1])
+        try:
+            socket.create_connection(("127.0.0.2", port), timeout=2).close()
+            reached = True
+        except OSError:
+            reached = False
+        check(not reached, f"fnprof bound to 127.0.0.1 answers on 127.0.0.2:{port}")
+        fp.stop(signal.SIGTERM)
