@@ -482,3 +482,28 @@ def test_listen_errors_and_binds_only_where_told():
             reached = False
         check(not reached, f"fnprof bound to 127.0.0.1 answers on 127.0.0.2:{port}")
         fp.stop(signal.SIGTERM)
+
+
+def test_follow_forks_by_pid():
+    """--follow-forks with --by pid: the target and its fork child each have their series; the sums match."""
+    with Fnprof(["--by", "pid", "--follow-forks", "--json", "-f", "spin_us", "--", target("work"), "fork", "3000"]) as fp:
+        last = {}
+
+        def scrape():
+            try:
+                last.update(series(fp.metrics(), "fnprof_calls_total"))
+            except OSError:
+                pass  # fnprof exits with the target: the last scrape before stands
+            return fp.proc.poll() is not None
+
+        wait_for(scrape, timeout=30, step=0.2)
+        out, err = fp.stop()
+        rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+        pids = {str(rep["pid"]): rep["functions"][0]["calls"]}
+        for c in rep.get("children", []):
+            pids[str(c["pid"])] = c["functions"][0]["calls"]
+        got = {re.search(r'pid="(\d+)"', k).group(1): v for k, v in last.items()}
+        check(set(got) == set(pids) and len(got) == 2, f"series {got}, report {pids}")
+        # A scrape lags the end by up to 0.5 s: never more than the report, and most of it.
+        for pid, calls in pids.items():
+            check(calls * 0.5 <= got[pid] <= calls, f"pid {pid}: {got[pid]} scraped, {calls} reported")

@@ -29,7 +29,7 @@ static const char usage_text[] =
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
 "      --max-threads N    threads traced at once: a thread holds a state (~8.5 KiB of kernel\n"
 "                         memory) from its first traced call until it exits (default: 512, or\n"
-"                         twice the target's threads at the start)\n"
+"                         twice the target's threads at the start; system-wide 4096)\n"
 "\n"
 "Functions (-f is repeatable):\n"
 "  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
