@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -33,8 +34,10 @@ struct conn {
 	double deadline;
 	size_t len;
 	char buf[HTTP_MAX_REQUEST + 1];
-	char *out;                  /* header and body, being written */
-	size_t out_len, out_off;
+	char head[256];             /* the answer's status line and headers */
+	size_t head_len;
+	char *body;                 /* and its body (the handler's, not copied) */
+	size_t body_len, off;       /* off: bytes of head, then body, written */
 };
 
 /* The slow handler's one job: the request (copied) and its answer. */
@@ -155,8 +158,8 @@ static void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
-	free(c->out);
-	c->out = NULL;
+	free(c->body);
+	c->body = NULL;
 	c->fd = -1;
 	c->state = CONN_FREE;
 }
@@ -171,23 +174,17 @@ static void count(struct http_server *srv, unsigned long long *field)
 /* Queues status and body (taken over) for writing; the connection closes after. */
 static void conn_respond(struct conn *c, int status, const char *type, char *body, size_t len)
 {
-	char head[256];
-	int n = snprintf(head, sizeof(head),
+	int n = snprintf(c->head, sizeof(c->head),
 			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\nCache-Control: no-store\r\n%s\r\n",
 			 status, status_text(status), type ? type : "text/plain; charset=utf-8", len,
 			 status == 405 ? "Allow: GET\r\n" : status == 503 ? "Retry-After: 5\r\n" : "");
 
-	free(c->out);
-	c->out = malloc(n + len);
-	if (c->out) {
-		memcpy(c->out, head, n);
-		if (len)
-			memcpy(c->out + n, body, len);
-	}
-	free(body);
-	c->out_len = c->out ? n + len : 0;
-	c->out_off = 0;
+	free(c->body);
+	c->body = body;
+	c->body_len = body ? len : 0;
+	c->head_len = n > 0 && (size_t)n < sizeof(c->head) ? (size_t)n : 0;
+	c->off = 0;
 	c->state = CONN_WRITE;
 	c->deadline = monotonic_s() + HTTP_WRITE_TIMEOUT_S;
 }
@@ -359,28 +356,44 @@ static void conn_read(struct http_server *srv, struct conn *c)
 	}
 }
 
+/* Writes what the socket takes of the head and the body, from where the last write ended. */
+static ssize_t send_rest(struct conn *c)
+{
+	struct iovec iov[2];
+	struct msghdr msg = { .msg_iov = iov };
+	size_t off = c->off;
+
+	if (off < c->head_len) {
+		iov[msg.msg_iovlen++] = (struct iovec){ c->head + off, c->head_len - off };
+		off = c->head_len;
+	}
+	if (off - c->head_len < c->body_len)
+		iov[msg.msg_iovlen++] = (struct iovec){ c->body + (off - c->head_len), c->body_len - (off - c->head_len) };
+	return sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static void conn_write(struct conn *c)
 {
 	ssize_t n;
 
-	if (!c->out) {
+	if (!c->head_len) {
 		conn_close(c);
 		return;
 	}
-	n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+	n = send_rest(c);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n < 0) {
 		conn_close(c);
 		return;
 	}
-	c->out_off += n;
-	if (c->out_off < c->out_len)
+	c->off += n;
+	if (c->off < c->head_len + c->body_len)
 		return;
 	/* Answered: read what the client still sends for a moment, so that closing does not reset the answer. */
 	shutdown(c->fd, SHUT_WR);
-	free(c->out);
-	c->out = NULL;
+	free(c->body);
+	c->body = NULL;
 	c->len = 0;
 	c->state = CONN_DRAIN;
 	c->deadline = monotonic_s() + 1;
