@@ -326,11 +326,17 @@ def test_system_wide_counts_processes_started_later_and_follows_upgrade():
     try:
         with Fnprof(["-f", f"{svc}:fleet_call", "--json"]) as fp, Prometheus(fp.addr) as prom:
             made = run_fleet(svc, 200) + run_fleet(svc, 100)
+            # A process of the old file, still running after the upgrade, calls only then.
+            old = subprocess.Popen([svc, "150", str(SLEEP_US), "gate"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            check("ready" in old.stdout.readline(), "the old process did not start")
             # An upgrade as a package manager does it: a new file renamed over the old one.
             shutil.copy(target("fleet2"), svc + ".new")
             os.rename(svc + ".new", svc)
             fp.wait_err("was replaced", timeout=10)
             made += run_fleet(svc, 300)
+            out, err = old.communicate("go\n", timeout=60)
+            made += truth(err, "fleet_call")["calls"]
             q = f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}})'
             wait_for(lambda: prom.query(q) == made, timeout=20, step=0.5)
             check(prom.query(q) == made, f"Prometheus has {prom.query(q)} calls, the processes made {made}")
