@@ -25,7 +25,8 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+# One architecture's file: user/arch_$(ARCH).c (with bpf/arch.bpf.h and vmlinux/$(ARCH)/).
+USER_SRCS := $(filter-out user/arch_%.c,$(wildcard user/*.c)) user/arch_$(ARCH).c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 DEPS := $(USER_OBJS:.o=.d)

@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The one header shared by the BPF programs and user space: map keys and
- * values, limits and enums. Only __u32/__u64 typed fields, so both sides see
- * the same layout.
+ * The one header shared by the BPF programs and user space: what user space
+ * reads or writes (cookie bits, the statistics' layout and key, drop
+ * reasons, sampling keys), limits and enums. Only __u32/__u64 typed fields,
+ * so both sides see the same layout. What only the BPF side reads (thread
+ * states, frames) is in bpf/trace.bpf.h.
  */
 #ifndef FNPROF_H
 #define FNPROF_H
-
-/*
- * Deepest nesting of traced calls kept per thread. The kernel itself stops
- * delivering uretprobes beyond 64 pending returns per task
- * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
- */
-#define FNPROF_MAX_DEPTH 64
 
 /*
  * Log-linear latency histogram: values below 2^SUB_BITS ns get a bucket each;
@@ -46,7 +41,7 @@
 
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: the kernel drops the return */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH (trace.bpf.h): the kernel drops the return */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
@@ -66,6 +61,17 @@ struct proc_info {
 	__u64 comm[2];       /* TASK_COMM_LEN bytes */
 	__u64 cgroup_id;     /* its cgroup v2's id (the directory's inode number) */
 };
+
+/*
+ * The stats map's key of function id (of nr_funcs, the calibration's
+ * included) of the process in slot (of nr_slots), in buffer half 0 or 1:
+ * [half][slot][id].
+ */
+static inline __attribute__((always_inline)) __u32 fnprof_stats_key(__u32 half, __u32 nr_slots, __u32 slot,
+								    __u32 nr_funcs, __u32 id)
+{
+	return (half * nr_slots + slot) * nr_funcs + id;
+}
 
 /* Per-function aggregate, per CPU, in one of two interval buffers. */
 struct fn_stats {
@@ -91,80 +97,6 @@ struct fn_stats {
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */
 	__u64 hist[FNPROF_HIST_BUCKETS];
-};
-
-/* One active traced call on a thread's stack. */
-struct fn_frame {
-	__u64 start_ns;
-	__u64 runq0;         /* thread's runq_cum at entry */
-	__u64 blocked0;      /* thread's blocked_cum at entry */
-	__u64 child_wall;    /* wall of traced calls made from this one */
-	__u64 sp;            /* stack pointer at entry: identifies the frame */
-	__u64 ip;            /* the function's address (where the entry probe is) */
-	__u64 probe_off0;    /* thread's probe_off_cum at entry */
-	__u32 id;            /* function id (from the attach cookie) */
-	__u32 cpu;           /* CPU at entry */
-	__u32 outer;         /* 1 if no activation of the same function is below */
-	__u32 slot;          /* statistics slot of the process (from the attach cookie) */
-	__u32 scaled0;       /* thread's scaled_seq at entry */
-	__u64 vcsw0, ivcsw0, mig0, sys0;
-	__u64 child_calls;   /* traced calls returned directly into this one */
-	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
-};
-
-/* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
-struct ctr_frame {
-	__u64 ctr0[FNPROF_MAX_EVENTS];       /* thread's ctr_cum at entry */
-	__u64 child_ctr[FNPROF_MAX_EVENTS];  /* counts of traced calls made from this one */
-};
-
-struct thread_ctrs {
-	struct ctr_frame frames[FNPROF_MAX_DEPTH];   /* parallel to thread_state's */
-};
-
-/* Last reading of one perf counter on the thread's CPU. */
-struct ctr_reading {
-	__u64 counter, enabled, running;
-};
-
-/* A thread's entry in the pool of thread states (task storage). */
-struct thread_ref {
-	__u32 idx1;          /* its index in the pool + 1; 0: none */
-	__u32 refused;       /* once found the pool empty: returns without a frame are of those calls */
-};
-
-/*
- * Per CPU: the thread running on it, as sched_switch switched it in: the
- * address of its user registers (the uprobe programs' context, which tells
- * the thread without a helper call) and its pool index + 1, 0 if none yet.
- */
-struct cpu_thread {
-	__u64 regs;
-	__u32 idx1;
-	__u32 pad;
-};
-
-/* Per-thread state, in a pool indexed by thread_ref. */
-struct thread_state {
-	__u32 depth;         /* frames in use, at most FNPROF_MAX_DEPTH */
-	__u32 out_runnable;  /* state when last switched out */
-	__u64 out_ns;        /* when last switched out inside a traced call, 0 if running */
-	__u64 runq_cum;      /* ns spent runnable-but-not-running inside traced calls */
-	__u64 blocked_cum;   /* ns spent blocked inside traced calls */
-	__u64 vcsw_cum, ivcsw_cum, mig_cum;  /* switches and migrations inside traced calls */
-	__u32 out_cpu;       /* CPU it was switched out from */
-	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
-	__u32 gen;           /* probe generation the frames belong to */
-	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
-	__u32 idx;           /* its index in the pool (and in that of counter frames) */
-	__u32 pad;
-	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
-	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
-	__u64 sys_start;     /* when the current system call began, 0 if none */
-	__u64 sys_off0;      /* runq_cum + blocked_cum then */
-	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
-	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
-	struct fn_frame frames[FNPROF_MAX_DEPTH];
 };
 
 /* --- Sampling (profile.bpf.c) --------------------------------------------- */

@@ -12,6 +12,8 @@
 #include <bpf/bpf_core_read.h>
 
 #include "fnprof.h"
+#include "trace.bpf.h"
+#include "arch.bpf.h"
 #include "bits.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -308,7 +310,7 @@ static __always_inline bool maybe_traced(__u32 tgid)
 
 static __always_inline __u32 stats_idx(__u32 slot, __u32 id)
 {
-	return ((epoch & 1) * nr_slots + slot) * nr_funcs + id;
+	return fnprof_stats_key(epoch & 1, nr_slots, slot, nr_funcs, id);
 }
 
 static __always_inline struct thread_ctrs *ctr_frames(const struct thread_state *ts)
@@ -544,7 +546,7 @@ static long match_step(__u32 i, struct match_ctx *m)
 	f = &m->ts->frames[j];
 	if (f->id != m->id)
 		return 0;
-	if (f->sp + 8 == m->sp) {
+	if (f->sp + ARCH_RET_ADDR_BYTES == m->sp) {
 		m->exact = j;
 		return 1;
 	}
@@ -565,7 +567,7 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 	struct fn_frame *top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
 
 	/* The common case: the top frame is the one returning. */
-	if (top->id == id && top->sp + 8 == sp)
+	if (top->id == id && top->sp + ARCH_RET_ADDR_BYTES == sp)
 		return d - 1;
 	bpf_loop(d, match_step, &m, 0);
 	/* With several stacks, the topmost frame of id may well be another stack's. */
@@ -745,9 +747,9 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
-	sp = PT_REGS_SP(ctx) + (at_ret ? 8 : 0);
+	sp = PT_REGS_SP(ctx) + (at_ret ? ARCH_RET_ADDR_BYTES : 0);
 	top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
-	if (!stack_switching && top->sp + 8 == sp) {
+	if (!stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
 		/*
 		 * The common case, without the cookie (a helper call): entries drop
 		 * the frames at or below their stack pointer, so on one stack no two
@@ -827,8 +829,6 @@ int BPF_KPROBE(fn_exit_ret)
  * single step takes ~10 us here, and stalls of the virtual CPU stretch it.
  */
 #define PROBE_WINDOW_NS 1000000
-/* A task's out-of-line slot for single steps (UPROBE_XOL_SLOT_BYTES). */
-#define XOL_SLOT_BYTES 128
 
 /*
  * Whether prev, inside a traced call, is switched out before the function's
@@ -838,7 +838,7 @@ int BPF_KPROBE(fn_exit_ret)
  * (emulated), or in the out-of-line slot where the first one is single-
  * stepped (the kernel switches before it finishes the step), or after it. Preemptions that fell due during the probe's trap
  * all land there, inside the call; the function itself would have met them
- * elsewhere. Within the first 16 bytes of the function, and within
+ * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
  * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
  */
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
@@ -852,9 +852,9 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
-	ip = BPF_CORE_READ(regs, ip);
+	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - top->ip < 16 || (xol && ip - xol < XOL_SLOT_BYTES);
+	return ip - top->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
 }
 
 /*

@@ -39,6 +39,34 @@ static __u64 target_cpu(const struct burst *b, __u64 last)
 	return proc_cpu_precise_ns(b->pid, &ns) || ns < last ? last : ns;
 }
 
+struct peek {
+	const struct calibration *cal;
+	double ns;
+	__u64 calls;
+};
+
+static void price_calls(void *ctx, const struct probe *p, const struct fn_stats *s)
+{
+	struct peek *pk = ctx;
+
+	pk->ns += s->calls * calib_cost_seen(pk->cal, p, s);
+	pk->calls += s->calls;
+}
+
+/*
+ * What the target's calls in the tracer's current buffer so far cost in
+ * probe time, at the calibrated cost per call of each function's probes;
+ * and how many calls that is.
+ */
+static double peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
+{
+	struct peek pk = { .cal = cal };
+
+	tracer_peek(t, price_calls, &pk);
+	*calls = pk.calls;
+	return pk.ns;
+}
+
 void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
 		pid_t pid, struct tracer *t, double now)
 {
@@ -51,7 +79,7 @@ void burst_init(struct burst *b, double budget_pct, struct calibration *cal, con
 	for (i = 0; i < pl->nr; i++)
 		b->cases |= calib_cases_of(&pl->probes[i]);
 	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
-	tracer_peek_probe_ns(t, cal, &b->calls0);
+	peek_probe_ns(t, cal, &b->calls0);
 	b->paused0 = tracer_paused_calls(t);
 }
 
@@ -61,11 +89,10 @@ static double uncounted_cost(const struct burst *b)
 	return b->calls_all ? b->probe_counted / b->calls_all : 0;
 }
 
-/* Adds what the target did since the last settle to the accounts. */
-static void settle(struct burst *b, struct tracer *t)
+void burst_settle(struct burst *b, __u64 cpu, __u64 calls, double probe, __u64 paused)
 {
-	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls(t), dcalls;
-	double probe = tracer_peek_probe_ns(t, b->cal, &calls), dprobe, dcpu = cpu - b->cpu0, unc;
+	__u64 dcalls;
+	double dprobe, dcpu = cpu - b->cpu0, unc;
 
 	/*
 	 * New calls at the buffer's price per call (which moves as the cost is
@@ -92,13 +119,22 @@ static void settle(struct burst *b, struct tracer *t)
 	b->paused0 = paused;
 }
 
+/* Adds what the target did since the last settle to the accounts. */
+static void settle(struct burst *b, struct tracer *t)
+{
+	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls(t);
+	double probe = peek_probe_ns(t, b->cal, &calls);
+
+	burst_settle(b, cpu, calls, probe, paused);
+}
+
 /* The target's work so far, and what the budget allows the probes to have spent on it. */
 static double work_all(const struct burst *b)
 {
 	return (double)(b->cpu0 - b->cpu_start) - b->probe_all;
 }
 
-static double account(const struct burst *b)
+double burst_account(const struct burst *b)
 {
 	return MARGIN * b->budget * work_all(b) - b->probe_all;
 }
@@ -163,8 +199,8 @@ static void end_burst(struct burst *b, struct tracer *t, double now)
 	b->first = false;
 	s = burst_slowdown(b);
 	log_debug("burst: %.1f ms, probes slow the target by %.1f%%; account %.2f ms",
-		  b->burst_len * 1e3, 100 * s, account(b) / 1e6);
-	if (s <= MARGIN * b->budget && account(b) >= 0) {
+		  b->burst_len * 1e3, 100 * s, burst_account(b) / 1e6);
+	if (s <= MARGIN * b->budget && burst_account(b) >= 0) {
 		/* Within budget: stay attached, look again later. */
 		tracer_count_calls(t, true);
 		b->burst_cpu = b->burst_probe = 0;
@@ -188,7 +224,7 @@ static void end_burst(struct burst *b, struct tracer *t, double now)
 /* Off: when will the account pay for the next burst, at the target's recent rate of work? */
 static double next_start(const struct burst *b, double now)
 {
-	double off = now - b->phase_start, rate, need = next_cost(b) - account(b);
+	double off = now - b->phase_start, rate, need = next_cost(b) - burst_account(b);
 
 	if (need <= 0)
 		return now;
@@ -221,7 +257,7 @@ double burst_tick(struct burst *b, struct tracer *t, double now)
 	settle(b, t);
 	refresh_cost(b, now);
 	look = monotonic_s() - t0;
-	if (b->on && (now >= b->phase_end || account(b) < -MARGIN * b->budget * DEBT_WORK_NS))
+	if (b->on && (now >= b->phase_end || burst_account(b) < -MARGIN * b->budget * DEBT_WORK_NS))
 		end_burst(b, t, now);
 	else if (!b->on && next_start(b, now) <= now)
 		start_burst(b, t, now);
@@ -270,7 +306,7 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
-	tracer_peek_probe_ns(t, b->cal, &b->calls0);
+	peek_probe_ns(t, b->cal, &b->calls0);
 }
 
 double burst_total_fraction(const struct burst *b)

@@ -78,6 +78,21 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 /* The same fraction for the whole run, as of the last burst_take_fraction. */
 double burst_total_fraction(const struct burst *b);
 
+/*
+ * The account's step, for burst_tick() and the others (and for tests): adds
+ * what the target did since the last settle. cpu: the target's CPU time, ns;
+ * calls: the calls in the tracer's current buffer, whose probe time is probe
+ * (ns, at the calibrated cost per call); paused: tracer_paused_calls().
+ */
+void burst_settle(struct burst *b, __u64 cpu, __u64 calls, double probe, __u64 paused);
+
+/*
+ * The balance, ns of probe time: what the budget allows on the target's work
+ * so far (with the margin the account aims under), less what the probes
+ * spent, counted calls and uncounted ones. Negative: in debt.
+ */
+double burst_account(const struct burst *b);
+
 /* After the tracer's buffers were drained: the count of calls starts again. */
 void burst_rebase(struct burst *b, struct tracer *t);
 

@@ -6,34 +6,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "clock.h"
 #include "calib.h"
 #include "hist.h"
 #include "log.h"
 #include "procmaps.h"
+#include "stats.h"
 #include "tracer.h"
 
-/*
- * Empty functions written in assembly, so that their first instruction is
- * exactly the kind being measured. The last two, like the first, start with
- * push %rbp; they measure the exit modes other than the uretprobe.
- */
-#define CALIB_FN(name, body) \
-	".globl " #name "\n.type " #name ",@function\n" #name ":\n" body ".size " #name ", .-" #name "\n"
-#define PUSH_POP_RET "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tret\n"
-
-__asm__(".text\n"
-	CALIB_FN(fnprof_calib_emulated, PUSH_POP_RET)
-	CALIB_FN(fnprof_calib_stepped, "\tlea 0x1(%rdi),%rax\n\tret\n")
-	CALIB_FN(fnprof_calib_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
-	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
-	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
-
-void fnprof_calib_emulated(void);
-void fnprof_calib_stepped(void);
-void fnprof_calib_nop5(void);
-void fnprof_calib_ret(void);
-void fnprof_calib_entry_only(void);
+_Static_assert(CAL_NR <= TRACER_SELF_MAX, "the tracer takes every calibration case");
 
 static const struct {
 	void (*fn)(void);
@@ -47,9 +29,6 @@ static const struct {
 	[CAL_RET] = { fnprof_calib_ret, SITE_EMULATED, EXIT_RET, "ret-exit" },
 	[CAL_ENTRY_ONLY] = { fnprof_calib_entry_only, SITE_EMULATED, EXIT_NONE, "entry-only" },
 };
-
-/* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in. */
-#define PUSH_POP_RET_RET_OFF 5
 
 #define CALIB_CALLS 1000
 /*
@@ -128,7 +107,7 @@ int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id)
 			p->exits = malloc(sizeof(*p->exits));
 			p->nr_exits = p->exits ? 1 : 0;
 			if (p->exits)
-				p->exits[0] = p->offset + PUSH_POP_RET_RET_OFF;
+				p->exits[0] = p->offset + arch_calib_ret_offset;
 		}
 		if (!p->object || !p->open_path || (p->exit == EXIT_RET && !p->exits))
 			err = -ENOMEM;
@@ -148,8 +127,7 @@ void calib_free_probes(struct probe probes[CAL_NR])
 	}
 }
 
-/* The figures of every case from the calls pooled so far. */
-static void calib_figures(struct calibration *c)
+void calib_figures(struct calibration *c)
 {
 	const struct fn_stats *st;
 	int k;

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #include "fnprof.h"
-#include "resolve.h"
+#include "probe.h"
 
 /* The cases measured: each entry kind with a uretprobe, then the other exit modes. */
 enum calib_case {
@@ -63,6 +63,15 @@ int calibrate(struct tracer *t, struct calibration *c);
  * unchanged).
  */
 int calibrate_again(struct tracer *t, struct calibration *c);
+
+/*
+ * The figures of every case from the calls pooled so far (pooled, time_ns,
+ * calls): cost_ns is the whole time per call; bias_ns the median of the
+ * measured intervals, mean_ns their mean without the slowest 1%, min_ns the
+ * fastest (all left as they were for the entry-only case and a case with no
+ * call).
+ */
+void calib_figures(struct calibration *c);
 
 /*
  * Measures the cost per call again for the cases in mask (bit k: case k);

@@ -56,7 +56,7 @@ static int add_event(struct events *evs, const char *name)
 		return 0;
 	if (evs->nr == MAX_EVENTS) {
 		log_err("too many events in -e (at most %d)", MAX_EVENTS);
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
 	e = &evs->ev[evs->nr];
 	memset(e, 0, sizeof(*e));
@@ -73,7 +73,7 @@ static int add_event(struct events *evs, const char *name)
 	if (i == NR_KNOWN) {
 		if (!parse_raw(name, &raw)) {
 			log_err("unknown event '%s' (see fnprof --list-events)", name);
-			return EXIT_USAGE;
+			return -EINVAL;
 		}
 		e->type = PERF_TYPE_RAW;
 		e->config = raw;
@@ -94,7 +94,7 @@ int events_parse(const char *list, struct events *evs)
 		err = add_event(evs, tok);
 	if (!err && !evs->nr) {
 		log_err("-e needs at least one event name");
-		err = EXIT_USAGE;
+		err = -EINVAL;
 	}
 	return err;
 }
@@ -169,7 +169,7 @@ int events_open(struct events *evs, int nr_cpus)
 	evs->nr_cpus = nr_cpus;
 	evs->fds = malloc(MAX_EVENTS * nr_cpus * sizeof(int));
 	if (!evs->fds)
-		return EXIT_FAIL;
+		return -ENOMEM;
 	for (i = 0; i < evs->nr; i++) {
 		struct event *e = &evs->ev[i];
 
@@ -187,7 +187,7 @@ int events_open(struct events *evs, int nr_cpus)
 	report_unavailable(evs);
 	if (!usable) {
 		log_err("none of the requested events can be counted on this machine");
-		return EXIT_FAIL;
+		return -ENODEV;
 	}
 	return 0;
 }

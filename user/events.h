@@ -37,12 +37,13 @@ struct events {
 	int *fds;           /* [slot * nr_cpus + cpu], -1 where not open */
 };
 
-/* Parses "-e cycles,page-faults,r01c2". 0, or EXIT_USAGE after a message. */
+/* Parses "-e cycles,page-faults,r01c2". 0, or -EINVAL after a message. */
 int events_parse(const char *list, struct events *evs);
 
 /*
  * Opens the counters on every CPU. Unavailable events are reported once, on
- * stderr, and dropped; 0 if at least one event can be counted, EXIT_FAIL otherwise.
+ * stderr, and dropped; 0 if at least one event can be counted, else -ENODEV
+ * (or -ENOMEM).
  */
 int events_open(struct events *evs, int nr_cpus);
 void events_close(struct events *evs);

@@ -29,7 +29,7 @@ struct export {
 	struct export_conf conf;
 	struct metrics *metrics;
 	struct http_server *http;
-	struct opts sample_opts;     /* what the sampler reads: the frequency */
+	struct sampler_conf sample_conf; /* how the profiles served are sampled */
 	struct label *labels;        /* per statistics slot */
 	size_t nr_labels;
 	double t_start;
@@ -277,7 +277,7 @@ static int profile(struct export *e, long n, const volatile int *stopping, unsig
 	struct sampler *s;
 	int err, i;
 
-	err = sampler_start(&e->sample_opts, e->conf.pid, &s);
+	err = sampler_start(&e->sample_conf, e->conf.pid, &s);
 	if (err)
 		return err;
 	for (i = 0; i < n * 10 && !*stopping; i++)
@@ -327,19 +327,24 @@ int export_start(const struct export_conf *conf, struct export **out)
 
 	if (!e) {
 		log_err("out of memory");
-		return EXIT_FAIL;
+		return -ENOMEM;
 	}
 	e->conf = *conf;
-	e->sample_opts.freq_hz = conf->freq_hz;
+	e->sample_conf.freq_hz = conf->freq_hz;
 	hc.ctx = e;
 	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
 		log_err("out of memory");
 		free(e);
-		return EXIT_FAIL;
+		return -ENOMEM;
 	}
-	if (http_parse_addr(conf->listen, &hc) || (err = http_start(&hc, &e->http))) {
+	err = http_parse_addr(conf->listen, &hc);
+	if (err)
+		log_err("invalid --listen address '%s'", conf->listen);
+	else
+		err = http_start(&hc, &e->http);
+	if (err) {
 		export_stop(e);
-		return EXIT_FAIL;
+		return err;
 	}
 	log_info("serving http://%.*s:%d/metrics", (int)(strrchr(conf->listen, ':') - conf->listen), conf->listen,
 		 http_port(e->http));

@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include "metrics.h"
-#include "opts.h"
 #include "report.h"
 
 struct export_conf {
@@ -25,7 +24,7 @@ struct export_conf {
 
 struct export;
 
-/* Starts serving (the address is printed at -v). 0, or an exit code after a message. */
+/* Starts serving (the address bound is printed). 0, or -errno after a message. */
 int export_start(const struct export_conf *conf, struct export **out);
 
 /*

@@ -31,6 +31,7 @@
 #include "report.h"
 #include "resolve.h"
 #include "sample.h"
+#include "stats.h"
 #include "tracer.h"
 #include "upgrade.h"
 
@@ -54,6 +55,7 @@ struct run {
 	bool have_events;
 	struct calibration cal;
 	bool calibrated;
+	struct probe self[CAL_NR];  /* the calibration's probes on fnprof's own functions */
 	struct burst burst;
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
@@ -176,40 +178,79 @@ static void remember_exe(struct run *r)
 	}
 }
 
+static struct resolve_conf resolve_conf_of(const struct opts *o)
+{
+	return (struct resolve_conf){
+		.funcs = o->funcs, .nr_funcs = o->nr_funcs, .cmd = o->cmd, .exit_mode = o->exit_mode,
+		.system_wide = o->system_wide,
+	};
+}
+
+/* The -f patterns into r->pl. 0 or EXIT_FAIL (message printed). */
+static int resolve(struct run *r)
+{
+	const struct resolve_conf conf = resolve_conf_of(r->o);
+
+	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
+}
+
+/*
+ * The calibration's probes, ids from first_id, into self (freed with
+ * calib_free_probes): how many, 0 when fnprof cannot find its own functions.
+ */
+static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struct probe **out)
+{
+	*out = self;
+	if (!calib_self_probes(self, first_id))
+		return CAL_NR;
+	log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
+	return 0;
+}
+
+/* System-wide: the objects' files, to follow their upgrades. 0 or EXIT_FAIL. */
+static int watch_upgrades(struct run *r)
+{
+	const struct resolve_conf conf = resolve_conf_of(r->o);
+
+	if (upgrades_start(&r->pl, &conf, &r->upgrades)) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
 
 	if (!r->o->nr_funcs)
 		return 0;
-	err = resolve_probes(r->o, r->pid, &r->pl);
+	err = resolve(r);
 	if (err)
 		return err;
-	if (r->o->system_wide && upgrades_start(&r->pl, &r->upgrades)) {
-		log_err("out of memory");
+	if (r->o->system_wide && watch_upgrades(r))
 		return EXIT_FAIL;
-	}
 	if (!r->o->system_wide)
 		remember_exe(r);
 	if (r->o->events) {
-		err = events_parse(r->o->events, &r->evs);
-		if (!err)
-			err = events_open(&r->evs, libbpf_num_possible_cpus());
-		if (err)
-			return err;
+		if (events_parse(r->o->events, &r->evs))
+			return EXIT_USAGE;
+		if (events_open(&r->evs, libbpf_num_possible_cpus()))
+			return EXIT_FAIL;
 		r->have_events = true;
 	}
 	bool calib = !r->o->raw || r->o->max_overhead_pct;
 
 	struct tracer_conf conf = {
-		.calibration = calib, .follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
 		/* --by system-wide: figures per process, for the metrics' labels */
 		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 	};
 
-	err = tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer);
-	if (err)
-		return err;
+	if (calib)
+		conf.nr_self = self_probes(r->self, r->pl.nr, &conf.self);
+	if (tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer))
+		return EXIT_FAIL;
 	r->nr_slots = tracer_nr_slots(r->tracer);
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
@@ -431,7 +472,7 @@ static void wait_event(struct run *r, double deadline)
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
 	if (r->upgrades)
-		upgrades_check(r->upgrades, r->o, r->tracer);
+		upgrades_check(r->upgrades, r->tracer);
 	sampler_refresh(r->sampler);
 	if (r->exe_ino)
 		check_exec(r);
@@ -514,6 +555,7 @@ static void cleanup(struct run *r)
 	export_stop(r->export);
 	tracer_stop(r->tracer);
 	upgrades_free(r->upgrades);
+	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
 	launch_abort(&r->child);
@@ -553,7 +595,17 @@ static int start_export(struct run *r)
 	};
 
 	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
-	return export_start(&conf, &r->export);
+	return export_start(&conf, &r->export) ? EXIT_FAIL : 0;
+}
+
+static int start_sampling(struct run *r)
+{
+	const struct sampler_conf conf = {
+		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
+		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
+	};
+
+	return sampler_start(&conf, r->pid, &r->sampler);
 }
 
 static int run(struct run *r)
@@ -564,12 +616,12 @@ static int run(struct run *r)
 	if (!err)
 		err = setup_target(r);
 	if (!err && r->o->list) {
-		err = resolve_probes(r->o, r->pid, &r->pl);
+		err = resolve(r);
 		return err ? err : list_probes(r);
 	}
 	if (!err)
 		err = start_tracing(r);
-	if (!err && r->o->sample && sampler_start(r->o, r->pid, &r->sampler))
+	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
 	if (!err && r->o->listen)
 		err = start_export(r);
@@ -596,16 +648,21 @@ static int run(struct run *r)
 static int run_calibration(void)
 {
 	struct probe_list none = {};
+	struct probe self[CAL_NR];
 	struct calibration cal;
 	struct tracer *t;
 	int err;
 
-	struct tracer_conf conf = { .calibration = true };
+	struct tracer_conf conf = {};
 
-	if (tracer_start(&none, getpid(), NULL, &conf, &t))
+	conf.nr_self = self_probes(self, 0, &conf.self);
+	if (tracer_start(&none, getpid(), NULL, &conf, &t)) {
+		calib_free_probes(self);
 		return EXIT_FAIL;
+	}
 	err = calibrate(t, &cal);
 	tracer_stop(t);
+	calib_free_probes(self);
 	if (err)
 		return EXIT_FAIL;
 	calibration_print(&cal, stdout);

@@ -29,6 +29,14 @@
 /* Finite upper bounds: one below 2^MIN_POW, then PER_POW per power of two. */
 #define METRICS_BUCKETS (1 + (METRICS_MAX_POW - METRICS_MIN_POW) * METRICS_PER_POW)
 
+/* What --by adds as a label to every per-function metric. */
+enum metrics_by {
+	BY_NONE,
+	BY_PID,
+	BY_COMM,
+	BY_CGROUP,
+};
+
 struct metrics;
 
 /* pl must outlive the metrics. max_series: per-function series (label values) kept apart. NULL on ENOMEM. */

@@ -7,23 +7,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "metrics.h"
+#include "probe.h"
+
 #define MAX_FUNC_SPECS 256
-
-/* How the return of a traced function is seen. */
-enum exit_mode {
-	EXIT_AUTO,        /* ret where a uretprobe is unsafe (C++, Rust, Go), else uretprobe */
-	EXIT_URETPROBE,   /* the kernel's return probe: one probe, but it rewrites the return address */
-	EXIT_RET,         /* uprobes on the function's ret instructions, found by disassembly */
-	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
-};
-
-/* What --by adds as a label to every per-function metric (--listen). */
-enum metrics_by {
-	BY_NONE,
-	BY_PID,
-	BY_COMM,
-	BY_CGROUP,
-};
 
 /* --max-series default: per-function label values kept apart before folding into "other". */
 #define DEFAULT_MAX_SERIES 100

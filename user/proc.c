@@ -114,26 +114,26 @@ static int check_caps(void)
 		"(missing:%s%s); run with sudo",
 		caps & CAP_BIT(CAP_BPF_NR) ? "" : " CAP_BPF",
 		caps & CAP_BIT(CAP_PERFMON_NR) ? "" : " CAP_PERFMON");
-	return EXIT_FAIL;
+	return -EPERM;
 }
 
 int check_system(void)
 {
 	if (getuid() != geteuid()) {
 		log_err("refusing to run setuid: run fnprof with sudo instead");
-		return EXIT_FAIL;
+		return -EPERM;
 	}
 	if (check_caps())
-		return EXIT_FAIL;
+		return -EPERM;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_err("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): "
 			"fnprof needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
-		return EXIT_FAIL;
+		return -ENOSYS;
 	}
 	if (access("/sys/bus/event_source/devices/uprobe", F_OK)) {
 		log_err("this kernel has no uprobe support (/sys/bus/event_source/devices/uprobe is missing): "
 			"fnprof needs CONFIG_UPROBE_EVENTS=y");
-		return EXIT_FAIL;
+		return -ENOSYS;
 	}
 	return 0;
 }

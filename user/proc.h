@@ -21,7 +21,7 @@ bool proc_alive(pid_t pid);
 
 /*
  * Root, or the capabilities BPF tracing needs (CAP_BPF + CAP_PERFMON, or
- * CAP_SYS_ADMIN); BTF; uprobe support. 0, or EXIT_FAIL after a message
+ * CAP_SYS_ADMIN); BTF; uprobe support. 0, or -EPERM / -ENOSYS after a message
  * naming what is missing.
  */
 int check_system(void);

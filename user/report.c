@@ -5,6 +5,15 @@
 #include "hist.h"
 #include "json.h"
 #include "report.h"
+#include "stats.h"
+
+/*
+ * A new field in struct fn_stats: compute its figure in fn_figures_compute()
+ * and show it in both printers (or say here why not), then raise
+ * FN_STATS_WORDS.
+ */
+_Static_assert(sizeof(struct fn_stats) == FN_STATS_WORDS * sizeof(__u64),
+	       "struct fn_stats changed: see fn_figures_compute() and the printers, then FN_STATS_WORDS");
 
 /* Each kind of event not measured: its JSON key, and what the table says of it. */
 static const struct {

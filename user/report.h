@@ -11,15 +11,8 @@
 #include "calib.h"
 #include "events.h"
 #include "fnprof.h"
-#include "resolve.h"
-
-/* A process with statistics of its own (--follow-forks: the target, then fork children). */
-struct traced_proc {
-	pid_t pid, ppid;            /* pid 0: slot not used (yet) */
-	unsigned long long delay_ns; /* fork to its probes in place; calls before are not seen */
-	char comm[16];              /* system-wide --by: its name at its first call ("" if unknown) */
-	unsigned long long cgroup_id; /* and its cgroup v2 id (0 if unknown) */
-};
+#include "probe.h"
+#include "tracer.h"
 
 struct report {
 	pid_t pid;

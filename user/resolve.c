@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch.h"
 #include "array.h"
-#include "disasm.h"
 #include "log.h"
 #include "procmaps.h"
 #include "resolve.h"
@@ -29,7 +29,7 @@ struct obj_cache {
 };
 
 struct resolver {
-	const struct opts *o;
+	const struct resolve_conf *o;
 	pid_t pid;
 	bool launch;
 	bool system;              /* system-wide: objects as the host sees them, no process */
@@ -106,10 +106,8 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 	return st;
 }
 
-static const char *const lib_dirs[] = {
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
-	"/lib", "/usr/lib", "/usr/local/lib",
-};
+/* After the architecture's own (arch_lib_dirs). */
+static const char *const lib_dirs[] = { "/lib", "/usr/lib", "/usr/local/lib" };
 
 /* Searches a ':'-separated list of directories ($ORIGIN expanded) for file. */
 static bool search_dirs(const char *dirs, const char *origin, const char *file, char *buf, size_t size)
@@ -135,6 +133,8 @@ static bool locate_needed(const char *file, const char *runpath, const char *ori
 
 	if (search_dirs(runpath, origin, file, buf, size) ||
 	    search_dirs(getenv("LD_LIBRARY_PATH"), origin, file, buf, size))
+		return true;
+	if (search_dirs(arch_lib_dirs, origin, file, buf, size))
 		return true;
 	for (i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++)
 		if (search_dirs(lib_dirs[i], origin, file, buf, size))
@@ -215,16 +215,18 @@ static int open_in_root(struct resolver *r, const char *path, char *open_path)
 
 	if (r->out->nr_held == MAX_HELD_FDS) {
 		log_err("too many objects outside the target's mappings (at most %d)", MAX_HELD_FDS);
-		return EXIT_FAIL;
+		return -EMFILE;
 	}
 	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fd = rfd < 0 ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
 	if (fd < 0) {
-		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(errno));
+		int err = -errno;
+
+		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(-err));
 		if (rfd >= 0)
 			close(rfd);
-		return EXIT_FAIL;
+		return err;
 	}
 	close(rfd);
 	r->out->held_fds[r->out->nr_held++] = fd;
@@ -316,7 +318,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 			 find_system_lib(objname, path, PATH_MAX)) {
 			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
 				objname, r->exe);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		strcpy(open_path, path);
 		return 0;
@@ -325,7 +327,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 	if (!p && objname[0] != '/') {
 		log_err("no object matching '%s' is mapped by process %d (see /proc/%d/maps)",
 			objname, r->pid, r->pid);
-		return EXIT_FAIL;
+		return -ENOENT;
 	}
 	snprintf(path, PATH_MAX, "%s", p ? p : objname);
 	/* Mapped: the mapped file itself. Not mapped yet (dlopen later): looked up inside the target's root. */
@@ -344,7 +346,7 @@ static int locate_exe(struct resolver *r)
 	if (r->launch) {
 		if (find_in_path(r->o->cmd[0], r->exe_open, sizeof(r->exe_open))) {
 			log_err("cannot run '%s': no such executable file (searched PATH)", r->o->cmd[0]);
-			return EXIT_FAIL;
+			return -ENOENT;
 		}
 		if (!realpath(r->exe_open, r->exe))
 			snprintf(r->exe, sizeof(r->exe), "%s", r->exe_open);
@@ -353,46 +355,21 @@ static int locate_exe(struct resolver *r)
 	}
 	snprintf(link, sizeof(link), "/proc/%d/exe", r->pid);
 	if (stat(link, &st)) {
-		log_err("cannot read the executable of process %d: %s", r->pid, strerror(errno));
-		return EXIT_FAIL;
+		int err = -errno;
+
+		log_err("cannot read the executable of process %d: %s", r->pid, strerror(-err));
+		return err;
 	}
 	for (i = 0; i < r->pm->nr; i++) {
 		if (r->pm->maps[i].inode == st.st_ino) {
 			snprintf(r->exe, sizeof(r->exe), "%s", r->pm->maps[i].path);
-			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open)) ? EXIT_FAIL : 0;
+			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open));
 		}
 	}
 	/* Not in the maps (deleted or replaced file): the kernel's own reference still works. */
 	snprintf(r->exe, sizeof(r->exe), "%s", link);
 	snprintf(r->exe_open, sizeof(r->exe_open), "%s", link);
 	return 0;
-}
-
-enum site_kind site_kind_of(const unsigned char *insn, size_t len)
-{
-	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
-		return SITE_EMULATED;                   /* push %rax..%rdi */
-	if (len >= 2 && insn[0] == 0x41 && insn[1] >= 0x50 && insn[1] <= 0x57)
-		return SITE_EMULATED;                   /* push %r8..%r15 */
-	if (len >= 5 && !memcmp(insn, nop5, 5))
-		return SITE_NOP5;
-	return SITE_STEPPED;
-}
-
-const char *exit_mode_name(enum exit_mode m)
-{
-	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };
-
-	return m <= EXIT_NONE ? names[m] : "?";
-}
-
-const char *site_kind_name(enum site_kind k)
-{
-	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
-
-	return k < SITE_NR ? names[k] : "?";
 }
 
 /* The first bytes of the function, from the file. */
@@ -523,7 +500,7 @@ static int check_unwinding(struct resolver *r)
 
 	exe = load_object(r, r->exe, r->exe_open);
 	if (!exe)
-		return EXIT_FAIL;
+		return -ENOENT;
 	/* The probes match returns to calls by stack pointer: they need to know, whatever the exit mode. */
 	r->out->switches_stacks = exe->switches_stacks;
 	if (r->o->exit_mode != EXIT_AUTO)
@@ -550,7 +527,7 @@ static int resolve_spec(struct resolver *r, const char *spec)
 		return err;
 	st = load_object(r, path, open_path);
 	if (!st)
-		return EXIT_FAIL;
+		return -ENOENT;
 	n = symtab_match(st, name, &m);
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
@@ -559,20 +536,20 @@ static int resolve_spec(struct resolver *r, const char *spec)
 			added++;
 		} else if (!pattern_is_glob(name)) {
 			log_err("cannot trace '%s' in %s: %s", m[i]->name, path, why);
-			err = EXIT_FAIL;
+			err = -EPERM;
 		} else {
 			log_debug("skipping %s in %s: %s", m[i]->name, path, why);
 		}
 	}
 	free(m);
 	if (err)
-		return err < 0 ? EXIT_FAIL : err;
+		return err;
 	if (!added)
 		report_not_found(st, path, name);
-	return added ? 0 : EXIT_FAIL;
+	return added ? 0 : -ENOENT;
 }
 
-int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
+int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
 {
 	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .system = o->system_wide, .out = out };
 	size_t i;
@@ -590,7 +567,7 @@ int resolve_probes(const struct opts *o, pid_t pid, struct probe_list *out)
 		if (err) {
 			log_err("cannot read the mappings of process %d: %s", pid,
 				err == -ESRCH ? "no such process" : strerror(-err));
-			return EXIT_FAIL;
+			return err;
 		}
 	}
 	err = locate_exe(&r);
@@ -608,20 +585,4 @@ done:
 	if (err)
 		probe_list_free(out);
 	return err;
-}
-
-void probe_list_free(struct probe_list *pl)
-{
-	size_t i;
-
-	for (i = 0; i < pl->nr_held; i++)
-		close(pl->held_fds[i]);
-	for (i = 0; i < pl->nr; i++) {
-		free(pl->probes[i].name);
-		free(pl->probes[i].object);
-		free(pl->probes[i].open_path);
-		free(pl->probes[i].exits);
-	}
-	free(pl->probes);
-	memset(pl, 0, sizeof(*pl));
 }

@@ -40,7 +40,7 @@ struct entry {
 };
 
 struct sampler {
-	const struct opts *o;
+	struct sampler_conf o;  /* a copy: the caller's may go */
 	pid_t pid;
 	struct profile_bpf *skel;
 	struct bpf_link **links;
@@ -83,7 +83,7 @@ static int attach_events(struct sampler *s)
 	if (!s->links)
 		return -ENOMEM;
 	/* Without a PMU (most VMs) cycles fails with ENOENT; cpu-clock is a timer and always works. */
-	fd = open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, 0);
+	fd = open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o.freq_hz, 0);
 	if (fd < 0) {
 		hw = false;
 		log_debug("no cycles event (%s): sampling cpu-clock instead", strerror(errno));
@@ -91,10 +91,10 @@ static int attach_events(struct sampler *s)
 		close(fd);
 	}
 	s->event = hw ? "cycles" : "cpu-clock";
-	log_debug("sampling %s at %u Hz on %d CPUs", s->event, s->o->freq_hz, nr);
+	log_debug("sampling %s at %u Hz on %d CPUs", s->event, s->o.freq_hz, nr);
 	for (cpu = 0; cpu < nr; cpu++) {
-		fd = hw ? open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o->freq_hz, cpu)
-			: open_sampling_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, s->o->freq_hz, cpu);
+		fd = hw ? open_sampling_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, s->o.freq_hz, cpu)
+			: open_sampling_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK, s->o.freq_hz, cpu);
 		if (fd < 0) {
 			if (errno == ENODEV)  /* offline CPU */
 				continue;
@@ -112,14 +112,14 @@ static int attach_events(struct sampler *s)
 	return 0;
 }
 
-int sampler_start(const struct opts *o, pid_t pid, struct sampler **out)
+int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
 	int err;
 
 	if (!s)
 		return -ENOMEM;
-	s->o = o;
+	s->o = *o;
 	s->pid = pid;
 	s->skel = profile_bpf__open();
 	if (!s->skel) {
@@ -233,7 +233,7 @@ void sampler_refresh(struct sampler *s)
 	if (!s)
 		return;
 	symbolizer_refresh(s->sym);
-	if (s->o->per_thread)
+	if (s->o.per_thread)
 		remember_threads(s);
 	thread_comm(s->pid, 0, comm, sizeof(comm));
 	if (strcmp(comm, "[process]"))
@@ -463,14 +463,14 @@ static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
 static void print_table(struct sampler *s, FILE *out, const struct agg_table *t, double span,
 			const __u64 *drops, bool final)
 {
-	double per_core = s->o->freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
+	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
 	char comm[64];
 	size_t i;
 
 	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
-		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)t->samples, s->o->freq_hz,
+		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)t->samples, s->o.freq_hz,
 		s->event, t->samples / per_core);
 	for (i = 0; i < t->nr; i++) {
 		const struct fn_agg *a = &t->v[i];
@@ -478,14 +478,14 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		if (a->tid != tid) {
 			tid = a->tid;
 			shown = 0;
-			if (s->o->per_thread) {
+			if (s->o.per_thread) {
 				thread_name(s, tid, comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
 			fprintf(out, "%-40s %-20s %7s %7s %8s %6s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
 				"SAMPLES", "CORES");
 		}
-		if (!a->self || shown++ >= s->o->top)
+		if (!a->self || shown++ >= s->o.top)
 			continue;
 		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
 			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
@@ -500,12 +500,12 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, double span,
 		       const __u64 *drops)
 {
-	double per_core = s->o->freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
+	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	struct json j;
 	size_t i;
 
 	json_report_begin(&j, out, "sample", s->pid, span);
-	json_u64(&j, "freq_hz", s->o->freq_hz);
+	json_u64(&j, "freq_hz", s->o.freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", t->samples);
 	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL]);
@@ -520,7 +520,7 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 		json_obj_begin(&j, NULL);
 		json_str(&j, "name", a->func);
 		json_str(&j, "object", a->object);
-		if (s->o->per_thread)
+		if (s->o.per_thread)
 			json_u64(&j, "tid", a->tid);
 		json_f64(&j, "self_pct", a->self * pct);
 		json_f64(&j, "total_pct", a->total * pct);
@@ -580,7 +580,7 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 		free(e);
 		return -ENOMEM;
 	}
-	if (s->o->json)
+	if (s->o.json)
 		print_json(s, out, &t, interval_s, d);
 	else
 		print_table(s, out, &t, interval_s, d, final);
@@ -687,7 +687,7 @@ cleanup:
 /* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
 static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
 {
-	struct pprof *p = pprof_new(1000000000ULL / s->o->freq_hz, (__u64)(s->run_s * 1e9));
+	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
 	char name[PATH_MAX + 2];
@@ -740,9 +740,9 @@ int sampler_write_files(struct sampler *s)
 {
 	int err = 0;
 
-	if (s->o->folded_path && (err = write_folded(s, s->o->folded_path)))
-		log_err("cannot write folded stacks to %s: %s", s->o->folded_path, strerror(-err));
-	if (!err && s->o->pprof_path && (err = write_pprof(s, s->o->pprof_path)))
-		log_err("cannot write the pprof profile to %s: %s", s->o->pprof_path, strerror(-err));
+	if (s->o.folded_path && (err = write_folded(s, s->o.folded_path)))
+		log_err("cannot write folded stacks to %s: %s", s->o.folded_path, strerror(-err));
+	if (!err && s->o.pprof_path && (err = write_pprof(s, s->o.pprof_path)))
+		log_err("cannot write the pprof profile to %s: %s", s->o.pprof_path, strerror(-err));
 	return err;
 }

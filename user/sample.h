@@ -11,16 +11,24 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "opts.h"
-
 struct sampler;
 
-/* Loads and attaches the sampler for process pid at o->freq_hz. 0 or -errno (message printed). */
-int sampler_start(const struct opts *o, pid_t pid, struct sampler **out);
+/* How a sampler samples and reports. */
+struct sampler_conf {
+	unsigned int freq_hz;      /* samples per second per CPU (-F) */
+	bool per_thread;           /* --per-thread: counts per thread */
+	unsigned int top;          /* rows in the table */
+	bool json;                 /* one JSON line per report instead of the table */
+	const char *pprof_path;    /* --pprof FILE, or NULL */
+	const char *folded_path;   /* --folded FILE, or NULL */
+};
+
+/* Loads and attaches the sampler for process pid at conf->freq_hz. 0 or -errno (message printed). */
+int sampler_start(const struct sampler_conf *conf, pid_t pid, struct sampler **out);
 
 /*
  * Prints the report for the interval just ended (table, or one JSON line with
- * o->json) to out. interval_s: seconds the interval covered. final: last call.
+ * conf->json) to out. interval_s: seconds the interval covered. final: last call.
  * Called while the target may already have exited.
  */
 int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);

@@ -9,9 +9,9 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
-#include "calib.h"
 #include "log.h"
 #include "proc.h"
+#include "stats.h"
 #include "trace.skel.h"
 #include "trace_load.h"
 #include "tracer.h"
@@ -25,7 +25,7 @@ struct tracer {
 	struct uprobe_set calib_links;
 	size_t nr_probes;          /* the target's; calibration probes follow them */
 	size_t nr_total;
-	struct probe calib[CAL_NR];
+	const struct probe *self;  /* the caller's */
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
 	__u64 *drops_percpu;
@@ -38,6 +38,7 @@ struct tracer {
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	__u32 nr_threads;          /* thread states in the pool */
+	size_t thread_bytes;       /* kernel memory per thread state (and its counter frames) */
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
@@ -52,7 +53,7 @@ struct tracer {
 /* The stats map key of function id of the process in slot, in buffer half. */
 static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
 {
-	return (half * t->nr_slots + slot) * t->nr_total + id;
+	return fnprof_stats_key(half, t->nr_slots, slot, t->nr_total, id);
 }
 
 /*
@@ -144,6 +145,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
+	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0);
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
@@ -183,8 +185,7 @@ static int load(struct tracer *t, const struct events *evs)
 		if (err == -ENOMEM)
 			snprintf(hint, sizeof(hint), " (thread states for %u threads take %.0f MiB: "
 				 "a lower --max-threads needs less)", t->nr_threads,
-				 t->nr_threads * (sizeof(struct thread_state) + (evs ? sizeof(struct thread_ctrs) : 0)) /
-				 1048576.0);
+				 t->nr_threads * (double)t->thread_bytes / 1048576.0);
 		else if (!log_verbose)
 			snprintf(hint, sizeof(hint), " (run with -v to see the verifier's log)");
 		log_err("failed to load the BPF programs: %s%s", strerror(-err), hint);
@@ -287,7 +288,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 	uprobe_warm_stop(t->warm);
 	/* Calibration probes are in fnprof's own process. */
 	if (!err)
-		err = attach_functions(t, &t->calib_links, t->calib, t->nr_total - pl->nr, getpid(),
+		err = attach_functions(t, &t->calib_links, t->self, t->nr_total - pl->nr, getpid(),
 				       FNPROF_COOKIE_SELF);
 	if (err)
 		return err;
@@ -431,21 +432,17 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return EXIT_FAIL;
-	if (pl->nr + CAL_NR > FNPROF_MAX_FUNCS) {
-		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - CAL_NR);
+		return -ENOMEM;
+	if (pl->nr + TRACER_SELF_MAX > FNPROF_MAX_FUNCS || conf->nr_self > TRACER_SELF_MAX) {
+		log_err("%zu functions: fnprof traces at most %u at once", pl->nr, FNPROF_MAX_FUNCS - TRACER_SELF_MAX);
 		free(t);
-		return EXIT_FAIL;
+		return -E2BIG;
 	}
 	t->nr_probes = t->nr_total = pl->nr;
 	t->pl = pl;
 	t->pid = pid;
-	if (conf->calibration) {
-		if (calib_self_probes(t->calib, pl->nr))
-			log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
-		else
-			t->nr_total += CAL_NR;
-	}
+	t->self = conf->self;
+	t->nr_total += conf->nr_self;
 	t->nr_cpus = libbpf_num_possible_cpus();
 
 	t->percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(*t->percpu));
@@ -453,7 +450,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	if (t->nr_cpus <= 0 || !t->percpu || !t->drops_percpu) {
 		log_err("out of memory");
 		tracer_stop(t);
-		return EXIT_FAIL;
+		return -ENOMEM;
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
@@ -471,45 +468,10 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		err = attach(t, pl, evs != NULL);
 	if (err) {
 		tracer_stop(t);
-		return EXIT_FAIL;
+		return err;
 	}
 	*out = t;
 	return 0;
-}
-
-void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
-{
-	unsigned int i;
-
-	if (!b->calls)
-		return;
-	if (!a->calls || b->wall_min < a->wall_min)
-		a->wall_min = b->wall_min;
-	if (b->wall_max > a->wall_max)
-		a->wall_max = b->wall_max;
-	a->calls += b->calls;
-	a->wall_sum += b->wall_sum;
-	a->runq_sum += b->runq_sum;
-	a->blocked_sum += b->blocked_sum;
-	a->self_sum += b->self_sum;
-	a->outer_wall += b->outer_wall;
-	a->outer_oncpu += b->outer_oncpu;
-	a->preempted += b->preempted;
-	a->migrated += b->migrated;
-	a->vcsw += b->vcsw;
-	a->ivcsw += b->ivcsw;
-	a->migrations += b->migrations;
-	a->outer_calls += b->outer_calls;
-	a->child_calls += b->child_calls;
-	a->desc_calls += b->desc_calls;
-	a->sys_sum += b->sys_sum;
-	for (i = 0; i < FNPROF_MAX_EVENTS; i++) {
-		a->ctr[i] += b->ctr[i];
-		a->ctr_self[i] += b->ctr_self[i];
-		a->ctr_scaled[i] += b->ctr_scaled[i];
-	}
-	for (i = 0; i < FNPROF_HIST_BUCKETS; i++)
-		a->hist[i] += b->hist[i];
 }
 
 /* Sums entry key of the stats map over CPUs into out; clears it when asked. */
@@ -639,21 +601,16 @@ __u64 tracer_paused_calls(struct tracer *t)
 	return t->skel->bss->paused_calls;
 }
 
-double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
+void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx)
 {
 	struct fn_stats s;
-	double ns = 0;
 	__u32 i;
 
-	*calls = 0;
 	for (i = 0; i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false)) {
-			ns += s.calls * calib_cost_seen(cal, &t->pl->probes[i], &s);
-			*calls += s.calls;
-		}
+		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
+			fn(ctx, &t->pl->probes[i], &s);
 	}
-	return ns;
 }
 
 int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr)
@@ -688,7 +645,6 @@ void tracer_stop(struct tracer *t)
 	ring_buffer__free(t->forks);
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
-	calib_free_probes(t->calib);
 	free(t->percpu);
 	free(t->drops_percpu);
 	free(t);

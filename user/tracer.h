@@ -7,17 +7,33 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#include "calib.h"
 #include "events.h"
 #include "fnprof.h"
-#include "report.h"
-#include "resolve.h"
+#include "probe.h"
 
 struct tracer;
 
+/* Most probes in fnprof's own process a tracer takes (tracer_conf.self). */
+#define TRACER_SELF_MAX 5
+
 /* How a tracer is set up. */
+/* A process with statistics of its own (--follow-forks: the target, then fork children). */
+struct traced_proc {
+	pid_t pid, ppid;            /* pid 0: slot not used (yet) */
+	unsigned long long delay_ns; /* fork to its probes in place; calls before are not seen */
+	char comm[16];              /* system-wide --by: its name at its first call ("" if unknown) */
+	unsigned long long cgroup_id; /* and its cgroup v2 id (0 if unknown) */
+};
+
 struct tracer_conf {
-	bool calibration;    /* probes on fnprof's own functions measure the probe bias */
+	/*
+	 * Probes in fnprof's own process, traced like the target's (the
+	 * calibration's), or none: ids from the target's number of probes on,
+	 * at most TRACER_SELF_MAX. They stay the caller's and must outlive the
+	 * tracer; their calls count even while the target's probes are paused.
+	 */
+	const struct probe *self;
+	size_t nr_self;
 	bool follow_forks;   /* fork children get probes and statistics of their own */
 	bool per_process;    /* system-wide (pid 0): each process gets a statistics slot at its first
 			      * call (slot 0: the processes beyond); see tracer_note_exited() */
@@ -36,10 +52,11 @@ struct tracer_conf {
 #define TRACER_THREADS_SYSTEM 4096
 
 /*
- * Loads the BPF object and attaches a uprobe/uretprobe pair per probe, in
- * process pid (0: in every process that maps the object, now or later); with
+ * Loads the BPF object and attaches a uprobe/uretprobe pair per probe (and
+ * per self probe, in fnprof's own process), in process pid (0: in every
+ * process that maps the object, now or later); with
  * evs (opened counters, or NULL), the probes read them per call and system
- * calls are timed. 0 or exit code (printed).
+ * calls are timed. 0, or -errno (message printed).
  */
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
 		 const struct tracer_conf *conf, struct tracer **out);
@@ -70,8 +87,8 @@ void tracer_note_exited(struct tracer *t);
 void tracer_release_exited(struct tracer *t);
 
 /*
- * With calibration: the current aggregate of the calibration probe of site
- * kind k (fnprof's own empty function, traced like the target's).
+ * The current aggregate of self probe k (conf->self[k]), taken out of the
+ * buffer: 0, or -ENOENT without self probes, or -errno.
  */
 int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
 
@@ -94,11 +111,12 @@ void tracer_count_calls(struct tracer *t, bool on);
 __u64 tracer_paused_calls(struct tracer *t);
 
 /*
- * What the target's calls in the current buffer so far (not drained) cost in
- * probe time, at the calibrated cost per call of each function's probes; and
- * how many calls that is.
+ * Shows fn each target probe's aggregate in the current buffer so far (not
+ * drained; the target's slot only), e.g. to price the calls made. A probe
+ * whose aggregate cannot be read is left out.
  */
-double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls);
+typedef void (*tracer_peek_fn)(void *ctx, const struct probe *p, const struct fn_stats *s);
+void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx);
 
 /*
  * System-wide: probes on more files (an upgraded object), each probe with the
@@ -108,8 +126,5 @@ double tracer_peek_probe_ns(struct tracer *t, const struct calibration *cal, __u
 int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr);
 
 void tracer_stop(struct tracer *t);
-
-/* Adds b into a: sums, min of mins, max of maxes, histograms. */
-void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b);
 
 #endif /* FNPROF_TRACER_H */

@@ -16,13 +16,14 @@ struct watched {
 
 struct upgrades {
 	const struct probe_list *pl;
+	struct resolve_conf conf;  /* how pl was resolved */
 	struct watched *w;
 	size_t nr;
 	struct probe_list *lists;  /* resolved again after upgrades: their files stay open, probed */
 	size_t nr_lists;
 };
 
-int upgrades_start(const struct probe_list *pl, struct upgrades **out)
+int upgrades_start(const struct probe_list *pl, const struct resolve_conf *conf, struct upgrades **out)
 {
 	struct upgrades *u = calloc(1, sizeof(*u));
 	struct stat st;
@@ -33,6 +34,7 @@ int upgrades_start(const struct probe_list *pl, struct upgrades **out)
 		return -ENOMEM;
 	}
 	u->pl = pl;
+	u->conf = *conf;
 	for (i = 0; i < pl->nr; i++) {
 		for (k = 0; k < u->nr && strcmp(u->w[k].path, pl->probes[i].object); k++)
 			;
@@ -57,7 +59,7 @@ static long first_id(const struct probe_list *pl, const char *path, const char *
 }
 
 /* Probes the functions of the new file at w->path, each under its first id. */
-static int probe_new_file(struct upgrades *u, struct watched *w, const struct opts *o, struct tracer *t)
+static int probe_new_file(struct upgrades *u, struct watched *w, struct tracer *t)
 {
 	struct probe_list npl, *lists;
 	struct probe *sel;
@@ -65,7 +67,7 @@ static int probe_new_file(struct upgrades *u, struct watched *w, const struct op
 	long id;
 	int err;
 
-	if (resolve_probes(o, 0, &npl))
+	if (resolve_probes(&u->conf, 0, &npl))
 		return -ENOENT;
 	sel = calloc(npl.nr ? npl.nr : 1, sizeof(*sel));
 	lists = realloc(u->lists, (u->nr_lists + 1) * sizeof(*lists));
@@ -94,7 +96,7 @@ static int probe_new_file(struct upgrades *u, struct watched *w, const struct op
 	return err;
 }
 
-int upgrades_check(struct upgrades *u, const struct opts *o, struct tracer *t)
+int upgrades_check(struct upgrades *u, struct tracer *t)
 {
 	struct stat st;
 	size_t k;
@@ -108,7 +110,7 @@ int upgrades_check(struct upgrades *u, const struct opts *o, struct tracer *t)
 			continue;
 		w->dev = st.st_dev;
 		w->ino = st.st_ino;
-		if (probe_new_file(u, w, o, t))
+		if (probe_new_file(u, w, t))
 			log_warn("cannot probe the new %s: the processes that run it are not traced", w->path);
 		else
 			n++;

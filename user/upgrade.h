@@ -10,20 +10,22 @@
 #ifndef FNPROF_UPGRADE_H
 #define FNPROF_UPGRADE_H
 
-#include "opts.h"
 #include "resolve.h"
 #include "tracer.h"
 
 struct upgrades;
 
-/* Remembers the file each object path of pl names now. 0 or -ENOMEM. pl must outlive it. */
-int upgrades_start(const struct probe_list *pl, struct upgrades **out);
+/*
+ * Remembers the file each object path of pl names now, and how pl was
+ * resolved (conf, copied; its patterns must outlive it, as pl). 0 or -ENOMEM.
+ */
+int upgrades_start(const struct probe_list *pl, const struct resolve_conf *conf, struct upgrades **out);
 
 /*
  * Where a path names another file than before, probes the new file. Returns
  * how many files were probed anew; failures are printed and tracing goes on.
  */
-int upgrades_check(struct upgrades *u, const struct opts *o, struct tracer *t);
+int upgrades_check(struct upgrades *u, struct tracer *t);
 
 void upgrades_free(struct upgrades *u);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The kernel's uprobe_multi link (Linux 6.6+), made with the bpf() system
- * call: libbpf 1.1 has no API for it. Header-only, so that the benchmark's
- * floor program makes its links exactly as fnprof does.
+ * call: the fallback for libbpf older than 1.3, which has no API for it
+ * (uprobes.c uses libbpf's where it has one). Header-only, so that the
+ * benchmark's floor program can make its links the same way.
  */
 #ifndef FNPROF_UPROBE_MULTI_H
 #define FNPROF_UPROBE_MULTI_H

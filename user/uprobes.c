@@ -5,8 +5,10 @@
  * kernel registers them together and, on close, waits for one RCU grace
  * period for all of them. One perf-event link per probe instead waits one
  * grace period (~0.1-0.2 s) per probe, serialised by a kernel mutex: minutes
- * for a thousand functions. libbpf 1.1 has no API for uprobe_multi, so the
- * link is made with the bpf() system call directly.
+ * for a thousand functions. libbpf has an API for uprobe_multi links since
+ * 1.3 (bpf_program__attach_uprobe_multi), used where the libbpf fnprof is
+ * built with has it; with an older one (Debian 12 has 1.1) the link is made
+ * with the bpf() system call directly (uprobe_multi.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -100,26 +102,66 @@ static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
 	return err;
 }
 
+#if LIBBPF_MAJOR_VERSION > 1 || (LIBBPF_MAJOR_VERSION == 1 && LIBBPF_MINOR_VERSION >= 3)
+#define HAVE_LIBBPF_UPROBE_MULTI 1
+#else
+#define HAVE_LIBBPF_UPROBE_MULTI 0
+#endif
+
+/*
+ * The link for n sites at offs with cookies, into s: libbpf's own API where
+ * it has one, else the bpf() system call. 0 or -errno.
+ */
+static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, const unsigned long *offs,
+		      const __u64 *cookies, size_t n)
+{
+#if HAVE_LIBBPF_UPROBE_MULTI
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, uo, .offsets = offs, .cookies = cookies, .cnt = n,
+		    .retprobe = site->retprobe);
+	struct bpf_link *l;
+	int err;
+
+	/* libbpf: pid 0 is its own process, -1 every process (the kernel's 0). */
+	l = bpf_program__attach_uprobe_multi(site->prog, site->pid ? site->pid : -1, site->path, NULL, &uo);
+	if (!l)
+		return -errno;
+	err = push_link(s, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+#else
+	_Static_assert(sizeof(unsigned long) == sizeof(__u64), "offsets are handed to the kernel as __u64");
+	int fd, err;
+
+	/* The kernel's "every process" is pid 0 (the site's -1). */
+	fd = uprobe_multi_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
+			       site->retprobe, site->pid < 0 ? 0 : site->pid);
+	if (fd < 0)
+		return fd;
+	err = push_fd(s, fd);
+	if (err)
+		close(fd);
+	return err;
+#endif
+}
+
 /* One uprobe_multi link for sites[0..n), which share program, object, process and kind. */
 static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, size_t n)
 {
-	__u64 *offs = calloc(n, sizeof(*offs)), *cookies = calloc(n, sizeof(*cookies));
+	unsigned long *offs = calloc(n, sizeof(*offs));
+	__u64 *cookies = calloc(n, sizeof(*cookies));
 	size_t i;
-	int fd = -ENOMEM, err = -ENOMEM;
+	int err = -ENOMEM;
 
 	if (offs && cookies) {
 		for (i = 0; i < n; i++) {
 			offs[i] = sites[i].offset;
 			cookies[i] = sites[i].cookie;
 		}
-		fd = uprobe_multi_link(bpf_program__fd(sites[0].prog), sites[0].path, offs, cookies, n,
-				       sites[0].retprobe, sites[0].pid < 0 ? 0 : sites[0].pid);
-		err = fd < 0 ? fd : push_fd(s, fd);
+		err = multi_link(s, &sites[0], offs, cookies, n);
+		if (err && err != -ENOMEM && !s->quiet)
+			attach_error(&sites[0], n, err);
 	}
-	if (fd < 0 && err != -ENOMEM && !s->quiet)
-		attach_error(&sites[0], n, err);
-	else if (err && fd >= 0)
-		close(fd);
 	free(offs);
 	free(cookies);
 	return err;

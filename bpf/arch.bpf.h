@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the BPF programs assume of the machine's architecture, in one place:
+ * a port adds one block here (and vmlinux/ARCH/vmlinux.h; user space has
+ * user/arch_ARCH.c). __TARGET_ARCH_* comes from the Makefile's ARCH.
+ */
+#ifndef FNPROF_ARCH_BPF_H
+#define FNPROF_ARCH_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+#if defined(__TARGET_ARCH_x86)
+
+/*
+ * The call pushed the return address: after the return (and at a ret
+ * instruction, once it has run) the stack pointer is this far above the
+ * one at the function's entry.
+ */
+#define ARCH_RET_ADDR_BYTES 8
+/* A task's out-of-line slot for single steps (the kernel's UPROBE_XOL_SLOT_BYTES). */
+#define ARCH_XOL_SLOT_BYTES 128
+/* The function's first instruction and the start of the next: x86 instructions are at most 15 bytes. */
+#define ARCH_FIRST_INSN_SPAN 16
+/* The user instruction pointer in a task's saved registers (struct pt_regs). */
+#define ARCH_REGS_IP(regs) BPF_CORE_READ(regs, ip)
+
+#else
+#error "fnprof: bpf/arch.bpf.h has no block for this architecture"
+#endif
+
+#endif /* FNPROF_ARCH_BPF_H */

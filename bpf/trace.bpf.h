@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What only trace.bpf.c reads: the per-thread states and the frames of the
+ * traced calls on a thread's stack. User space sizes their maps from the
+ * object (bpf_map__value_size) and never reads them.
+ */
+#ifndef FNPROF_TRACE_BPF_H
+#define FNPROF_TRACE_BPF_H
+
+#include "fnprof.h"
+
+/*
+ * Deepest nesting of traced calls kept per thread. The kernel itself stops
+ * delivering uretprobes beyond 64 pending returns per task
+ * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
+ */
+#define FNPROF_MAX_DEPTH 64
+
+/* One active traced call on a thread's stack. */
+struct fn_frame {
+	__u64 start_ns;
+	__u64 runq0;         /* thread's runq_cum at entry */
+	__u64 blocked0;      /* thread's blocked_cum at entry */
+	__u64 child_wall;    /* wall of traced calls made from this one */
+	__u64 sp;            /* stack pointer at entry: identifies the frame */
+	__u64 ip;            /* the function's address (where the entry probe is) */
+	__u64 probe_off0;    /* thread's probe_off_cum at entry */
+	__u32 id;            /* function id (from the attach cookie) */
+	__u32 cpu;           /* CPU at entry */
+	__u32 outer;         /* 1 if no activation of the same function is below */
+	__u32 slot;          /* statistics slot of the process (from the attach cookie) */
+	__u32 scaled0;       /* thread's scaled_seq at entry */
+	__u64 vcsw0, ivcsw0, mig0, sys0;
+	__u64 child_calls;   /* traced calls returned directly into this one */
+	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
+};
+
+/* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
+struct ctr_frame {
+	__u64 ctr0[FNPROF_MAX_EVENTS];       /* thread's ctr_cum at entry */
+	__u64 child_ctr[FNPROF_MAX_EVENTS];  /* counts of traced calls made from this one */
+};
+
+struct thread_ctrs {
+	struct ctr_frame frames[FNPROF_MAX_DEPTH];   /* parallel to thread_state's */
+};
+
+/* Last reading of one perf counter on the thread's CPU. */
+struct ctr_reading {
+	__u64 counter, enabled, running;
+};
+
+/* A thread's entry in the pool of thread states (task storage). */
+struct thread_ref {
+	__u32 idx1;          /* its index in the pool + 1; 0: none */
+	__u32 refused;       /* once found the pool empty: returns without a frame are of those calls */
+};
+
+/*
+ * Per CPU: the thread running on it, as sched_switch switched it in: the
+ * address of its user registers (the uprobe programs' context, which tells
+ * the thread without a helper call) and its pool index + 1, 0 if none yet.
+ */
+struct cpu_thread {
+	__u64 regs;
+	__u32 idx1;
+	__u32 pad;
+};
+
+/* Per-thread state, in a pool indexed by thread_ref. */
+struct thread_state {
+	__u32 depth;         /* frames in use, at most FNPROF_MAX_DEPTH */
+	__u32 out_runnable;  /* state when last switched out */
+	__u64 out_ns;        /* when last switched out inside a traced call, 0 if running */
+	__u64 runq_cum;      /* ns spent runnable-but-not-running inside traced calls */
+	__u64 blocked_cum;   /* ns spent blocked inside traced calls */
+	__u64 vcsw_cum, ivcsw_cum, mig_cum;  /* switches and migrations inside traced calls */
+	__u32 out_cpu;       /* CPU it was switched out from */
+	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
+	__u32 gen;           /* probe generation the frames belong to */
+	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
+	__u32 idx;           /* its index in the pool (and in that of counter frames) */
+	__u32 pad;
+	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
+	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
+	__u64 sys_start;     /* when the current system call began, 0 if none */
+	__u64 sys_off0;      /* runq_cum + blocked_cum then */
+	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
+	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
+	struct fn_frame frames[FNPROF_MAX_DEPTH];
+};
+
+#endif /* FNPROF_TRACE_BPF_H */

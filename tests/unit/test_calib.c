@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The calibration's figures from constructed pooled calls (calib_figures),
+ * and what they make of a function's probes (bias, cost, the cost bounded
+ * by what its calls show). No probes, no timing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "calib.h"
+#include "hist.h"
+#include "unit.h"
+
+/* 1000 calls per case: 500 of 100 ns, 490 of 120 ns, 10 slow ones of 5 us; (k+1) x 100 ns each in all. */
+static void pool(struct calibration *c)
+{
+	int k;
+
+	memset(c, 0, sizeof(*c));
+	c->calls = 1000;
+	for (k = 0; k < CAL_NR; k++) {
+		struct fn_stats *s = &c->pooled[k];
+
+		s->calls = 1000;
+		s->wall_min = 100;
+		s->wall_max = 5000;
+		s->hist[hist_bucket_of(100)] = 500;
+		s->hist[hist_bucket_of(120)] = 490;
+		s->hist[hist_bucket_of(5000)] = 10;
+		c->time_ns[k] = 1000.0 * (k + 1) * 100;
+	}
+}
+
+static void figures_per_case(void)
+{
+	struct calibration c;
+	int k;
+
+	pool(&c);
+	calib_figures(&c);
+	for (k = 0; k < CAL_NR; k++) {
+		CHECK(c.cost_ns[k] == (k + 1) * 100.0);   /* whole time per call */
+		if (k == CAL_ENTRY_ONLY)
+			continue;
+		CHECK(c.min_ns[k] == 100);
+		/* The median lies in the 100 ns bucket (half the calls), within its width. */
+		CHECK(c.bias_ns[k] >= 100 && c.bias_ns[k] <= 104);
+		/* The mean of the fastest 99% leaves the 5 us calls out: ~110 ns (bucket middles). */
+		CHECK(fabs(c.mean_ns[k] - (500 * 100 + 490 * 120) / 990.0) < 3);
+	}
+	/* No exit probe: no interval, no bias. */
+	CHECK(c.bias_ns[CAL_ENTRY_ONLY] == 0 && c.mean_ns[CAL_ENTRY_ONLY] == 0);
+}
+
+/* A case whose calls were not seen keeps its figures (no division by zero). */
+static void case_without_calls(void)
+{
+	struct calibration c;
+
+	pool(&c);
+	memset(&c.pooled[CAL_NOP5], 0, sizeof(c.pooled[CAL_NOP5]));
+	c.bias_ns[CAL_NOP5] = 7;
+	calib_figures(&c);
+	CHECK(c.bias_ns[CAL_NOP5] == 7);
+	c.calls = 0;
+	calib_figures(&c);
+	CHECK(isfinite(c.cost_ns[CAL_EMULATED]));
+}
+
+/* A probe's bias and cost: its entry kind's, plus its exit mode's difference from a uretprobe. */
+static void bias_and_cost_by_exit_mode(void)
+{
+	struct calibration c = { .valid = true };
+	struct probe p = { .kind = SITE_STEPPED, .exit = EXIT_URETPROBE };
+
+	c.mean_ns[CAL_EMULATED] = 100;
+	c.mean_ns[CAL_STEPPED] = 400;
+	c.mean_ns[CAL_RET] = 150;
+	c.bias_ns[CAL_STEPPED] = 380;
+	c.cost_ns[CAL_EMULATED] = 300;
+	c.cost_ns[CAL_STEPPED] = 900;
+	c.cost_ns[CAL_RET] = 500;
+	c.cost_ns[CAL_ENTRY_ONLY] = 200;
+	CHECK(calib_bias(&c, &p) == 400 && calib_bias_median(&c, &p) == 380 && calib_cost(&c, &p) == 900);
+	p.exit = EXIT_RET;                   /* + (ret - emulated) */
+	CHECK(calib_bias(&c, &p) == 450 && calib_cost(&c, &p) == 1100);
+	p.exit = EXIT_NONE;                  /* no interval; cost + (entry-only - emulated) */
+	CHECK(calib_bias(&c, &p) == 0 && calib_cost(&c, &p) == 800);
+	CHECK(calib_cases_of(&p) == (1U << CAL_STEPPED | 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED));
+}
+
+/* The cost is capped by the calls' whole measured time plus the part outside it. */
+static void cost_bounded_by_calls(void)
+{
+	struct calibration c = { .valid = true };
+	struct probe p = { .kind = SITE_EMULATED, .exit = EXIT_URETPROBE };
+	struct fn_stats s = { .calls = 10, .wall_sum = 1000 };
+
+	c.mean_ns[CAL_EMULATED] = 100;
+	c.cost_ns[CAL_EMULATED] = 5000;      /* measured in a slow moment */
+	c.costs[CAL_EMULATED][0] = 300;      /* the first calibration: 200 ns outside the interval */
+	CHECK(calib_cost_seen(&c, &p, &s) == 100 + 200);
+	s.wall_sum = 100000;                 /* slow calls: the calibrated cost stands */
+	CHECK(calib_cost_seen(&c, &p, &s) == 5000);
+}
+
+int main(void)
+{
+	RUN(figures_per_case);
+	RUN(case_without_calls);
+	RUN(bias_and_cost_by_exit_mode);
+	RUN(cost_bounded_by_calls);
+	UNIT_EXIT();
+}

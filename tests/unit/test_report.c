@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The figures the report derives from one function's raw statistics
+ * (fn_figures_compute), from constructed inputs: averages, the probe-bias
+ * correction, burst-mode extrapolation, CPU shares. No root, no timing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "calib.h"
+#include "hist.h"
+#include "report.h"
+#include "unit.h"
+
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-9 * (fabs((double)(b)) + 1))
+
+static struct probe probe = { .name = (char *)"f", .object = (char *)"/bin/x", .kind = SITE_EMULATED,
+			      .exit = EXIT_URETPROBE };
+static struct probe_list pl = { .probes = &probe, .nr = 1 };
+static struct fn_stats st;
+
+/* 4 calls of 500, 800, 1200 and 1500 ns; 1000 ns of it off-CPU; 2000 ns self; all outermost. */
+static struct report make_report(void)
+{
+	static const __u64 walls[] = { 500, 800, 1200, 1500 };
+	size_t i;
+
+	memset(&st, 0, sizeof(st));
+	st.calls = 4;
+	st.wall_sum = 4000;
+	st.wall_min = 500;
+	st.wall_max = 1500;
+	st.runq_sum = 400;
+	st.blocked_sum = 600;
+	st.self_sum = 2000;
+	st.outer_oncpu = 3000;
+	st.outer_calls = 4;
+	for (i = 0; i < 4; i++)
+		st.hist[hist_bucket_of(walls[i])]++;
+	probe.exit = EXIT_URETPROBE;
+	return (struct report){
+		.interval_s = 0.5, .pl = &pl, .stats = &st, .proc_cpu_known = true, .proc_cpu_ns = 6000,
+	};
+}
+
+/* --raw: the measured figures, divided by the calls. */
+static void raw_averages(void)
+{
+	struct report r = make_report();
+	struct fn_figures f;
+
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(f.timed);
+	CHECK(f.calls == 4 && f.calls_per_s == 8);
+	CHECK(f.bias_ns == 0);
+	CHECK(f.offcpu_total == 1000 && f.oncpu_total == 3000);
+	CHECK(f.wall_avg == 1000 && f.oncpu_avg == 750 && f.offcpu_avg == 250);
+	CHECK(f.runq_avg == 100 && f.blocked_avg == 150 && f.self_avg == 500);
+	CHECK(f.wall_min == 500 && f.wall_max == 1500);
+	CHECK(f.wall_min <= f.p50 && f.p50 <= f.p90 && f.p90 <= f.p99 && f.p99 <= f.wall_max);
+	CHECK(NEAR(f.cpu_pct, 3000 / (0.5 * 1e7)));   /* 100 = one core */
+	CHECK(NEAR(f.proc_pct, 50));                  /* 3000 of the process's 6000 ns */
+}
+
+/*
+ * With a calibration: each call loses its own probes' mean bias (100 ns),
+ * and the whole cost (300 ns) of each traced call beneath it (2 in all);
+ * percentiles and extremes move by the median bias (90 ns) plus the
+ * descendants' mean share.
+ */
+static void bias_subtracted(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+
+	cal.mean_ns[CAL_EMULATED] = 100;
+	cal.bias_ns[CAL_EMULATED] = 90;
+	cal.cost_ns[CAL_EMULATED] = 300;
+	st.desc_calls = 2;
+	st.child_calls = 1;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(r.cost_avg == 300 && r.bias_avg == 100);
+	fn_figures_compute(&r, &st, &f);
+	/* inside = 4 x 100 + 2 x 300 = 1000 ns */
+	CHECK(f.bias_ns == 250);
+	CHECK(f.wall_avg == 750);
+	CHECK(f.oncpu_avg == 500);                    /* 4000 - 1000 off-CPU - 1000 probes */
+	CHECK(f.self_avg == 350);                     /* 2000 - 4 x 100 - 1 x (300 - 100) */
+	CHECK(f.wall_min == 500 - 240 && f.wall_max == 1500 - 240);   /* 90 + 2 x 300 / 4 */
+	CHECK(NEAR(f.cpu_pct, 2000 / (0.5 * 1e7)));
+	CHECK(NEAR(f.proc_pct, 100.0 * 2000 / 6000));
+}
+
+/* The correction never makes a figure negative. */
+static void bias_floors_at_zero(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = cal.cost_ns[CAL_EMULATED] = 5000;
+	r.cal = &cal;
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(f.wall_avg == 0 && f.oncpu_avg == 0 && f.self_avg == 0);
+	CHECK(f.wall_min == 0 && f.wall_max == 0 && f.p50 >= 0 && f.cpu_pct == 0);
+}
+
+/* Burst mode: counts and CPU shares stand for 1/fraction as many; averages do not move. */
+static void burst_extrapolates(void)
+{
+	struct report r = make_report();
+	struct fn_figures f;
+
+	r.attached_fraction = 0.25;
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(f.calls == 16 && f.calls_per_s == 32);
+	CHECK(f.wall_avg == 1000);
+	CHECK(NEAR(f.cpu_pct, 4 * 3000 / (0.5 * 1e7)));
+	CHECK(NEAR(f.proc_pct, 200));
+}
+
+/* --entry-only functions have calls, no times; a function without calls has nothing; unknown stays unknown. */
+static void untimed_and_unknown(void)
+{
+	struct report r = make_report();
+	struct fn_figures f;
+
+	probe.exit = EXIT_NONE;
+	fn_figures_compute(&r, &st, &f);
+	CHECK(!f.timed && f.calls == 4);
+	probe.exit = EXIT_URETPROBE;
+	r.proc_cpu_known = false;
+	fn_figures_compute(&r, &st, &f);
+	CHECK(f.proc_pct < 0);                       /* printed as unknown */
+	memset(&st, 0, sizeof(st));
+	fn_figures_compute(&r, &st, &f);
+	CHECK(!f.timed && f.calls == 0 && f.wall_avg == 0 && f.proc_pct < 0);
+}
+
+int main(void)
+{
+	RUN(raw_averages);
+	RUN(bias_subtracted);
+	RUN(bias_floors_at_zero);
+	RUN(burst_extrapolates);
+	RUN(untimed_and_unknown);
+	UNIT_EXIT();
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+const char *exit_mode_name(enum exit_mode m)
+{
+	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };
+
+	return m <= EXIT_NONE ? names[m] : "?";
+}
+
+const char *site_kind_name(enum site_kind k)
+{
+	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5" };
+
+	return k < SITE_NR ? names[k] : "?";
+}
+
+void probe_list_free(struct probe_list *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr_held; i++)
+		close(pl->held_fds[i]);
+	for (i = 0; i < pl->nr; i++) {
+		free(pl->probes[i].name);
+		free(pl->probes[i].object);
+		free(pl->probes[i].open_path);
+		free(pl->probes[i].exits);
+	}
+	free(pl->probes);
+	memset(pl, 0, sizeof(*pl));
+}

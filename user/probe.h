@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What a probe is: one traced function's site in an object file, how its
+ * entry and its return are seen. Made by resolve.c, attached by the tracer,
+ * priced by the calibration, named by the printers.
+ */
+#ifndef FNPROF_PROBE_H
+#define FNPROF_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <linux/types.h>
+
+/* How the return of a traced function is seen. */
+enum exit_mode {
+	EXIT_AUTO,        /* ret where a uretprobe is unsafe (C++, Rust, Go), else uretprobe */
+	EXIT_URETPROBE,   /* the kernel's return probe: one probe, but it rewrites the return address */
+	EXIT_RET,         /* uprobes on the function's ret instructions, found by disassembly */
+	EXIT_NONE,        /* --entry-only: calls and rates, no latency */
+};
+
+/*
+ * How the kernel handles a uprobe on the function's first instruction: it
+ * decides what the probe costs inside the measured interval.
+ */
+enum site_kind {
+	SITE_EMULATED,   /* push %reg: emulated in the trap, no single step */
+	SITE_STEPPED,    /* any other instruction: executed out of line, single-stepped */
+	SITE_NOP5,       /* 5-byte nop: optimized into a call on recent kernels */
+	SITE_NR,
+};
+
+/* Static names, "?" for values out of range. */
+const char *site_kind_name(enum site_kind k);
+const char *exit_mode_name(enum exit_mode m);
+
+struct probe {
+	char *name;       /* function */
+	char *object;     /* object path as the target sees it */
+	char *open_path;  /* path fnprof opens and attaches to (inside the target's root) */
+	bool main_exe;    /* in the main executable (shown without an object prefix) */
+	__u64 addr;       /* link-time virtual address */
+	__u64 size;
+	__u64 offset;     /* file offset: where the uprobe goes */
+	__u32 id;         /* index: the BPF attach cookie */
+	enum site_kind kind;
+	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */
+	const char *exit_why; /* why that mode (auto) */
+	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */
+	int nr_exits;
+};
+
+#define MAX_HELD_FDS 16
+
+struct probe_list {
+	struct probe *probes;
+	size_t nr;
+	bool switches_stacks;        /* the program runs code on stacks of its own (coroutines, sigaltstack) */
+	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
+	size_t nr_held;
+};
+
+/* Frees the probes' strings and exits, closes the held descriptors; pl is empty after. */
+void probe_list_free(struct probe_list *pl);
+
+#endif /* FNPROF_PROBE_H */
