@@ -331,7 +331,7 @@ static void write_globals(const struct metrics *m, FILE *f, bool om)
 	}
 	if (m->by != BY_NONE) {
 		metrics_family(f, om, "fnprof_folded_calls_total", "counter",
-			       "Calls counted under the label value \"other\": beyond --max-series, or system-wide beyond the "
+			       "Calls counted under the label value other: beyond --max-series, or system-wide beyond the "
 			       "processes with figures of their own.");
 		fprintf(f, "fnprof_folded_calls_total %llu\n", (unsigned long long)m->folded_calls);
 	}
