@@ -124,13 +124,15 @@ def main():
             f.write("seconds,rss_kib,processes_done,calls_scraped,metrics_bytes\n")
             for row in curve:
                 f.write(",".join(str(round(x, 1)) for x in row) + "\n")
-    half = [r for r in curve if r[0] >= args.seconds / 2]
-    slope = (half[-1][1] - half[0][1]) / ((half[-1][0] - half[0][0]) / 60) if len(half) > 1 else 0
+    # The series grow with the first --max-series pids (about 25 s here): the slope is taken after 60 s.
+    late = [r for r in curve if r[0] >= max(60, args.seconds / 2)]
+    slope = (f"{(late[-1][1] - late[0][1]) / ((late[-1][0] - late[0][0]) / 60):+.1f} KiB/min"
+             if len(late) > 1 else "unknown (run shorter than 2 minutes)")
     elapsed = time.time() - t0
     print(f"\n{args.seconds:.0f} s, {len(made)} processes, {sum(made)} calls made; scraped {int(scraped)}, "
           f"reported {reported}; counters gone backwards: {backwards}; {len(reps)} -i reports")
     print(f"RSS: first {curve[0][1]} KiB, max {max(r[1] for r in curve)} KiB, last {curve[-1][1]} KiB; "
-          f"second half slope {slope:+.1f} KiB/min")
+          f"slope over the second half (after 60 s at least): {slope}")
     print(f"fnprof CPU: {cpu:.1f} s ({100 * cpu / elapsed:.1f}% of one core, scrapes every second included)")
     ok = scraped == sum(made) and reported == sum(made) and not backwards
     print("checks:", "pass" if ok else "FAIL")

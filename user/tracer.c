@@ -504,6 +504,9 @@ static int drain_half(struct tracer *t, __u32 half, struct fn_stats *out)
 	int err;
 
 	for (s = 0; s < t->nr_slots; s++) {
+		/* per_process: a slot no process holds has nothing (see tracer_collect). */
+		if (t->per_process && s && !t->procs[s].pid)
+			continue;
 		for (i = 0; i < t->nr_probes; i++) {
 			err = read_stats(t, stats_key(t, half, s, i), &out[s * t->nr_probes + i], true);
 			if (err)
@@ -561,6 +564,13 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 	t->skel->bss->epoch = t->epoch;
 	__sync_synchronize();
 	usleep(2000);
+	/*
+	 * per_process: a process takes its slot (in procs) before its first
+	 * count, so the slots in procs now are all the old half can hold: the
+	 * others are not read (65 slots of every function on every CPU).
+	 */
+	if (t->per_process)
+		refresh_procs(t, false);
 	err = drain_half(t, old, out);
 	if (!err)
 		err = read_drops(t, drops);
