@@ -513,3 +513,29 @@ def test_follow_forks_by_pid():
         # A scrape lags the end by up to 0.5 s: never more than the report, and most of it.
         for pid, calls in pids.items():
             check(calls * 0.5 <= got[pid] <= calls, f"pid {pid}: {got[pid]} scraped, {calls} reported")
+
+
+def test_system_wide_profile_of_a_process_that_maps_the_object():
+    """System-wide, /debug/pprof/profile takes pid=PID: a process mapping a traced object, no other."""
+    if not shutil.which("go"):
+        raise Skip("go is not installed (Debian golang-go): cannot check with go tool pprof")
+    d = tempfile.mkdtemp()
+    prog = os.path.join(d, "burner")
+    shutil.copy(target("burn"), prog)
+    burn = subprocess.Popen([prog, "30"], stdout=subprocess.DEVNULL)
+    try:
+        with Fnprof(["-f", f"{prog}:burn_both"]) as fp:
+            url = f"http://{fp.addr}/debug/pprof/profile?seconds=2"
+            check(http_get(url)[0] == 400, "system-wide profile without pid= accepted")
+            check(http_get(f"{url}&pid={os.getpid()}")[0] == 404, "a process that does not map the object")
+            env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"), PPROF_TMPDIR=d)
+            top = subprocess.run(["go", "tool", "pprof", "-top", f"{url}&pid={burn.pid}"],
+                                 capture_output=True, text=True, timeout=120, env=env)
+            check(top.returncode == 0, top.stderr)
+            rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
+            check(rows and rows[0].split()[-1] == "burn_a", f"hot function not first:\n{top.stdout}")
+            fp.stop()
+    finally:
+        burn.kill()
+        burn.wait()
+        shutil.rmtree(d, ignore_errors=True)

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #include "export.h"
 #include "http.h"
@@ -271,13 +274,69 @@ static int profile_seconds(const char *query, long *out)
 	return errno || end == buf || *end || *out < 1 || *out > PROFILE_MAX_S ? -EINVAL : 0;
 }
 
-/* Samples for n seconds (or until the server stops), then encodes. */
-static int profile(struct export *e, long n, const volatile int *stopping, unsigned char **out, size_t *len)
+/* Whether the line of /proc/PID/maps maps the file with device dev and inode ino. */
+static bool maps_line_is(const char *line, dev_t dev, ino_t ino)
+{
+	unsigned int maj, min;
+	unsigned long long inode;
+
+	return sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) == 3 && inode == ino &&
+	       makedev(maj, min) == dev;
+}
+
+/* System-wide: whether process pid maps one of the files probed (as fnprof holds them open). */
+static bool maps_traced_object(const struct export *e, pid_t pid)
+{
+	char path[64], line[4096];
+	struct stat st[16];
+	size_t i, n = 0, k;
+	bool found = false;
+	FILE *f;
+
+	for (i = 0; e->conf.pl && i < e->conf.pl->nr && n < 16; i++)
+		if (!stat(e->conf.pl->probes[i].open_path, &st[n]))
+			n++;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		for (k = 0; k < n && !found; k++)
+			found = maps_line_is(line, st[k].st_dev, st[k].st_ino);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* The process a profile is of: the target, or system-wide ?pid=, a process that maps a traced object. */
+static int profile_pid(const struct export *e, const char *query, pid_t *pid, struct http_response *resp)
+{
+	char buf[16], *end;
+	long v;
+
+	*pid = e->conf.pid;
+	if (*pid)
+		return 0;
+	if (http_query_get(query, "pid", buf, sizeof(buf))) {
+		http_respond_text(resp, 400, "system-wide: give pid=PID, a process that maps a traced object\n");
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (errno || end == buf || *end || v < 1 || v > INT_MAX || !maps_traced_object(e, v)) {
+		http_respond_text(resp, 404, "no process %s that maps a traced object\n", buf);
+		return -ENOENT;
+	}
+	*pid = v;
+	return 0;
+}
+
+/* Samples process pid for n seconds (or until the server stops), then encodes. */
+static int profile(struct export *e, pid_t pid, long n, const volatile int *stopping, unsigned char **out,
+		   size_t *len)
 {
 	struct sampler *s;
 	int err, i;
 
-	err = sampler_start(&e->sample_conf, e->conf.pid, &s);
+	err = sampler_start(&e->sample_conf, pid, &s);
 	if (err)
 		return err;
 	for (i = 0; i < n * 10 && !*stopping; i++)
@@ -292,14 +351,15 @@ static void serve_profile(void *ctx, const struct http_request *req, struct http
 	struct export *e = ctx;
 	unsigned char *data = NULL;
 	size_t len = 0;
+	pid_t pid;
 	long n;
 	int err;
 
 	if (profile_seconds(req->query, &n))
 		return http_respond_text(resp, 400, "seconds must be a whole number from 1 to %d\n", PROFILE_MAX_S);
-	if (!e->conf.pid)
-		return http_respond_text(resp, 501, "no single process to profile in system-wide mode\n");
-	err = profile(e, n, req->stopping, &data, &len);
+	if (profile_pid(e, req->query, &pid, resp))
+		return;
+	err = profile(e, pid, n, req->stopping, &data, &len);
 	if (err)
 		return http_respond_text(resp, 500, "profile failed: %s\n", strerror(-err));
 	resp->status = 200;
@@ -310,7 +370,7 @@ static void serve_profile(void *ctx, const struct http_request *req, struct http
 
 static void serve_index(void *ctx, const struct http_request *req, struct http_response *resp)
 {
-	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N\n");
+	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID)\n");
 }
 
 static const struct http_route routes[] = {

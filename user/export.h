@@ -3,7 +3,8 @@
  * --listen: what fnprof serves while it traces. GET /metrics (Prometheus
  * text, or OpenMetrics when the Accept header asks for it) and GET
  * /debug/pprof/profile?seconds=N (a CPU profile of the traced process, the
- * pprof of --pprof). Nothing served changes what is traced.
+ * pprof of --pprof; system-wide, &pid=PID names one of the processes that
+ * map a traced object). Nothing served changes what is traced.
  */
 #ifndef FNPROF_EXPORT_H
 #define FNPROF_EXPORT_H
@@ -18,7 +19,7 @@ struct export_conf {
 	enum metrics_by by;          /* --by */
 	unsigned int max_series;     /* --max-series */
 	unsigned int freq_hz;        /* sampling frequency of the profiles served */
-	pid_t pid;                   /* the process profiled; 0: none (system-wide) */
+	pid_t pid;                   /* the process profiled; 0: system-wide, ?pid= says which */
 	const struct probe_list *pl; /* the traced functions (must outlive the export) */
 };
 
