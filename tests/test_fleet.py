@@ -515,8 +515,8 @@ def test_follow_forks_by_pid():
             check(calls * 0.5 <= got[pid] <= calls, f"pid {pid}: {got[pid]} scraped, {calls} reported")
 
 
-def test_system_wide_profile_of_a_process_that_maps_the_object():
-    """System-wide, /debug/pprof/profile takes pid=PID: a process mapping a traced object, no other."""
+def test_system_wide_profile_of_the_processes_that_map_the_object():
+    """System-wide, /debug/pprof/profile samples every process mapping a traced file, or the one pid= names."""
     if not shutil.which("go"):
         raise Skip("go is not installed (Debian golang-go): cannot check with go tool pprof")
     d = tempfile.mkdtemp()
@@ -526,14 +526,19 @@ def test_system_wide_profile_of_a_process_that_maps_the_object():
     try:
         with Fnprof(["-f", f"{prog}:burn_both"]) as fp:
             url = f"http://{fp.addr}/debug/pprof/profile?seconds=2"
-            check(http_get(url)[0] == 400, "system-wide profile without pid= accepted")
             check(http_get(f"{url}&pid={os.getpid()}")[0] == 404, "a process that does not map the object")
             env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"), PPROF_TMPDIR=d)
-            top = subprocess.run(["go", "tool", "pprof", "-top", f"{url}&pid={burn.pid}"],
-                                 capture_output=True, text=True, timeout=120, env=env)
-            check(top.returncode == 0, top.stderr)
-            rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
-            check(rows and rows[0].split()[-1] == "burn_a", f"hot function not first:\n{top.stdout}")
+            for u in (url, f"{url}&pid={burn.pid}"):
+                top = subprocess.run(["go", "tool", "pprof", "-top", u], capture_output=True, text=True,
+                                     timeout=120, env=env)
+                check(top.returncode == 0, top.stderr)
+                rows = [l for l in top.stdout.splitlines() if re.match(r"\s*[\d.]+m?s\s", l)]
+                check(rows and rows[0].split()[-1] == "burn_a", f"{u}: hot function not first:\n{top.stdout}")
+            fp.stop()
+        burn.kill()
+        burn.wait()
+        with Fnprof(["-f", f"{prog}:burn_both"]) as fp:
+            check(http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1")[0] == 404, "no process maps it")
             fp.stop()
     finally:
         burn.kill()

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -15,10 +16,13 @@
 #include "export.h"
 #include "http.h"
 #include "log.h"
+#include "pprof.h"
 #include "sample.h"
 
 /* The longest profile served: a client cannot hold the worker for longer. */
 #define PROFILE_MAX_S 300
+/* System-wide: processes profiled at once (a sampler each). */
+#define PROFILE_MAX_PROCS 16
 /* Go's net/http/pprof default, which go tool pprof and Parca assume without ?seconds. */
 #define PROFILE_DEFAULT_S 30
 
@@ -274,92 +278,142 @@ static int profile_seconds(const char *query, long *out)
 	return errno || end == buf || *end || *out < 1 || *out > PROFILE_MAX_S ? -EINVAL : 0;
 }
 
-/* Whether the line of /proc/PID/maps maps the file with device dev and inode ino. */
-static bool maps_line_is(const char *line, dev_t dev, ino_t ino)
-{
-	unsigned int maj, min;
-	unsigned long long inode;
+/* A file as the kernel knows it: what /proc/PID/maps shows of a mapping. */
+struct file_id {
+	dev_t dev;
+	ino_t ino;
+};
 
-	return sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) == 3 && inode == ino &&
-	       makedev(maj, min) == dev;
+/* The files probed, as fnprof holds them open, into ids (at most max). How many. */
+static size_t traced_files(const struct export *e, struct file_id *ids, size_t max)
+{
+	struct stat st;
+	size_t i, n = 0;
+
+	for (i = 0; e->conf.pl && i < e->conf.pl->nr && n < max; i++)
+		if (!stat(e->conf.pl->probes[i].open_path, &st))
+			ids[n++] = (struct file_id){ st.st_dev, st.st_ino };
+	return n;
 }
 
-/* System-wide: whether process pid maps one of the files probed (as fnprof holds them open). */
-static bool maps_traced_object(const struct export *e, pid_t pid)
+/* Whether process pid maps one of the n files. */
+static bool maps_any(pid_t pid, const struct file_id *ids, size_t n)
 {
 	char path[64], line[4096];
-	struct stat st[16];
-	size_t i, n = 0, k;
+	unsigned long long inode;
+	unsigned int maj, min;
 	bool found = false;
+	size_t k;
 	FILE *f;
 
-	for (i = 0; e->conf.pl && i < e->conf.pl->nr && n < 16; i++)
-		if (!stat(e->conf.pl->probes[i].open_path, &st[n]))
-			n++;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	f = fopen(path, "re");
-	while (f && !found && fgets(line, sizeof(line), f))
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) != 3)
+			continue;
 		for (k = 0; k < n && !found; k++)
-			found = maps_line_is(line, st[k].st_dev, st[k].st_ino);
+			found = inode == ids[k].ino && makedev(maj, min) == ids[k].dev;
+	}
 	if (f)
 		fclose(f);
 	return found;
 }
 
-/* The process a profile is of: the target, or system-wide ?pid=, a process that maps a traced object. */
-static int profile_pid(const struct export *e, const char *query, pid_t *pid, struct http_response *resp)
+/* System-wide: the processes (at most max, not fnprof) that map a traced file now, into pids. */
+static size_t traced_pids(const struct export *e, pid_t *pids, size_t max)
 {
-	char buf[16], *end;
+	struct file_id ids[16];
+	size_t n = 0, nr_ids = traced_files(e, ids, 16);
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	char *end;
 	long v;
 
-	*pid = e->conf.pid;
-	if (*pid)
-		return 0;
+	while (d && n < max && (de = readdir(d))) {
+		v = strtol(de->d_name, &end, 10);
+		if (!*end && v > 0 && v != getpid() && maps_any(v, ids, nr_ids))
+			pids[n++] = v;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * The processes a profile is of: the target; system-wide, the one ?pid=
+ * names if it maps a traced file, else every one that does (up to
+ * PROFILE_MAX_PROCS). How many, or 0 after an error answer.
+ */
+static size_t profile_pids(const struct export *e, const char *query, pid_t *pids, struct http_response *resp)
+{
+	struct file_id ids[16];
+	char buf[16], *end;
+	size_t n;
+	long v;
+
+	if (e->conf.pid) {
+		pids[0] = e->conf.pid;
+		return 1;
+	}
 	if (http_query_get(query, "pid", buf, sizeof(buf))) {
-		http_respond_text(resp, 400, "system-wide: give pid=PID, a process that maps a traced object\n");
-		return -EINVAL;
+		n = traced_pids(e, pids, PROFILE_MAX_PROCS);
+		if (!n)
+			http_respond_text(resp, 404, "no process maps a traced object now\n");
+		return n;
 	}
 	errno = 0;
 	v = strtol(buf, &end, 10);
-	if (errno || end == buf || *end || v < 1 || v > INT_MAX || !maps_traced_object(e, v)) {
+	if (errno || end == buf || *end || v < 1 || v > INT_MAX || !maps_any(v, ids, traced_files(e, ids, 16))) {
 		http_respond_text(resp, 404, "no process %s that maps a traced object\n", buf);
-		return -ENOENT;
+		return 0;
 	}
-	*pid = v;
-	return 0;
+	pids[0] = v;
+	return 1;
 }
 
-/* Samples process pid for n seconds (or until the server stops), then encodes. */
-static int profile(struct export *e, pid_t pid, long n, const volatile int *stopping, unsigned char **out,
-		   size_t *len)
+/* Samples the n processes for secs seconds (or until the server stops), into one profile. */
+static int profile(struct export *e, const pid_t *pids, size_t n, long secs, const volatile int *stopping,
+		   unsigned char **out, size_t *len)
 {
-	struct sampler *s;
-	int err, i;
+	struct sampler *s[PROFILE_MAX_PROCS] = { 0 };
+	struct pprof *p = NULL;
+	size_t k, started = 0;
+	int err = 0, i;
 
-	err = sampler_start(&e->sample_conf, pid, &s);
-	if (err)
-		return err;
-	for (i = 0; i < n * 10 && !*stopping; i++)
+	for (k = 0; k < n; k++)   /* a process gone meanwhile is left out */
+		started += !sampler_start(&e->sample_conf, pids[k], &s[k]);
+	if (!started)
+		return -ESRCH;
+	for (i = 0; i < secs * 10 && !*stopping; i++)
 		usleep(100000);
-	err = sampler_pprof(s, i / 10.0, out, len);
-	sampler_stop(s);
+	p = pprof_new(1000000000ULL / e->sample_conf.freq_hz, i * 100000000ULL);
+	err = p ? 0 : -ENOMEM;
+	for (k = 0; k < n && !err; k++)
+		if (s[k])
+			err = sampler_pprof_add(s[k], p);
+	if (!err)
+		err = pprof_encode(p, out, len);
+	pprof_free(p);
+	for (k = 0; k < n; k++)
+		sampler_stop(s[k]);
 	return err;
 }
 
 static void serve_profile(void *ctx, const struct http_request *req, struct http_response *resp)
 {
 	struct export *e = ctx;
+	pid_t pids[PROFILE_MAX_PROCS];
 	unsigned char *data = NULL;
-	size_t len = 0;
-	pid_t pid;
-	long n;
+	size_t len = 0, n;
+	long secs;
 	int err;
 
-	if (profile_seconds(req->query, &n))
+	if (profile_seconds(req->query, &secs))
 		return http_respond_text(resp, 400, "seconds must be a whole number from 1 to %d\n", PROFILE_MAX_S);
-	if (profile_pid(e, req->query, &pid, resp))
+	n = profile_pids(e, req->query, pids, resp);
+	if (!n)
 		return;
-	err = profile(e, pid, n, req->stopping, &data, &len);
+	err = profile(e, pids, n, secs, req->stopping, &data, &len);
 	if (err)
 		return http_respond_text(resp, 500, "profile failed: %s\n", strerror(-err));
 	resp->status = 200;
@@ -370,7 +424,7 @@ static void serve_profile(void *ctx, const struct http_request *req, struct http
 
 static void serve_index(void *ctx, const struct http_request *req, struct http_response *resp)
 {
-	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID)\n");
+	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID for one process)\n");
 }
 
 static const struct http_route routes[] = {

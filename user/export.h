@@ -3,8 +3,8 @@
  * --listen: what fnprof serves while it traces. GET /metrics (Prometheus
  * text, or OpenMetrics when the Accept header asks for it) and GET
  * /debug/pprof/profile?seconds=N (a CPU profile of the traced process, the
- * pprof of --pprof; system-wide, &pid=PID names one of the processes that
- * map a traced object). Nothing served changes what is traced.
+ * pprof of --pprof; system-wide, of the processes that map a traced file,
+ * or of the one &pid=PID names). Nothing served changes what is traced.
  */
 #ifndef FNPROF_EXPORT_H
 #define FNPROF_EXPORT_H

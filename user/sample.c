@@ -685,17 +685,17 @@ cleanup:
 }
 
 /* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
-static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
+/* Every sample of s->prev into p, the program's mapping first. 0 or -errno. */
+static int add_to_pprof(struct sampler *s, struct pprof *p)
 {
-	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
 	char name[PATH_MAX + 2];
 	size_t i;
 	struct frame_info exe;
-	int n, k, err = p ? 0 : -ENOMEM;
+	int n, k, err = 0;
 
-	if (p && symbolize_main_object(s->sym, &exe))
+	if (symbolize_main_object(s->sym, &exe))
 		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
@@ -704,6 +704,15 @@ static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
 						 fr[k]->map_limit, fr[k]->map_pgoff);
 		err = pprof_sample(p, locs, n, s->prev[i].count);
 	}
+	return err;
+}
+
+/* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
+static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
+{
+	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
+	int err = p ? add_to_pprof(s, p) : -ENOMEM;
+
 	if (!err)
 		err = pprof_encode(p, out, len);
 	pprof_free(p);
@@ -722,7 +731,8 @@ static int write_pprof(struct sampler *s, const char *path)
 	return err;
 }
 
-int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len)
+/* Instead of reports: every count so far into s->prev. 0 or -ENOMEM. */
+static int take_counts(struct sampler *s)
 {
 	size_t nr;
 	struct entry *e = read_counts(s, &nr);
@@ -732,8 +742,22 @@ int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t 
 	free(s->prev);
 	s->prev = e;
 	s->nr_prev = nr;
+	return 0;
+}
+
+int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len)
+{
+	int err = take_counts(s);
+
 	s->run_s = span_s;
-	return encode_pprof(s, out, len);
+	return err ? err : encode_pprof(s, out, len);
+}
+
+int sampler_pprof_add(struct sampler *s, struct pprof *p)
+{
+	int err = take_counts(s);
+
+	return err ? err : add_to_pprof(s, p);
 }
 
 int sampler_write_files(struct sampler *s)

@@ -43,6 +43,13 @@ int sampler_write_files(struct sampler *s);
  */
 int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len);
 
+/*
+ * The same, into a profile being built (pprof.h), so that the samples of
+ * several samplers (processes) make one profile. 0 or -errno.
+ */
+struct pprof;
+int sampler_pprof_add(struct sampler *s, struct pprof *p);
+
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
 void sampler_refresh(struct sampler *s);
 
