@@ -31,6 +31,8 @@
 #define FNPROF_COOKIE_ENTRY_ONLY (1U << 30)
 /* On fnprof's own calibration probes: counted even while the target's are paused. */
 #define FNPROF_COOKIE_SELF (1U << 29)
+/* On the entry probe of a function whose return is a uretprobe: its frame may be tail-called from. */
+#define FNPROF_COOKIE_URET (1U << 28)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
@@ -41,7 +43,7 @@
 
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH (trace.bpf.h): the kernel drops the return */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH (trace.bpf.h): not timed */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
@@ -93,6 +95,7 @@ struct fn_stats {
 	__u64 child_calls;   /* traced calls made directly from these calls */
 	__u64 desc_calls;    /* traced calls made from these calls at any depth */
 	__u64 sys_sum;       /* on-CPU ns inside system calls (with -e) */
+	__u64 entered;       /* calls that entered, whether or not their return was seen */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

@@ -265,6 +265,7 @@ static __always_inline struct thread_state *take_state(struct thread_ref *ref)
 		return NULL;
 	ts->idx = idx;
 	ts->depth = 0;
+	ts->over = 0;
 	ts->gen = generation;
 	ts->out_ns = 0;
 	ts->sys_start = 0;
@@ -391,35 +392,61 @@ static long dead_step(__u32 i, struct dead_ctx *c)
 }
 
 /*
+ * Whether the top frame f, at the stack pointer of a new call of function
+ * id, lives on: a frame whose return is a uretprobe, left by a tail call
+ * (jmp) to this function. Its callee returning first marks it; found on top
+ * after that, it never got its return. A function does not tail-call itself
+ * (the compiler makes that a loop): a frame of the same function at the same
+ * stack pointer is one whose return was never seen, called again.
+ */
+static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp, __u32 id)
+{
+	return f->sp == sp && f->id != id && (f->flags & (FRAME_URET | FRAME_TAIL_DONE)) == FRAME_URET;
+}
+
+/*
  * Frames that the stack has already unwound past (a C++ exception, longjmp,
  * a return we never saw) sit at or below the new call's stack pointer: a
- * live caller's frame is always above it. They are dropped and counted.
- * The top frame is checked here; below it, in a bpf_loop (rare, and a loop
- * the verifier would walk 64 times).
+ * live caller's frame is always above it, or, for a tail call, at it. They
+ * are dropped and counted, and so are the calls above them beyond the
+ * deepest frame. The top frame is checked here; below it, in a bpf_loop
+ * (rare, and a loop the verifier would walk 64 times).
  */
-static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp)
+static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp, __u32 id)
 {
 	struct dead_ctx c = { .ts = ts, .sp = sp, .d = ts->depth };
+	struct fn_frame *top = &ts->frames[(c.d - 1) & (FNPROF_MAX_DEPTH - 1)];
 
-	if (!c.d || ts->frames[(c.d - 1) & (FNPROF_MAX_DEPTH - 1)].sp > sp)
+	if (!c.d || (!(top->flags & FRAME_TAIL_DONE) && (top->sp > sp || tail_caller(top, sp, id))))
 		return c.d;
+	/* A tail caller whose return did not follow its callee's is dead, wherever this call is. */
+	if (top->flags & FRAME_TAIL_DONE)
+		c.d--;
 	bpf_loop(FNPROF_MAX_DEPTH, dead_step, &c, 0);
 	count_drops(DROP_ABANDONED, ts->depth - c.d);
 	ts->depth = c.d;
+	ts->over = 0;
 	return c.d;
 }
 
-/* --entry-only: a call counted, nothing else kept. */
-static __always_inline void count_entry(__u32 slot, __u32 id)
+/*
+ * Every call that enters is counted, whatever becomes of its return: a
+ * report then never shows 0 calls of a function that was called. With
+ * --entry-only (returned) that is all that is kept.
+ */
+static __always_inline void count_entry(__u32 slot, __u32 id, bool returned)
 {
 	__u32 idx = stats_idx(slot, id);
 	struct fn_stats *st;
 
 	st = id < nr_funcs ? bpf_map_lookup_elem(&stats, &idx) : NULL;
-	if (st)
-		__sync_fetch_and_add(&st->calls, 1);
-	else
+	if (!st) {
 		count_drop(DROP_NO_STATS);
+		return;
+	}
+	__sync_fetch_and_add(&st->entered, 1);
+	if (returned)
+		__sync_fetch_and_add(&st->calls, 1);
 }
 
 /* dynamic_slots: the slot of process tgid, taken at its first call; 0 when none is free. */
@@ -469,10 +496,9 @@ int BPF_KPROBE(fn_entry)
 		__sync_fetch_and_add(&paused_calls, 1);
 		return 0;
 	}
-	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
-		count_entry(slot, id);
+	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
+	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
 		return 0;
-	}
 	ts = probe_thread(ctx, true);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
@@ -481,8 +507,9 @@ int BPF_KPROBE(fn_entry)
 	if (ts->gen != generation) {
 		ts->gen = generation;
 		ts->depth = 0;
+		ts->over = 0;
 	}
-	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx));
+	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx), id);
 	if (d >= FNPROF_MAX_DEPTH) {
 		/*
 		 * The kernel keeps at most 64 pending uretprobe returns per task
@@ -490,6 +517,7 @@ int BPF_KPROBE(fn_entry)
 		 * Count it and push nothing, so that the outer 64 still match.
 		 */
 		count_drop(DROP_DEPTH);
+		ts->over++;
 		return 0;
 	}
 	f = &ts->frames[frame_idx(d)];
@@ -506,6 +534,7 @@ int BPF_KPROBE(fn_entry)
 	f->desc_calls = 0;
 	f->id = id;
 	f->slot = slot;
+	f->flags = cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0;
 	f->sp = PT_REGS_SP(ctx);
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
@@ -532,7 +561,7 @@ struct match_ctx {
 	struct thread_state *ts;
 	__u32 d, id;
 	__u64 sp;
-	int exact, loose;
+	int exact;
 };
 
 /* One step of the search below, from the top of the stack down. */
@@ -550,8 +579,6 @@ static long match_step(__u32 i, struct match_ctx *m)
 		m->exact = j;
 		return 1;
 	}
-	if (m->loose < 0)
-		m->loose = j;
 	return 0;
 }
 
@@ -559,19 +586,20 @@ static long match_step(__u32 i, struct match_ctx *m)
  * Index of the frame that this return closes: the topmost frame of function
  * id whose entry stack pointer is just below the return's (the return address
  * was popped). Frames above it were abandoned by longjmp or unwinding.
- * Without an exact stack-pointer match, the topmost frame of id is taken.
+ * Without an exact stack-pointer match, none: the return is of a call that
+ * has no frame (deeper than FNPROF_MAX_DEPTH, or entered before the probes),
+ * and closing another activation of the function would time it wrongly.
  */
 static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 id, __u64 sp)
 {
-	struct match_ctx m = { .ts = ts, .d = d, .id = id, .sp = sp, .exact = -1, .loose = -1 };
+	struct match_ctx m = { .ts = ts, .d = d, .id = id, .sp = sp, .exact = -1 };
 	struct fn_frame *top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
 
 	/* The common case: the top frame is the one returning. */
 	if (top->id == id && top->sp + ARCH_RET_ADDR_BYTES == sp)
 		return d - 1;
 	bpf_loop(d, match_step, &m, 0);
-	/* With several stacks, the topmost frame of id may well be another stack's. */
-	return m.exact >= 0 || stack_switching ? m.exact : m.loose;
+	return m.exact;
 }
 
 struct shift_ctx {
@@ -753,8 +781,9 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		/*
 		 * The common case, without the cookie (a helper call): entries drop
 		 * the frames at or below their stack pointer, so on one stack no two
-		 * frames share one, and the frame entered just below this return's
-		 * stack pointer is the call returning.
+		 * frames share one but a tail call's (whose callee returns first),
+		 * and the frame entered just below this return's stack pointer is
+		 * the call returning.
 		 */
 		k = d - 1;
 		id = top->id;
@@ -763,7 +792,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		k = match_frame(ts, d, id, sp);
 	}
 	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
-		count_orphan();
+		/* The return of a call beyond the deepest frame (--exit=ret): already counted at entry. */
+		if (ts->over)
+			ts->over--;
+		else
+			count_orphan();
 		return 0;
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
@@ -806,7 +839,12 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		ts->depth = d - 1;
 		return 0;
 	}
+	/* A tail caller's return comes next, before the thread runs on (see FRAME_TAIL_DONE). */
+	if (parent && parent->sp == f->sp)
+		parent->flags |= FRAME_TAIL_DONE;
 	ts->depth = k;
+	/* The calls beyond the deepest frame were above this one: they are over. */
+	ts->over = 0;
 	return 0;
 }
 

@@ -30,10 +30,24 @@ struct fn_frame {
 	__u32 outer;         /* 1 if no activation of the same function is below */
 	__u32 slot;          /* statistics slot of the process (from the attach cookie) */
 	__u32 scaled0;       /* thread's scaled_seq at entry */
+	__u32 flags;         /* FRAME_* */
 	__u64 vcsw0, ivcsw0, mig0, sys0;
 	__u64 child_calls;   /* traced calls returned directly into this one */
 	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
 };
+
+/*
+ * The frame's return is a uretprobe: the kernel keeps it pending through a
+ * tail call (jmp), so a call entered at the same stack pointer may be its
+ * tail callee rather than a sign that it is gone.
+ */
+#define FRAME_URET 1U
+/*
+ * Its tail callee has returned: its own return comes at once (the kernel
+ * runs the pending uretprobes of one return address together), so a probe
+ * that finds this frame still on top knows it is dead.
+ */
+#define FRAME_TAIL_DONE 2U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {
@@ -80,7 +94,7 @@ struct thread_state {
 	__u32 gen;           /* probe generation the frames belong to */
 	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
 	__u32 idx;           /* its index in the pool (and in that of counter frames) */
-	__u32 pad;
+	__u32 over;          /* calls entered above the deepest frame (counted as DROP_DEPTH) not yet returned */
 	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */

@@ -16,17 +16,30 @@
 /* The kind of probe site that a function's first bytes make (insn: len bytes of its code). */
 enum site_kind site_kind_of(const unsigned char *insn, size_t len);
 
-#define MAX_EXITS 64
+/* More exits than this in one function: fnprof counts its calls only (a uprobe per exit). */
+#define MAX_EXITS 4096
+
+/* One piece of a function's code: its body, or the cold part gcc split off (NAME.cold). */
+struct code_part {
+	const unsigned char *code;
+	size_t size;
+	__u64 vaddr;              /* where it is linked */
+};
 
 /*
  * Exits of a function, found by disassembling it (Capstone): where ret-mode
- * probes go. The offsets, from the function's start, of the instructions
- * that leave it with the caller's frame restored: ret, and jmp to an address
- * outside the function (a tail call). code holds the function's size bytes,
- * linked at vaddr. Returns the number found (at most max), or -1 if the code
- * does not disassemble cleanly to its end (then no exit can be trusted).
+ * probes go. The addresses of the instructions that leave the function made
+ * of parts[0..nr) (parts[0] is its entry) with the caller's frame restored:
+ * every ret, a jmp to an address outside the parts made with the stack as
+ * at entry (a tail call; one made inside the frame goes to an unnamed part
+ * of the function), and an indirect jmp (`jmp *%rax`, `jmp *8(%rdi)`) made
+ * with the stack as at entry that is not a switch's jump table. The stack
+ * height is followed along the branches from the entry. Returns how many,
+ * every one of them, with *addrs (malloc'd, the caller frees) holding them;
+ * or -EINVAL if the code does not disassemble cleanly to its end (then no
+ * exit can be trusted), -ENOMEM on allocation failure (*addrs NULL either way).
  */
-int find_exits(const unsigned char *code, size_t size, __u64 vaddr, __u64 *offs, int max);
+int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
 
 /*
  * fnprof's own empty functions for the calibration, written in assembly so

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* x86-64: what user/arch.h asks of an architecture. */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <capstone/capstone.h>
@@ -35,42 +39,337 @@ __asm__(".text\n"
 /* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in. */
 const unsigned int arch_calib_ret_offset = 5;
 
-/* A direct jmp whose target lies outside [vaddr, vaddr + size): the function's frame is gone. */
-static bool is_tail_call(const cs_insn *in, __u64 vaddr, size_t size)
-{
-	const cs_x86 *x = &in->detail->x86;
-	__u64 target;
+/* --- Exits of a function, for ret-mode probes ---------------------------- */
 
-	if (in->id != X86_INS_JMP || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
-		return false;
-	target = x->operands[0].imm;
-	return target < vaddr || target >= vaddr + size;
+#define UNKNOWN INT_MIN   /* a stack height (bytes below the entry's) that cannot be followed */
+
+enum kind { K_OTHER, K_RET, K_JMP, K_JCC, K_JMP_IND, K_STOP };
+
+/* What the walk needs of one instruction. */
+struct ins {
+	__u64 addr, target;    /* target: of a direct jmp or jcc */
+	enum kind kind;
+	bool table;            /* K_JMP_IND through a switch's jump table */
+	bool seen;
+	int height;            /* stack height on arrival, UNKNOWN, or conflicting paths */
+	int delta;             /* what it does to the stack height (see sp_effect) */
+	int sp_op, rbp_op;     /* SP_* / RBP_*: effects delta cannot say */
+};
+
+enum { SP_DELTA, SP_FROM_RBP, SP_LEAVE, SP_LOST };
+enum { RBP_KEEP, RBP_FROM_SP, RBP_LOST };
+
+struct code {
+	struct ins *ins;
+	size_t nr;
+	size_t part_start[8], part_end[8];   /* indexes of each part's instructions */
+	size_t nr_parts;
+	int table_height;      /* height at the first jump-table dispatch, UNKNOWN if none */
+};
+
+static bool is_reg(const cs_x86_op *op, x86_reg r)
+{
+	return op->type == X86_OP_REG && op->reg == r;
 }
 
-int find_exits(const unsigned char *code, size_t size, __u64 vaddr, __u64 *offs, int max)
+/* A jmp through a switch's jump table: indexed memory, notrack, or a register loaded by movsxd from one. */
+static bool jump_table(const cs_insn *in, const cs_insn *prev, size_t nr_prev)
 {
-	const uint8_t *p = code;
-	uint64_t addr = vaddr;
-	size_t left = size;
-	int n = 0, ok = 1;
-	cs_insn *in;
+	const cs_x86_op *op = &in->detail->x86.operands[0];
+	size_t i, j;
+
+	if (in->bytes[0] == 0x3e || (op->type == X86_OP_MEM && op->mem.index != X86_REG_INVALID))
+		return true;
+	for (i = 0; op->type == X86_OP_REG && i < nr_prev && i < 4; i++) {
+		const cs_x86 *x = &prev[nr_prev - 1 - i].detail->x86;
+
+		if (prev[nr_prev - 1 - i].id != X86_INS_MOVSXD)
+			continue;
+		for (j = 0; j < x->op_count; j++)
+			if (x->operands[j].type == X86_OP_MEM && x->operands[j].mem.index != X86_REG_INVALID)
+				return true;
+	}
+	return false;
+}
+
+/* How in moves the stack pointer (and the frame pointer, which leave restores it from). */
+static void sp_effect(csh h, const cs_insn *in, struct ins *s)
+{
+	const cs_x86 *x = &in->detail->x86;
+	const cs_x86_op *o = x->operands;
+	cs_regs rd, wr;
+	uint8_t nrd = 0, nwr = 0, i;
+
+	s->sp_op = SP_DELTA;
+	s->rbp_op = RBP_KEEP;
+	switch (in->id) {
+	case X86_INS_PUSH: case X86_INS_PUSHFQ:
+		s->delta = -8;
+		return;
+	case X86_INS_POP: case X86_INS_POPFQ:
+		s->delta = 8;
+		if (x->op_count && is_reg(&o[0], X86_REG_RBP))
+			s->rbp_op = RBP_LOST;
+		if (x->op_count && is_reg(&o[0], X86_REG_RSP))
+			s->sp_op = SP_LOST;
+		return;
+	case X86_INS_CALL: case X86_INS_RET: case X86_INS_JMP:
+		return;
+	case X86_INS_LEAVE:
+		s->sp_op = SP_LEAVE;
+		s->rbp_op = RBP_LOST;
+		return;
+	}
+	if (x->op_count == 2 && is_reg(&o[0], X86_REG_RSP) && o[1].type == X86_OP_IMM &&
+	    (in->id == X86_INS_SUB || in->id == X86_INS_ADD)) {
+		s->delta = in->id == X86_INS_SUB ? -(int)o[1].imm : (int)o[1].imm;
+		return;
+	}
+	if (x->op_count == 2 && is_reg(&o[0], X86_REG_RSP) && in->id == X86_INS_LEA &&
+	    o[1].mem.base == X86_REG_RSP && o[1].mem.index == X86_REG_INVALID) {
+		s->delta = (int)o[1].mem.disp;
+		return;
+	}
+	if (x->op_count == 2 && in->id == X86_INS_MOV && is_reg(&o[0], X86_REG_RSP) && is_reg(&o[1], X86_REG_RBP)) {
+		s->sp_op = SP_FROM_RBP;
+		return;
+	}
+	if (x->op_count == 2 && in->id == X86_INS_MOV && is_reg(&o[0], X86_REG_RBP) && is_reg(&o[1], X86_REG_RSP)) {
+		s->rbp_op = RBP_FROM_SP;
+		return;
+	}
+	if (cs_regs_access(h, in, rd, &nrd, wr, &nwr))
+		return;
+	for (i = 0; i < nwr; i++) {
+		if (wr[i] == X86_REG_RSP)
+			s->sp_op = SP_LOST;
+		else if (wr[i] == X86_REG_RBP)
+			s->rbp_op = RBP_LOST;
+	}
+}
+
+static void classify(csh h, const cs_insn *in, const cs_insn *prev, size_t nr_prev, struct ins *s)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	s->addr = in->address;
+	s->height = UNKNOWN;
+	sp_effect(h, in, s);
+	if (in->id == X86_INS_RET)
+		s->kind = K_RET;
+	else if (in->id == X86_INS_HLT || in->id == X86_INS_UD2 || in->id == X86_INS_INT3)
+		s->kind = K_STOP;
+	else if (cs_insn_group(h, in, CS_GRP_JUMP) && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		s->kind = in->id == X86_INS_JMP ? K_JMP : K_JCC;
+		s->target = x->operands[0].imm;
+	} else if (in->id == X86_INS_JMP) {
+		s->kind = K_JMP_IND;
+		s->table = jump_table(in, prev, nr_prev);
+	}
+}
+
+/* Decodes one part into c->ins; false if it does not decode cleanly to its end. */
+static bool decode_part(csh h, const struct code_part *p, struct code *c)
+{
+	cs_insn *in = NULL;
+	size_t n = cs_disasm(h, p->code, p->size, p->vaddr, 0, &in), i, used = 0;
+	struct ins *grown = n ? realloc(c->ins, (c->nr + n) * sizeof(*c->ins)) : NULL;
+
+	if (grown) {
+		c->ins = grown;
+		memset(&c->ins[c->nr], 0, n * sizeof(*c->ins));
+		for (i = 0; i < n; i++) {
+			classify(h, &in[i], in, i, &c->ins[c->nr + i]);
+			used += in[i].size;
+		}
+		c->part_start[c->nr_parts] = c->nr;
+		c->nr += n;
+		c->part_end[c->nr_parts++] = c->nr;
+	}
+	if (n)
+		cs_free(in, n);
+	return grown && used == p->size;
+}
+
+/* Index of the instruction at addr in any part, or -1 (outside the function, or mid-instruction). */
+static long index_of(const struct code *c, __u64 addr)
+{
+	size_t k, lo, hi, mid;
+
+	for (k = 0; k < c->nr_parts; k++) {
+		lo = c->part_start[k];
+		hi = c->part_end[k];
+		while (lo < hi) {
+			mid = (lo + hi) / 2;
+			if (c->ins[mid].addr < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < c->part_end[k] && c->ins[lo].addr == addr)
+			return lo;
+	}
+	return -1;
+}
+
+static bool part_end(const struct code *c, size_t i)
+{
+	size_t k;
+
+	for (k = 0; k < c->nr_parts; k++)
+		if (c->part_end[k] == i)
+			return true;
+	return false;
+}
+
+/* The stack height after s, arriving with h (frame pointer at rbp). */
+static int height_after(const struct ins *s, int h, int *rbp)
+{
+	int out = h == UNKNOWN ? UNKNOWN : h + s->delta;
+
+	if (s->sp_op == SP_FROM_RBP)
+		out = *rbp;
+	else if (s->sp_op == SP_LEAVE)
+		out = *rbp == UNKNOWN ? UNKNOWN : *rbp + 8;
+	else if (s->sp_op == SP_LOST)
+		out = UNKNOWN;
+	if (s->rbp_op == RBP_FROM_SP)
+		*rbp = h;
+	else if (s->rbp_op == RBP_LOST)
+		*rbp = UNKNOWN;
+	return out;
+}
+
+/* A place the walk still has to go: instruction i, reached with stack height h and frame pointer rbp. */
+struct todo {
+	size_t i;
+	int h, rbp;
+};
+
+struct worklist {
+	struct todo *t;
+	size_t nr, cap;
+	bool failed;
+};
+
+static void push(struct worklist *w, size_t i, int h, int rbp)
+{
+	struct todo *grown;
+
+	if (w->nr == w->cap) {
+		grown = realloc(w->t, (w->cap = w->cap ? 2 * w->cap : 64) * sizeof(*w->t));
+		if (!grown) {
+			w->failed = true;
+			return;
+		}
+		w->t = grown;
+	}
+	w->t[w->nr++] = (struct todo){ i, h, rbp };
+}
+
+/*
+ * Follows the code from instruction i in straight line, to its end or a
+ * jump; the targets of direct branches go on the worklist. An instruction
+ * reached again with another height gets none (UNKNOWN), and so does what
+ * follows it.
+ */
+static void walk_from(struct code *c, struct worklist *w, size_t i, int h, int rbp)
+{
+	struct ins *s;
+	long t;
+
+	for (; i < c->nr; i++) {
+		s = &c->ins[i];
+		if (s->seen && (s->height == h || s->height == UNKNOWN))
+			return;
+		s->height = s->seen ? UNKNOWN : h;
+		h = s->height;
+		s->seen = true;
+		if (s->kind == K_JMP_IND && s->table && c->table_height == UNKNOWN)
+			c->table_height = h;
+		h = height_after(s, h, &rbp);
+		if ((s->kind == K_JMP || s->kind == K_JCC) && (t = index_of(c, s->target)) >= 0)
+			push(w, t, h, rbp);
+		if (s->kind == K_RET || s->kind == K_JMP || s->kind == K_JMP_IND || s->kind == K_STOP ||
+		    part_end(c, i + 1))
+			return;
+	}
+}
+
+/* Walks from instruction i, then everywhere its branches lead. */
+static bool walk(struct code *c, size_t i, int h, int rbp)
+{
+	struct worklist w = { 0 };
+	struct todo t;
+
+	push(&w, i, h, rbp);
+	while (w.nr && !w.failed) {
+		t = w.t[--w.nr];
+		walk_from(c, &w, t.i, t.h, t.rbp);
+	}
+	free(w.t);
+	return !w.failed;
+}
+
+/*
+ * A direct jmp out of the function with its frame still set up goes to a
+ * part of it that has no symbol of its own (a cold part in a stripped
+ * object): not a tail call. Where the height is not known, it is taken for one.
+ */
+static bool is_exit(const struct code *c, const struct ins *s)
+{
+	bool flat = !s->seen || s->height == UNKNOWN || s->height == 0;
+
+	if (s->kind == K_RET)
+		return true;
+	if (s->kind == K_JMP)
+		return index_of(c, s->target) < 0 && flat;
+	return s->kind == K_JMP_IND && !s->table && s->seen && s->height == 0;
+}
+
+/*
+ * Code reached only through a jump table (a switch's cases) is walked with
+ * the height of the table's jmp: each block that follows a terminator.
+ */
+static bool walk_cases(struct code *c)
+{
+	bool ok = true;
+	size_t i;
+
+	for (i = 1; ok && c->table_height != UNKNOWN && i < c->nr; i++) {
+		enum kind k = c->ins[i - 1].kind;
+
+		if (!c->ins[i].seen && !part_end(c, i) &&
+		    (k == K_RET || k == K_JMP || k == K_JMP_IND || k == K_STOP))
+			ok = walk(c, i, c->table_height, UNKNOWN);
+	}
+	return ok;
+}
+
+int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
+{
+	struct code c = { .table_height = UNKNOWN };
+	bool ok = true;
+	size_t i, k, n = 0;
+	int err = 0;
 	csh h;
 
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-		return -1;
+	*addrs = NULL;
+	if (!nr || nr > sizeof(c.part_start) / sizeof(c.part_start[0]) ||
+	    cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+		return -EINVAL;
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(h);
-	while (left && ok) {
-		/* Decoding one at a time: it stops at bytes that are not an instruction. */
-		ok = in && cs_disasm_iter(h, &p, &left, &addr, in);
-		if (!ok)
-			break;
-		if ((in->id == X86_INS_RET || is_tail_call(in, vaddr, size)) && n < max)
-			offs[n++] = in->address - vaddr;
-	}
-	if (in)
-		cs_free(in, 1);
+	for (k = 0; k < nr && ok; k++)
+		ok = decode_part(h, &parts[k], &c);
 	cs_close(&h);
-	/* Padding after the last instruction (int3, nop) still decodes; anything else is suspect. */
-	return ok ? n : -1;
+	if (!ok)
+		err = -EINVAL;
+	else if (!walk(&c, 0, 0, UNKNOWN) || !walk_cases(&c) ||
+		 !(*addrs = malloc((c.nr ? c.nr : 1) * sizeof(**addrs))))
+		err = -ENOMEM;
+	for (i = 0; !err && i < c.nr; i++)
+		if (is_exit(&c, &c.ins[i]))
+			(*addrs)[n++] = c.ins[i].addr;
+	free(c.ins);
+	return err ? err : (int)n;
 }

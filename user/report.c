@@ -19,8 +19,8 @@ _Static_assert(sizeof(struct fn_stats) == FN_STATS_WORDS * sizeof(__u64),
 static const struct {
 	const char *key, *text;
 } drop_kinds[DROP_NR] = {
-	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames, "
-					 "whose return the kernel does not report (not timed)" },
+	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames (not timed; "
+					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
 	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
@@ -154,6 +154,8 @@ static int cmp_by_time(const void *a, const void *b)
 		return x->outer_wall > y->outer_wall ? -1 : 1;
 	if (x->calls != y->calls)
 		return x->calls > y->calls ? -1 : 1;
+	if (x->entered != y->entered)
+		return x->entered > y->entered ? -1 : 1;
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
@@ -204,6 +206,17 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 		"CPU%", "%PROC");
 }
 
+/*
+ * Fewer calls returned than entered: calls still running, or returns the
+ * kernel never reported (longjmp out of 64 uretprobe frames). The table
+ * marks the count and says how many entered, so that a function called
+ * 1000 times never reads 0 without a word.
+ */
+static bool returns_missing(const struct fn_stats *s)
+{
+	return s->entered > s->calls;
+}
+
 static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 {
 	const struct fn_stats *s = &r->stats[i];
@@ -222,8 +235,9 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
 		snprintf(pp, sizeof(pp), "-");
-	fprintf(f, "%-28.28s %s%*.0f %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
-		estimated(r) ? 8 : 9, g.calls, g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
+	fprintf(f, "%-28.28s %s%*.0f%s %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
+		(estimated(r) ? 8 : 9) - returns_missing(s), g.calls, returns_missing(s) ? "*" : "",
+		g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
 	if (self)
 		fprintf(f, " %8s", b[7]);
 	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
@@ -463,6 +477,26 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	return true;
 }
 
+/* What the '*' on a CALLS figure means, function by function. */
+static void print_missing_returns(const struct report *r, FILE *f, const size_t *order)
+{
+	char name[256];
+	size_t k;
+
+	for (k = 0; k < r->pl->nr; k++) {
+		const struct fn_stats *s = &r->stats[order[k]];
+
+		if (!returns_missing(s))
+			continue;
+		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
+		fprintf(f, "* %s: %llu calls entered, %llu returned: the others were still running, or their "
+			   "returns were not seen (see dropped)%s\n", name, (unsigned long long)s->entered,
+			(unsigned long long)s->calls, r->pl->probes[order[k]].exit != EXIT_URETPROBE ? "" :
+			"; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 pending "
+			"ones (--exit=ret sees every return)");
+	}
+}
+
 /* One process's table; a fork child's has its overhead line only as footer. */
 static void print_table(const struct report *r, FILE *f, bool hist, const struct traced_proc *child)
 {
@@ -474,7 +508,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	print_header(r, f, self, child);
 	for (k = 0; k < r->pl->nr; k++) {
 		/* Long glob lists: only what was called; short lists show their zeros too. */
-		if (!r->stats[order[k]].calls && r->pl->nr > 20) {
+		if (!r->stats[order[k]].calls && !r->stats[order[k]].entered && r->pl->nr > 20) {
 			uncalled++;
 			continue;
 		}
@@ -482,6 +516,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	}
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
+	print_missing_returns(r, f, order);
 	if (child)
 		print_overhead(r, f);
 	else
@@ -568,6 +603,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_str(j, "object", p->object);
 	json_u64(j, "calls", (__u64)(g.calls + 0.5));
 	json_u64(j, "calls_measured", s->calls);
+	json_u64(j, "entered", s->entered);
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	if (g.timed)
 		json_latency(j, s, &g);

@@ -40,6 +40,7 @@ struct resolver {
 	struct probe_list *out;
 	size_t cap;
 	bool process_unwinds;     /* the program uses C++ exceptions, Rust panics or Go */
+	bool process_longjmps;    /* its executable imports longjmp */
 };
 
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name)
@@ -386,37 +387,93 @@ static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 	return site_kind_of(insn, n > 0 ? n : 0);
 }
 
-/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without any. */
-static void find_ret_exits(struct probe *p)
+/* The cold part gcc split off function s (NAME.cold, NAME.cold.N), or NULL. */
+static const struct sym *cold_part(const struct symtab *st, const struct sym *s)
 {
-	__u64 offs[MAX_EXITS];
-	unsigned char *code;
-	int fd, n = -1;
+	size_t i, n = strlen(s->name);
 
-	code = p->size <= (1 << 20) ? malloc(p->size) : NULL;
-	fd = open(p->open_path, O_RDONLY | O_CLOEXEC);
-	if (code && fd >= 0 && pread(fd, code, p->size, p->offset) == (ssize_t)p->size)
-		n = find_exits(code, p->size, p->addr, offs, MAX_EXITS);
-	if (fd >= 0)
-		close(fd);
-	free(code);
-	if (n <= 0) {
-		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
-			 n < 0 ? "its code does not disassemble cleanly" : "it only tail-calls or never returns");
-		p->exit = EXIT_NONE;
-		return;
+	for (i = 0; i < st->nr; i++) {
+		const char *c = st->syms[i].name;
+
+		if (!strncmp(c, s->name, n) && !strncmp(c + n, ".cold", 5) && (!c[n + 5] || c[n + 5] == '.'))
+			return &st->syms[i];
 	}
-	p->exits = malloc(n * sizeof(*p->exits));
-	if (!p->exits) {
-		p->exit = EXIT_NONE;
-		return;
-	}
-	for (p->nr_exits = 0; p->nr_exits < n; p->nr_exits++)
-		p->exits[p->nr_exits] = p->offset + offs[p->nr_exits];
+	return NULL;
 }
 
-/* --exit=auto: a uretprobe only where nothing unwinds through return addresses or moves stacks. */
-static void choose_exit(struct resolver *r, struct probe *p, const struct symtab *st)
+/* Reads size bytes at file offset off of the object; NULL on failure. */
+static unsigned char *read_code(int fd, __u64 off, __u64 size)
+{
+	unsigned char *code = size && size <= (1 << 20) ? malloc(size) : NULL;
+
+	if (code && pread(fd, code, size, off) != (ssize_t)size) {
+		free(code);
+		code = NULL;
+	}
+	return code;
+}
+
+/*
+ * The exits of the function p (symbol s) and of its cold part, as file
+ * offsets into p->exits; their number, or -EIO if the code cannot be read,
+ * -EINVAL if it does not disassemble cleanly, -ENOMEM.
+ */
+static int disasm_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+{
+	const struct sym *parts[2] = { s, cold_part(st, s) };
+	struct code_part code[2] = { { 0 } };
+	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC), i, k, n = -EIO;
+	__u64 *addrs = NULL;
+	size_t nr = parts[1] ? 2 : 1;
+
+	for (k = 0; fd >= 0 && k < (int)nr; k++) {
+		code[k] = (struct code_part){ read_code(fd, parts[k]->offset, parts[k]->size), parts[k]->size,
+					      parts[k]->addr };
+		if (!code[k].code)
+			break;
+	}
+	if (k == (int)nr)
+		n = find_exits(code, nr, &addrs);
+	if (fd >= 0)
+		close(fd);
+	for (k = 0; k < (int)nr; k++)
+		free((void *)code[k].code);
+	for (i = 0; i < n && n <= MAX_EXITS; i++) {
+		k = parts[1] && addrs[i] - parts[1]->addr < parts[1]->size;
+		addrs[i] = parts[k]->offset + (addrs[i] - parts[k]->addr);
+	}
+	p->exits = addrs;
+	return n;
+}
+
+/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without them. */
+static void find_ret_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+{
+	int n = disasm_exits(p, s, st);
+
+	if (n > 0 && n <= MAX_EXITS) {
+		p->nr_exits = n;
+		return;
+	}
+	if (n > MAX_EXITS)
+		log_warn("%d exits in '%s', more than the %d fnprof probes in one function: counting its calls only",
+			 n, p->name, MAX_EXITS);
+	else
+		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
+			 n == -EINVAL ? "its code does not disassemble cleanly" : n < 0 ? strerror(-n) :
+			 "it only tail-calls or never returns");
+	free(p->exits);
+	p->exits = NULL;
+	p->exit = EXIT_NONE;
+}
+
+/*
+ * --exit=auto: a uretprobe only where nothing unwinds through return
+ * addresses, moves stacks or longjmps. A longjmp out of 64 or more pending
+ * uretprobes leaves the thread without any later one: the kernel checks its
+ * limit of 64 before it drops the returns that the longjmp abandoned.
+ */
+static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
 	p->exit = r->o->exit_mode;
 	/* Any process may map the object, C++ and Go ones too: only the ret probes are safe for all. */
@@ -426,14 +483,16 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct symtab
 	}
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
+		bool jumps = st->longjmps || r->process_longjmps;
 
-		p->exit = risky || r->out->switches_stacks ? EXIT_RET : EXIT_URETPROBE;
+		p->exit = risky || jumps || r->out->switches_stacks ? EXIT_RET : EXIT_URETPROBE;
 		p->exit_why = risky ? "C++ exceptions, Rust panics or Go in the process"
 			      : r->out->switches_stacks ? "stack switching (swapcontext, sigaltstack) in the process"
+			      : jumps ? "longjmp in the process"
 			      : NULL;
 	}
 	if (p->exit == EXIT_RET)
-		find_ret_exits(p);
+		find_ret_exits(p, s, st);
 }
 
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,
@@ -457,7 +516,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
 	pl->nr++;
-	choose_exit(r, p, st);
+	choose_exit(r, p, s, st);
 	return 0;
 }
 
@@ -506,6 +565,7 @@ static int check_unwinding(struct resolver *r)
 	if (r->o->exit_mode != EXIT_AUTO)
 		return 0;
 	r->process_unwinds = exe->unwinds;
+	r->process_longjmps = exe->longjmps;
 	for (i = 0; r->pm && i < r->pm->nr; i++)
 		if (lib_name_matches(r->pm->maps[i].path, "libstdc++"))
 			r->process_unwinds = true;

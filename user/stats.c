@@ -12,9 +12,10 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
 	__u64 wall_min = a->wall_min, wall_max = a->wall_max;
 	size_t i;
 
-	if (!b->calls)
+	/* Calls that entered but have not returned have no latency: only their count is merged. */
+	if (!b->calls && !b->entered)
 		return;
-	if (!a->calls || b->wall_min < wall_min)
+	if (b->calls && (!a->calls || b->wall_min < wall_min))
 		wall_min = b->wall_min;
 	if (b->wall_max > wall_max)
 		wall_max = b->wall_max;

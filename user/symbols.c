@@ -189,8 +189,8 @@ static bool name_in(const char *name, const char *const *names, size_t n)
  * (C++ exceptions, Rust panics) or moves stacks (Go): a uretprobe replaces
  * the return address on the stack, which such code cannot cope with. And
  * whether it runs code on stacks of its own making (coroutines with
- * swapcontext, signal handlers on an alternate stack): imports only, since
- * the C library defines these for everyone.
+ * swapcontext, signal handlers on an alternate stack), or longjmps: imports
+ * only, since the C library defines these for everyone.
  */
 static void find_markers(Elf *elf, struct symtab *st)
 {
@@ -198,6 +198,7 @@ static void find_markers(Elf *elf, struct symtab *st)
 	static const char *const symbols[] = { "__cxa_throw", "__gxx_personality_v0", "_Unwind_RaiseException",
 					       "rust_panic", "__rust_start_panic", "runtime.goexit" };
 	static const char *const stack_switch[] = { "swapcontext", "setcontext", "sigaltstack" };
+	static const char *const jumps[] = { "longjmp", "siglongjmp", "_longjmp", "__longjmp_chk" };
 	Elf_Scn *scn = NULL;
 	size_t shstrndx, i;
 	GElf_Shdr sh;
@@ -222,6 +223,8 @@ static void find_markers(Elf *elf, struct symtab *st)
 				st->unwinds = true;
 			else if (sym.st_shndx == SHN_UNDEF && NAME_IN(sname, stack_switch))
 				st->switches_stacks = true;
+			else if (sym.st_shndx == SHN_UNDEF && NAME_IN(sname, jumps))
+				st->longjmps = true;
 		}
 	}
 }

@@ -37,6 +37,7 @@ struct symtab {
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
 	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
 	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
+	bool longjmps;         /* imports longjmp/siglongjmp/__longjmp_chk: may abandon many frames at once */
 	struct segment *segs;  /* PT_LOAD segments */
 	size_t nr_segs;
 };

@@ -189,7 +189,12 @@ static void load_only(struct trace_bpf *skel, enum half half)
 			bpf_program__set_autoload(p, false);
 }
 
-/* skel's maps become those of owner (loaded), but for its own read-only data and bss. */
+/*
+ * skel's maps become those of owner (loaded), but for its own read-only
+ * data. The writable globals (.bss: epoch, generation, paused, ...) are
+ * shared too: user space writes them through the uprobe half's skeleton,
+ * and the tracepoint programs must read the same values.
+ */
 static int share_maps(struct trace_bpf *skel, const struct trace_bpf *owner)
 {
 	const struct bpf_map *src = NULL;
@@ -200,7 +205,7 @@ static int share_maps(struct trace_bpf *skel, const struct trace_bpf *owner)
 		src = bpf_object__next_map(owner->obj, src);  /* the same object: the same order */
 		if (!src || strcmp(bpf_map__name(src), bpf_map__name(m)))
 			return -EINVAL;
-		if (bpf_map__is_internal(m))
+		if (bpf_map__is_internal(m) && (bpf_map__map_flags(m) & BPF_F_RDONLY_PROG))
 			continue;
 		err = bpf_map__reuse_fd(m, bpf_map__fd(src));
 		if (err)

@@ -8,7 +8,9 @@
  * BTF, they need nothing of the kernel's. So the object is opened three
  * times: one instance creates the maps and loads no program; then the
  * tracepoint half loads on a thread while the uprobe half loads on the
- * caller's, both on the first instance's maps. Should the uprobe programs
+ * caller's, both on the first instance's maps, the writable globals (.bss)
+ * included: user space writes them through *probes, and the tracepoint
+ * programs read the same memory. Should the uprobe programs
  * ever relocate against another type, everything loads in one piece.
  */
 #ifndef FNPROF_TRACE_LOAD_H

@@ -56,20 +56,61 @@ static __u32 stats_key(const struct tracer *t, __u32 half, __u32 slot, __u32 id)
 	return fnprof_stats_key(half, t->nr_slots, slot, t->nr_total, id);
 }
 
+/* The statistics of one process: two buffers of every function's, on every CPU. */
+static double slot_bytes(const struct tracer *t)
+{
+	return 2.0 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
+}
+
 /*
- * --follow-forks: how many processes get statistics of their own. Each one
- * costs two buffers of every function's statistics on every CPU; the total
- * is kept under STATS_BUDGET.
+ * The most memory the statistics map may take: 1 GiB, or
+ * FNPROF_STATS_BUDGET_MB. It is kernel memory that cannot be swapped, and
+ * it grows with functions x CPUs: `-f 'libc:*'` on 64 CPUs would take 3 GB.
+ */
+static double stats_budget(void)
+{
+	const char *env = getenv("FNPROF_STATS_BUDGET_MB");
+	char *end;
+	double mb = env ? strtod(env, &end) : 0;
+
+	return (env && end != env && !*end && mb > 0 ? mb : 1024) * 1048576.0;
+}
+
+/*
+ * --follow-forks: how many processes get statistics of their own, the
+ * target and at least one child: up to 64 children within a quarter of
+ * the budget.
  */
 static __u32 slots_for(const struct tracer *t)
 {
 	enum { MAX_CHILDREN = 64 };
 	_Static_assert(MAX_CHILDREN + 1 <= FNPROF_COOKIE_SLOT_MASK + 1, "slots must fit the attach cookie");
-	const size_t STATS_BUDGET = 256UL << 20;
-	size_t per_slot = 2 * t->nr_total * t->nr_cpus * sizeof(struct fn_stats);
-	size_t n = STATS_BUDGET / per_slot;
+	double n = stats_budget() / 4 / slot_bytes(t);
 
-	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : n;
+	return n > MAX_CHILDREN + 1 ? MAX_CHILDREN + 1 : n < 2 ? 2 : (__u32)n;
+}
+
+/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
+static bool calibrates(const struct tracer *t)
+{
+	return t->nr_total > t->nr_probes;
+}
+
+/* Whether the statistics of nr_slots processes fit the budget; if not, says what to reduce. */
+static bool stats_fit(const struct tracer *t)
+{
+	double need = t->nr_slots * slot_bytes(t), budget = stats_budget();
+
+	if (need <= budget)
+		return true;
+	log_err("the statistics of %zu functions%s on %d CPUs%s would take %.1f MiB (2 buffers x %.1f KiB per "
+		"function per CPU%s), more than the budget of %.1f MiB: trace fewer functions (narrow the -f "
+		"patterns)%s, or raise the budget with FNPROF_STATS_BUDGET_MB",
+		t->nr_probes, calibrates(t) ? " (and fnprof's calibration probes)" : "", t->nr_cpus,
+		t->nr_slots > 1 ? " for the target and a fork child" : "", need / 1048576,
+		sizeof(struct fn_stats) / 1024.0, t->nr_slots > 1 ? " per process" : "", budget / 1048576,
+		t->nr_slots > 1 ? ", drop --follow-forks" : "");
+	return false;
 }
 
 /* Hands the per-CPU counters to the BPF side: [slot * nr_cpus + cpu]. */
@@ -96,12 +137,6 @@ static int fill_queue(const struct bpf_map *queue, __u32 first, __u32 end)
 		if (bpf_map_update_elem(fd, NULL, &i, BPF_ANY))
 			return -errno;
 	return 0;
-}
-
-/* Whether fnprof's own calibration probes are in: its thread then takes a state too. */
-static bool calibrates(const struct tracer *t)
-{
-	return t->nr_total > t->nr_probes;
 }
 
 /* The pool's size when --max-threads does not set it. */
@@ -180,11 +215,14 @@ static int load(struct tracer *t, const struct events *evs)
 	if (!err)
 		err = fill_queue(t->skel->maps.free_slots, 1, t->nr_slots);
 	if (err) {
-		char hint[128] = "";
+		char hint[256] = "";
 
+		/* Both big maps, and what sets their size: either may be the one refused. */
 		if (err == -ENOMEM)
-			snprintf(hint, sizeof(hint), " (thread states for %u threads take %.0f MiB: "
-				 "a lower --max-threads needs less)", t->nr_threads,
+			snprintf(hint, sizeof(hint), " (the statistics of %zu functions on %d CPUs take %.0f MiB: "
+				 "fewer functions need less; thread states for %u threads take %.0f MiB: "
+				 "a lower --max-threads needs less)", t->nr_probes, t->nr_cpus,
+				 t->nr_slots * slot_bytes(t) / 1048576, t->nr_threads,
 				 t->nr_threads * (double)t->thread_bytes / 1048576.0);
 		else if (!log_verbose)
 			snprintf(hint, sizeof(hint), " (run with -v to see the verifier's log)");
@@ -223,6 +261,12 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
 }
 
+/* What an entry probe's program must know of the function's exit probes. */
+static __u32 entry_flags(const struct probe *p)
+{
+	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
+}
+
 /*
  * The probes of probes[0..nr) in process pid into one set: every exit first,
  * then every entry, so that a call entered while attaching has no frame
@@ -248,8 +292,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_entry, probes[i].offset,
-				     cookie | probes[i].id |
-				     (probes[i].exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : 0));
+				     cookie | probes[i].id | entry_flags(&probes[i]));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
@@ -459,7 +502,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
-	err = load(t, evs);
+	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
 	if (!err && t->per_process)
