@@ -39,7 +39,6 @@ struct export {
 	struct sampler_conf sample_conf; /* how the profiles served are sampled */
 	struct label *labels;        /* per statistics slot */
 	size_t nr_labels;
-	double t_start;
 };
 
 /* --- labels -------------------------------------------------------------------- */
@@ -64,19 +63,23 @@ static char *read_line(const char *path, const char *prefix)
 	return v;
 }
 
-/* nftw() passes no context: the cgroup id looked for, and the path found. */
-static unsigned long long cg_wanted;
-static char *cg_found;
-
-static size_t cg_root_len;
+/*
+ * nftw() passes its callback no context: the cgroup id looked for, the root's
+ * length and the path found (the main loop's thread only).
+ */
+static struct {
+	unsigned long long wanted;
+	size_t root_len;
+	char *found;
+} cg_walk;
 
 static int cg_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	(void)ftw;
-	if (type != FTW_D || st->st_ino != cg_wanted)
+	if (type != FTW_D || st->st_ino != cg_walk.wanted)
 		return 0;
 	/* As /proc/PID/cgroup says it: the path under the cgroup v2 root. */
-	cg_found = strdup(path[cg_root_len] ? path + cg_root_len : "/");
+	cg_walk.found = strdup(path[cg_walk.root_len] ? path + cg_walk.root_len : "/");
 	return 1;
 }
 
@@ -101,13 +104,13 @@ static char *cgroup_path_of(unsigned long long id)
 {
 	const char *root = cgroup2_root();
 
-	cg_wanted = id;
-	cg_found = NULL;
+	cg_walk.wanted = id;
+	cg_walk.found = NULL;
 	if (id && root) {
-		cg_root_len = strlen(root);
+		cg_walk.root_len = strlen(root);
 		nftw(root, cg_visit, 16, FTW_PHYS | FTW_MOUNT);
 	}
-	return cg_found;
+	return cg_walk.found;
 }
 
 /*
