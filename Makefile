@@ -19,7 +19,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 	-Wpointer-arith -Wformat=2 -Wundef -Wno-unused-parameter
 CFLAGS ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := -lbpf -lelf -lz -lcapstone -lstdc++
+LDLIBS := -lbpf -ldw -ldebuginfod -lelf -lz -lcapstone -lstdc++ -lm
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
@@ -39,10 +39,11 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev
+DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev libdw-dev libdebuginfod-dev
 # What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
+# a debuginfod server (with curl to see it up, ip to bring up lo in its network namespace),
 # a C++ compiler for the C++ target, libFuzzer, and a Prometheus server that scrapes --listen.
-TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev prometheus
+TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus
 
 .PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:

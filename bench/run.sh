@@ -4,4 +4,8 @@
 set -e
 cd "$(dirname "$0")"
 make -s -C . all
-exec python3 bench.py "$@"
+python3 bench.py "$@"
+# Issue 12: stacks without frame pointers, unwinding cost, symbols from a big debug file.
+python3 prod.py
+# Issue 16: what the offcpu, mutex and heap profiles cost the target.
+exec python3 profiles.py

@@ -23,6 +23,12 @@
 #define ARCH_FIRST_INSN_SPAN 16
 /* The user instruction pointer in a task's saved registers (struct pt_regs). */
 #define ARCH_REGS_IP(regs) BPF_CORE_READ(regs, ip)
+/* System calls (mutex.bpf.c): futex's number; a call's number and arguments in its pt_regs. */
+#define ARCH_NR_FUTEX 202
+#define ARCH_SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#define ARCH_SYSCALL_ARG1(regs) BPF_CORE_READ(regs, di)
+#define ARCH_SYSCALL_ARG2(regs) BPF_CORE_READ(regs, si)
+#define ARCH_SYSCALL_ARG3(regs) BPF_CORE_READ(regs, dx)
 
 #else
 #error "fnprof: bpf/arch.bpf.h has no block for this architecture"

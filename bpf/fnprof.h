@@ -118,7 +118,100 @@ enum sample_drop {
 	SDROP_USTACK,       /* user stack lost: stack map full or hash collision */
 	SDROP_KSTACK,       /* kernel stack lost, same reasons */
 	SDROP_COUNTS_FULL,  /* the counts map was full: sample not counted */
+	SDROP_RINGBUF,      /* --call-graph dwarf: the ring buffer was full, sample not counted */
 	SDROP_NR,
+};
+
+/*
+ * --call-graph dwarf: per sample, the user registers and the top of the user
+ * stack go to user space, which unwinds them with the objects' CFI (perf's
+ * way). Registers in DWARF order for x86-64: rax rdx rcx rbx rsi rdi rbp rsp
+ * r8..r15, then the return address column (rip).
+ */
+#define FNPROF_NR_REGS 17
+#define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
+#define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
+
+struct dwarf_sample {
+	__u32 tid;          /* the thread (always set: unwinding needs it) */
+	__s32 kstack;       /* kernel stack map id; negative: none */
+	__u64 regs[FNPROF_NR_REGS];
+	/*
+	 * A uretprobe replaces the return address on the stack with its
+	 * trampoline's: where (ret_slot) and what it was (ret_addr), innermost
+	 * first, from the thread's pending returns, so the walk goes on past it.
+	 */
+	__u64 ret_slot[FNPROF_MAX_RETS];
+	__u64 ret_addr[FNPROF_MAX_RETS];
+	__u32 nr_rets;
+	__u32 stack_len;    /* bytes of stack copied from regs[7] (rsp) up, which follow */
+};
+
+/* --- Other profiles: offcpu, mutex, heap (offcpu/mutex/heap.bpf.c) --------- */
+
+/* A weighted stack: per (thread, label, user stack, kernel stack). */
+struct prof_key {
+	__u32 tid;          /* 0 unless --per-thread */
+	__u32 label;        /* the profile's label value (PROF_OFFCPU_*, PROF_MUTEX_*); 0 for heap */
+	__s32 ustack;       /* stack map ids; negative: none */
+	__s32 kstack;
+	/*
+	 * heap: the return address at [sp] when the probe fired on the allocator's
+	 * first instruction; a frame-pointer walk from there skips the caller. 0: none.
+	 */
+	__u64 caller;
+};
+
+/* The values of one stack, in the order of the profile's pprof sample types. */
+#define PROF_NR_VALUES 4
+struct prof_val {
+	__u64 v[PROF_NR_VALUES];
+};
+
+/* Counts are kept in 1/1024 so that scaled samples (weights like rate/delay) stay exact enough. */
+#define PROF_FP_SHIFT 10
+#define PROF_FP_ONE (1ULL << PROF_FP_SHIFT)
+
+/* mutex: the stack id of a waker that was not seen (a timeout, a wake from the kernel at thread exit). */
+#define PROF_STACK_NO_WAKER (-1000)
+
+enum prof_offcpu_label {
+	PROF_OFFCPU_BLOCKED,   /* switched out asleep: I/O, locks, sleeps */
+	PROF_OFFCPU_RUNQ,      /* preempted while runnable: waiting for a CPU */
+};
+
+/* Mutex: the waiter's futex operation tells a lock (value 2, PI locks) from other waits. */
+enum prof_mutex_label {
+	PROF_MUTEX_LOCK,       /* a lock's slow path: glibc waits with value 2, or a PI lock */
+	PROF_MUTEX_WAIT,       /* any other futex wait: condition variables, semaphores, joins */
+};
+
+/*
+ * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/65536, interpolated
+ * between; from x = PROF_HEAP_WTAB / PROF_HEAP_WSTEPS on it is x (e^-x < 1e-7).
+ */
+#define PROF_HEAP_WSTEPS 64
+#define PROF_HEAP_WTAB (16 * PROF_HEAP_WSTEPS + 1)
+/* Exponential intervals drawn by user space: -ln(U) * rate, picked at random by the probes. */
+#define PROF_HEAP_EXPO 4096
+
+/* heap: a sampled allocation not yet freed. */
+struct prof_live {
+	struct prof_key key;
+	__u64 objects;      /* its weight in 1/1024 objects */
+	__u64 bytes;        /* its weight in bytes */
+};
+
+/* Events of the other profiles, each counted; [PDROP_NR] in a per-CPU array. */
+enum prof_drop {
+	PDROP_USTACK,       /* user stack lost: stack map full or hash collision */
+	PDROP_KSTACK,       /* kernel stack lost, same reasons */
+	PDROP_COUNTS_FULL,  /* the counts map was full: the event not counted */
+	PDROP_STATE,        /* no per-thread state (offcpu, mutex) or live map full (heap: not in inuse) */
+	PDROP_NO_WAKER,     /* mutex: a wait whose waker was not seen (charged to "[waker unknown]") */
+	PDROP_SEEN,         /* events seen (switches in, futex waits, allocations) */
+	PDROP_KEPT,         /* of them sampled and counted */
+	PDROP_NR,
 };
 
 #endif /* FNPROF_H */

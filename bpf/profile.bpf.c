@@ -6,6 +6,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
 #include "fnprof.h"
@@ -16,6 +17,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;
 const volatile bool per_thread = false;
+const volatile bool dwarf = false;        /* --call-graph dwarf: copy registers and stack */
+const volatile __u32 stack_bytes = 16384;  /* how much of the user stack, a multiple of 8 */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -30,6 +33,29 @@ struct {
 	__type(key, struct sample_key);
 	__type(value, __u64);
 } counts SEC(".maps");
+
+/* --call-graph dwarf: the samples to unwind (its size is set by user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} samples SEC(".maps");
+
+/*
+ * One sample's record in the making, one per CPU (by CPU number: a per-CPU
+ * map's values are limited to 32 KiB); the slack lets a page-sized read
+ * follow any offset. Samples on one CPU do not nest.
+ */
+struct sample_buf {
+	struct dwarf_sample hdr;
+	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);  /* the number of CPUs, set by user space */
+	__type(key, __u32);
+	__type(value, struct sample_buf);
+} bufs SEC(".maps");
 
 /* [SDROP_*], plus the total of samples seen at SDROP_NR. */
 struct {
@@ -57,6 +83,73 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	return id;
 }
 
+/*
+ * Copies up to stack_bytes of the user stack from sp, a page at a time: a
+ * read that runs past the stack's last page fails whole, so the copy stops
+ * at the first page that cannot be read (the top of the stack). Returns the
+ * bytes copied.
+ */
+static __always_inline __u32 copy_stack(struct sample_buf *b, __u64 sp)
+{
+	__u64 want = stack_bytes < FNPROF_MAX_STACK_COPY ? stack_bytes : FNPROF_MAX_STACK_COPY;
+	__u64 got = 0, chunk;
+	int i;
+
+	for (i = 0; i < FNPROF_MAX_STACK_COPY / 4096 + 1; i++) {
+		chunk = 4096 - ((sp + got) & 4095);
+		if (chunk > want - got)
+			chunk = want - got;
+		/* Checked on the very registers passed on: the verifier must see both bounds. */
+		asm volatile("" : "+r"(chunk), "+r"(got));
+		if (!chunk || chunk > 4096 || got >= FNPROF_MAX_STACK_COPY)
+			break;
+		if (bpf_probe_read_user(&b->stack[got], chunk, (void *)(sp + got)))
+			break;
+		got += chunk;
+	}
+	return got;
+}
+
+/* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
+static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
+{
+	struct return_instance *ri = BPF_CORE_READ(t, utask, return_instances);
+	int i;
+
+	for (i = 0; i < FNPROF_MAX_RETS && ri; i++) {
+		h->ret_slot[i] = BPF_CORE_READ(ri, stack);
+		h->ret_addr[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	h->nr_rets = i;
+}
+
+/* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
+static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	__u32 cpu = bpf_get_smp_processor_id(), len;
+	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
+	__u64 *g;
+
+	if (!b)
+		return;
+	g = b->hdr.regs;
+	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
+	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
+	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+	b->hdr.tid = tid;
+	pending_returns(task, &b->hdr);
+	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
+	len = copy_stack(b, r->sp);
+	if (len > FNPROF_MAX_STACK_COPY)
+		len = FNPROF_MAX_STACK_COPY;
+	b->hdr.stack_len = len;
+	if (bpf_ringbuf_output(&samples, b, sizeof(b->hdr) + len, 0))
+		bump(SDROP_RINGBUF);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -66,6 +159,10 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (pid_tgid >> 32 != target_tgid)
 		return 0;
 	bump(SDROP_NR);
+	if (dwarf) {
+		send_sample(ctx, (__u32)pid_tgid);
+		return 0;
+	}
 	key.tid = per_thread ? (__u32)pid_tgid : 0;
 	key.ustack = stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK);
 	key.kstack = stack_id(ctx, 0, SDROP_KSTACK);

@@ -1,6 +1,8 @@
 """fnprof itself under AddressSanitizer and UndefinedBehaviorSanitizer (the fnprof-asan build)."""
 import os
+import shutil
 import subprocess
+import tempfile
 
 from harness import ROOT, check, final_report, func, target
 
@@ -45,3 +47,17 @@ def test_asan_follow_forks_and_stack_switching():
     check(p.returncode == 0 and p.stderr.count("fork child pid") >= 2, p.stderr[-2000:])
     p = run_asan(["-f", "step", "--json", "--", target("coro"), "500"])
     check(p.returncode == 0 and func(final_report(p.stderr), "step")["calls"] == 1000, p.stderr[-2000:])
+
+
+def test_asan_profiles_all_kinds_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        base = os.path.join(d, "p.pb.gz")
+        p = run_asan(["--profile", "cpu", "--profile", "offcpu", "--profile", "mutex", "--profile", "heap",
+                      "--heap-rate", "16K", "-i", "0.3", "--json", "--pprof", base, "--", target("mutex"), "0.8"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        check(len(os.listdir(d)) == 4, f"files: {os.listdir(d)}")
+        p = run_asan(["--profile", "heap", "--per-thread", "--", target("heap"), "8", "0.4"])
+        check(p.returncode == 0 and "thread " in p.stderr, p.stderr[-2000:])
+    finally:
+        shutil.rmtree(d)

@@ -135,3 +135,14 @@ def test_go_program_survives():
     f = func(rep, "main.hot")
     check(f["exit"] == "ret", f"auto mode chose {f['exit']} for a Go program")
     check(f["calls"] >= 0.95 * 8000, f"{f['calls']} of 8000 calls timed")
+
+
+def test_entry_point_gets_no_return_probe():
+    # _start is jumped to with argc at [sp]: a uretprobe there overwrote argc with its trampoline.
+    want = plain_output(target("jump"), 1000)
+    for args in (["--exit", "uretprobe", "-f", "_start"], ["-f", "*"]):
+        rep, p = traced(args, target("jump"), 1000)
+        check(p.stdout == want, f"{args}: output changed: {p.stdout!r} vs {want!r}")
+        f = func(rep, "_start")
+        check(f["exit"] == "none" and f["calls"] == 1, f"{args}: _start traced as {f}")
+        check("entry point" in p.stderr, f"{args}: no word on the entry point: {p.stderr[-1500:]}")

@@ -9,6 +9,10 @@ TARGET_LIBS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%.so,$(TARGET_LIB_SRCS))
 TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS)) \
 	$(patsubst tests/targets/%.cpp,$(TEST_BIN)/%,$(wildcard tests/targets/*.cpp))
 
+# The same programs as production builds them: no frame pointers, -O2, with DWARF (tests split it off).
+NOFP_PROGS := $(TEST_BIN)/work_nofp $(TEST_BIN)/burn_nofp
+TARGET_PROGS += $(NOFP_PROGS)
+
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(TEST_BIN)/unit/%,$(UNIT_SRCS))
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -33,6 +37,10 @@ TARGET_PROGS += $(TEST_BIN)/fleet2
 $(TEST_BIN)/fleet2: tests/targets/fleet.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) -DFLEET_PAD $< -o $@
+
+$(NOFP_PROGS): $(TEST_BIN)/%_nofp: tests/targets/%.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread -lm
 
 $(TEST_BIN)/%: tests/targets/%.cpp | $(TEST_BIN)
 	$(call msg,CXX,$@)
@@ -65,11 +73,11 @@ $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_B
 
 # libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := user/symbols.c user/demangle.c user/array.c
+FUZZ_SRCS := user/symbols.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c
 $(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
-		-lelf -lstdc++ -o $@
+		-lbpf -ldw -ldebuginfod -lelf -lz -lstdc++ -o $@
 
 fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
 	mkdir -p $(TEST_BIN)/fuzz-corpus && cp $(TARGET_PROGS) $(TARGET_LIBS) $(TEST_BIN)/fuzz-corpus/
@@ -78,7 +86,10 @@ fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
 test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(TEST_BIN)/fuzz_symbols
 
 # Unit and integration tests run from one harness, which prints "N passed, N failed".
-test: test-build
+# The build is a second make: GO is looked up when a Makefile is read, and in
+# `make test-deps test` only a make started after test-deps sees the go it installed.
+test:
+	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo

@@ -56,6 +56,13 @@ void fnprof_calib_ret(void);
 void fnprof_calib_entry_only(void);
 extern const unsigned int arch_calib_ret_offset;
 
+/*
+ * Where, from the start of free() (its first len bytes in code), the heap
+ * profile's probe goes: at a later instruction that sees the same pointer
+ * argument and that the kernel emulates rather than single-steps, or 0.
+ */
+size_t arch_free_probe_offset(const unsigned char *code, size_t len);
+
 /* The system's library directories for this architecture, ':'-separated, searched first. */
 extern const char arch_lib_dirs[];
 

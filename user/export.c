@@ -448,6 +448,8 @@ int export_start(const struct export_conf *conf, struct export **out)
 	}
 	e->conf = *conf;
 	e->sample_conf.freq_hz = conf->freq_hz;
+	e->sample_conf.dwarf = conf->dwarf;
+	e->sample_conf.stack_bytes = conf->stack_bytes;
 	hc.ctx = e;
 	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
 		log_err("out of memory");

@@ -9,6 +9,7 @@
 #ifndef FNPROF_EXPORT_H
 #define FNPROF_EXPORT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "metrics.h"
@@ -19,6 +20,8 @@ struct export_conf {
 	enum metrics_by by;          /* --by */
 	unsigned int max_series;     /* --max-series */
 	unsigned int freq_hz;        /* sampling frequency of the profiles served */
+	bool dwarf;                  /* and how their user stacks are walked (sampler_conf) */
+	unsigned int stack_bytes;
 	pid_t pid;                   /* the process profiled; 0: system-wide, ?pid= says which */
 	const struct probe_list *pl; /* the traced functions (must outlive the export) */
 };

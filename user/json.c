@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "json.h"
+#include "sanitize.h"
 
 void json_init(struct json *j, FILE *f)
 {
@@ -10,23 +11,46 @@ void json_init(struct json *j, FILE *f)
 	j->need_comma[0] = false;
 }
 
+/*
+ * A non-ASCII character at p: written as is when it is well-formed UTF-8, else
+ * as U+FFFD; C1 controls escaped. Target-provided names must neither break the
+ * JSON nor reach a terminal as escape sequences. Returns the bytes consumed.
+ */
+static size_t put_non_ascii(FILE *f, const unsigned char *p)
+{
+	size_t n = utf8_char_len((const char *)p);
+
+	if (!n)
+		fputs("\\ufffd", f);
+	else if (p[0] == 0xc2 && p[1] < 0xa0)
+		fprintf(f, "\\u%04x", p[1]);
+	else
+		fwrite(p, 1, n, f);
+	return n ? n : 1;
+}
+
 static void put_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	fputc('"', f);
-	for (; *p; p++) {
+	while (*p) {
+		if (*p >= 0x80) {
+			p += put_non_ascii(f, p);
+			continue;
+		}
 		switch (*p) {
 		case '"': fputs("\\\"", f); break;
 		case '\\': fputs("\\\\", f); break;
 		case '\n': fputs("\\n", f); break;
 		case '\t': fputs("\\t", f); break;
 		default:
-			if (*p < 0x20)
+			if (*p < 0x20 || *p == 0x7f)
 				fprintf(f, "\\u%04x", *p);
 			else
 				fputc(*p, f);
 		}
+		p++;
 	}
 	fputc('"', f);
 }

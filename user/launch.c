@@ -2,38 +2,124 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch.h"
+#include "log.h"
 
-/* Under sudo, the command runs as the user who invoked sudo, not as root. */
-static int drop_to_sudo_user(void)
+/* A decimal user or group id, all digits: 0, or -EINVAL. */
+static int parse_id(const char *s, unsigned int *id)
 {
-	const char *uid_s = getenv("SUDO_UID"), *gid_s = getenv("SUDO_GID"), *user = getenv("SUDO_USER");
-	uid_t uid;
-	gid_t gid;
+	unsigned long v;
+	char *end;
 
-	if (!uid_s || !gid_s || geteuid() != 0)
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v >= (uid_t)-1)
+		return -EINVAL;
+	*id = v;
+	return 0;
+}
+
+/*
+ * Under sudo, the command is to run as the user who invoked sudo: that user's
+ * uid, gid and groups (from the password database, SUDO_USER is not trusted
+ * for them), HOME, USER and LOGNAME. Looked up before the fork. Fails closed:
+ * an id that does not parse or a uid without a user is an error, never root.
+ */
+static int lookup_sudo_user(struct run_as *u)
+{
+	const char *uid_s = getenv("SUDO_UID"), *gid_s = getenv("SUDO_GID");
+	unsigned int uid, gid;
+	struct passwd *pw;
+	int n = 0;
+
+	if (!uid_s || geteuid() != 0)
 		return 0;
-	uid = strtoul(uid_s, NULL, 10);
-	gid = strtoul(gid_s, NULL, 10);
+	if (parse_id(uid_s, &uid) || (gid_s && parse_id(gid_s, &gid))) {
+		log_err("SUDO_UID '%s' or SUDO_GID '%s' is not a number: not running the command as root instead",
+			uid_s, gid_s ? gid_s : "");
+		return -EINVAL;
+	}
 	if (!uid)
+		return 0;  /* sudo from root: root it is */
+	pw = getpwuid(uid);
+	if (!pw) {
+		log_err("SUDO_UID %u is no user in the password database: not running the command as root instead", uid);
+		return -EINVAL;
+	}
+	u->uid = uid;
+	u->gid = gid_s ? gid : pw->pw_gid;
+	u->name = strdup(pw->pw_name);
+	u->home = strdup(pw->pw_dir);
+	getgrouplist(pw->pw_name, u->gid, NULL, &n);
+	u->groups = calloc(n + 1, sizeof(*u->groups));
+	if (!u->name || !u->home || !u->groups || getgrouplist(u->name, u->gid, u->groups, &n) < 0)
+		return -ENOMEM;
+	u->nr_groups = n;
+	u->drop = true;
+	return 0;
+}
+
+/* In the child: becomes the user, for good (no way back to root), with that user's environment. */
+static int become_user(const struct run_as *u)
+{
+	if (!u->drop)
 		return 0;
-	if ((user && initgroups(user, gid)) || setgid(gid) || setuid(uid))
+	if (setgroups(u->nr_groups, u->groups) || setgid(u->gid) || setuid(u->uid))
+		return -errno;
+	if (!setuid(0) || getuid() != u->uid || geteuid() != u->uid || getegid() != u->gid)
+		return -EPERM;
+	if (setenv("HOME", u->home, 1) || setenv("USER", u->name, 1) || setenv("LOGNAME", u->name, 1))
 		return -errno;
 	return 0;
 }
 
+void launch_save_signals(struct launch_signals *s)
+{
+	struct sigaction sa;
+	int sig;
+
+	sigprocmask(SIG_SETMASK, NULL, &s->mask);
+	for (sig = 1; sig < NSIG; sig++)
+		s->ignored[sig] = !sigaction(sig, NULL, &sa) && sa.sa_handler == SIG_IGN;
+}
+
+/*
+ * In the child: the signal dispositions and mask fnprof started with (it
+ * ignores SIGPIPE and handles SIGINT, SIGTERM, SIGHUP itself). An ignored
+ * signal stays ignored across exec: the command would inherit fnprof's.
+ */
+static void restore_signals(const struct launch_signals *s)
+{
+	struct sigaction sa = {};
+	int sig;
+
+	sigemptyset(&sa.sa_mask);
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		sa.sa_handler = s->ignored[sig] ? SIG_IGN : SIG_DFL;
+		sigaction(sig, &sa, NULL);  /* fails only for the C library's own signals: fine */
+	}
+	sigprocmask(SIG_SETMASK, &s->mask, NULL);
+}
+
 /* In the child: wait for the go byte, then become cmd. Never returns. */
-static void child_main(char **cmd, int go_rd)
+static void child_main(char **cmd, const struct child *c, int go_rd)
 {
 	char b;
 	ssize_t n;
+	int err;
 
 	do {
 		n = read(go_rd, &b, 1);
@@ -41,20 +127,26 @@ static void child_main(char **cmd, int go_rd)
 	if (n != 1)
 		_exit(127);  /* fnprof gave up before the probes were in place */
 	close(go_rd);
-	if (drop_to_sudo_user()) {
-		fprintf(stderr, "fnprof: cannot switch to user %s: %s\n", getenv("SUDO_USER"), strerror(errno));
+	err = become_user(&c->user);
+	if (err) {
+		fprintf(stderr, "fnprof: cannot switch to user %s: %s\n", c->user.name, strerror(-err));
 		_exit(127);
 	}
+	restore_signals(&c->sigs);
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "fnprof: cannot run '%s': %s\n", cmd[0], strerror(errno));
 	_exit(errno == ENOENT ? 127 : 126);
 }
 
-int launch_prepare(char **cmd, struct child *c)
+int launch_prepare(char **cmd, const struct launch_signals *sigs, struct child *c)
 {
-	int fds[2];
+	int fds[2], err;
 
 	memset(c, 0, sizeof(*c));
+	c->sigs = *sigs;
+	err = lookup_sudo_user(&c->user);
+	if (err)
+		return err;
 	if (pipe2(fds, O_CLOEXEC))
 		return -errno;
 	c->pid = fork();
@@ -65,7 +157,7 @@ int launch_prepare(char **cmd, struct child *c)
 	}
 	if (!c->pid) {
 		close(fds[1]);
-		child_main(cmd, fds[0]);
+		child_main(cmd, c, fds[0]);
 	}
 	close(fds[0]);
 	c->go_fd = fds[1];
@@ -82,8 +174,72 @@ int launch_release(struct child *c)
 	return c->released ? 0 : -EIO;
 }
 
+void launch_free(struct child *c)
+{
+	free(c->user.name);
+	free(c->user.home);
+	free(c->user.groups);
+	memset(&c->user, 0, sizeof(c->user));
+}
+
+int launch_follow_start(struct child *c)
+{
+	/* EXITKILL: a command fnprof stops following half-way (fnprof killed) does not run untraced. */
+	if (ptrace(PTRACE_SEIZE, c->pid, NULL, (void *)(long)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)))
+		return -errno;
+	c->following = true;
+	return launch_release(c);
+}
+
+int launch_follow_next(struct child *c, int *status)
+{
+	int sig = 0, st;
+
+	for (;;) {
+		if (ptrace(PTRACE_CONT, c->pid, NULL, (void *)(long)sig) && errno != ESRCH)
+			return -errno;
+		if (waitpid(c->pid, &st, __WALL) != c->pid)
+			return -errno;
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			*status = st;
+			c->following = false;
+			return -ESRCH;
+		}
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			return 0;
+		/* A signal for the command goes on to it; a group stop or other event is passed over. */
+		sig = st >> 16 ? 0 : WSTOPSIG(st);
+	}
+}
+
+int launch_follow_stop(struct child *c)
+{
+	c->following = false;
+	return ptrace(PTRACE_DETACH, c->pid, NULL, NULL) ? -errno : 0;
+}
+
+bool launch_is_script(const char *path)
+{
+	char magic[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	ssize_t n = fd >= 0 ? read(fd, magic, sizeof(magic)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	/* Not ELF: a "#!" script, or one that execvp hands to /bin/sh. */
+	return n == (ssize_t)sizeof(magic) && memcmp(magic, "\x7f" "ELF", 4);
+}
+
 void launch_abort(struct child *c)
 {
+	if (c->pid > 0 && c->following) {
+		/* Stopped at an exec, before the program it followed to ran a single instruction. */
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, NULL, __WALL);
+		c->pid = 0;
+		c->following = false;
+		return;
+	}
 	if (c->pid <= 0 || c->released)
 		return;
 	close(c->go_fd);

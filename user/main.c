@@ -25,12 +25,15 @@
 #include "events.h"
 #include "export.h"
 #include "launch.h"
+#include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
 #include "proc.h"
+#include "profiles.h"
 #include "report.h"
 #include "resolve.h"
 #include "sample.h"
+#include "sanitize.h"
 #include "stats.h"
 #include "tracer.h"
 #include "upgrade.h"
@@ -47,6 +50,7 @@ struct run {
 	const struct opts *o;
 	pid_t pid;
 	struct child child;
+	struct launch_signals sigs;  /* as fnprof started: the command gets them back */
 	int pidfd;
 	FILE *out;
 	struct probe_list pl;
@@ -60,6 +64,7 @@ struct run {
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
+	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
 	__u64 interval_drops[DROP_NR];
@@ -76,6 +81,7 @@ struct run {
 	bool target_gone, child_reaped;
 	int child_status;
 	unsigned int nr_reports;
+	char followed[64];          /* a script followed through exec: /proc/PID/exe of the program traced */
 	dev_t exe_dev;              /* the program being traced, to notice an exec */
 	ino_t exe_ino;
 	bool exe_seen;
@@ -147,9 +153,11 @@ static int setup_target(struct run *r)
 			return EXIT_FAIL;
 		}
 	} else {
-		err = launch_prepare(r->o->cmd, &r->child);
+		err = launch_prepare(r->o->cmd, &r->sigs, &r->child);
 		if (err) {
-			log_err("cannot start '%s': %s", r->o->cmd[0], strerror(-err));
+			/* A bad SUDO_UID or SUDO_GID was named already. */
+			if (err != -EINVAL)
+				log_err("cannot start '%s': %s", r->o->cmd[0], strerror(-err));
 			return EXIT_FAIL;
 		}
 		r->pid = r->child.pid;
@@ -168,7 +176,11 @@ static void remember_exe(struct run *r)
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (r->o->cmd)
+	if (r->followed[0]) {
+		/* Already running it, stopped at its exec. */
+		r->exe_seen = true;
+		snprintf(path, sizeof(path), "%s", r->followed);
+	} else if (r->o->cmd)
 		find_in_path(r->o->cmd[0], path, sizeof(path));
 	else
 		snprintf(path, sizeof(path), "/proc/%d/exe", r->pid);
@@ -178,18 +190,19 @@ static void remember_exe(struct run *r)
 	}
 }
 
-static struct resolve_conf resolve_conf_of(const struct opts *o)
+/* How the -f patterns are resolved: for the process, the followed script's program, or system-wide. */
+static struct resolve_conf resolve_conf_of(const struct run *r)
 {
 	return (struct resolve_conf){
-		.funcs = o->funcs, .nr_funcs = o->nr_funcs, .cmd = o->cmd, .exit_mode = o->exit_mode,
-		.system_wide = o->system_wide,
+		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
+		.followed = r->followed[0] ? r->followed : NULL, .system_wide = r->o->system_wide,
 	};
 }
 
 /* The -f patterns into r->pl. 0 or EXIT_FAIL (message printed). */
 static int resolve(struct run *r)
 {
-	const struct resolve_conf conf = resolve_conf_of(r->o);
+	const struct resolve_conf conf = resolve_conf_of(r);
 
 	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
 }
@@ -210,7 +223,7 @@ static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struc
 /* System-wide: the objects' files, to follow their upgrades. 0 or EXIT_FAIL. */
 static int watch_upgrades(struct run *r)
 {
-	const struct resolve_conf conf = resolve_conf_of(r->o);
+	const struct resolve_conf conf = resolve_conf_of(r);
 
 	if (upgrades_start(&r->pl, &conf, &r->upgrades)) {
 		log_err("out of memory");
@@ -268,6 +281,20 @@ static int start_tracing(struct run *r)
 		err = EXIT_FAIL;
 	}
 	return err;
+}
+
+/* --profile offcpu, mutex, heap: the profiles other than cpu (sample.c). */
+static int start_profiles(struct run *r)
+{
+	struct prof_conf c = {
+		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
+		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
+		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd,
+	};
+
+	if (!(c.kinds & ~(1U << PROF_CPU)))
+		return 0;
+	return profiles_start(&c, r->pid, &r->profiles) ? EXIT_FAIL : 0;
 }
 
 /* Process CPU time so far; a launched child that was reaped gives its rusage instead. */
@@ -393,6 +420,8 @@ static int report(struct run *r, bool final)
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
+	if (r->profiles)
+		profiles_report(r->profiles, r->out, span, final);
 	r->nr_reports++;
 	r->self_cpu_last = self_cpu;
 	r->t_last = t;
@@ -407,7 +436,7 @@ static int report(struct run *r, bool final)
  */
 static void check_exec(struct run *r)
 {
-	char path[64], now[PATH_MAX];
+	char path[64], now[PATH_MAX], clean[PATH_MAX];
 	struct stat st;
 	ssize_t n;
 
@@ -422,7 +451,8 @@ static void check_exec(struct run *r)
 		return;
 	n = readlink(path, now, sizeof(now) - 1);
 	now[n > 0 ? n : 0] = 0;
-	log_info("process %d exec'd %s: the probes were on the program it replaced", r->pid, now);
+	log_info("process %d exec'd %s: the probes were on the program it replaced", r->pid,
+		 sanitize_term(now, clean, sizeof(clean)));
 	r->target_gone = true;
 	r->note = "target exec'd another program";
 }
@@ -474,17 +504,24 @@ static void wait_event(struct run *r, double deadline)
 	if (r->upgrades)
 		upgrades_check(r->upgrades, r->tracer);
 	sampler_refresh(r->sampler);
+	profiles_refresh(r->profiles);
 	if (r->exe_ino)
 		check_exec(r);
 }
 
-/* In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one stops fnprof. */
+/*
+ * In launch mode a first Ctrl-C/SIGTERM goes to the command; a second one
+ * stops fnprof. Through the pidfd: once the command was reaped its pid may be
+ * another process's, which must never get the signal.
+ */
 static bool handle_signal(struct run *r, bool *forwarded)
 {
 	if (!stop_signal)
 		return false;
 	if (r->o->cmd && !*forwarded) {
-		kill(r->pid, stop_signal == SIGHUP ? SIGHUP : SIGTERM);
+		if (syscall(SYS_pidfd_send_signal, r->pidfd, stop_signal == SIGHUP ? SIGHUP : SIGTERM, NULL, 0) &&
+		    errno != ESRCH)
+			log_warn("cannot pass the signal on to the command: %s", strerror(errno));
 		*forwarded = true;
 		stop_signal = 0;
 		return false;
@@ -538,14 +575,16 @@ static int main_loop(struct run *r)
 
 static int list_probes(struct run *r)
 {
+	char obj[PATH_MAX], name[1024];
 	size_t i;
 
 	fprintf(stdout, "%-40s %-18s %-10s %8s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "FUNCTION");
 	for (i = 0; i < r->pl.nr; i++) {
 		const struct probe *p = &r->pl.probes[i];
 
-		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", p->object, (unsigned long long)p->addr,
-			(unsigned long long)p->offset, (unsigned long long)p->size, p->name);
+		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", sanitize_term(p->object, obj, sizeof(obj)),
+			(unsigned long long)p->addr, (unsigned long long)p->offset, (unsigned long long)p->size,
+			sanitize_term(p->name, name, sizeof(name)));
 	}
 	return 0;
 }
@@ -558,7 +597,9 @@ static void cleanup(struct run *r)
 	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
+	profiles_stop(r->profiles);
 	launch_abort(&r->child);
+	launch_free(&r->child);
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
@@ -591,6 +632,7 @@ static int start_export(struct run *r)
 {
 	struct export_conf conf = {
 		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
 		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
 	};
 
@@ -598,11 +640,61 @@ static int start_export(struct run *r)
 	return export_start(&conf, &r->export) ? EXIT_FAIL : 0;
 }
 
+/*
+ * Launch mode with a script (a shebang script, a wrapper that execs the real
+ * program): the command runs, traced with ptrace, up to the exec of the
+ * program to trace, and waits there while the probes go in.
+ */
+static int follow_to_program(struct run *r)
+{
+	const struct resolve_conf conf = { .funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs };
+	char real[PATH_MAX], clean[PATH_MAX];
+	int err, status, hops;
+	ssize_t n;
+
+	err = launch_follow_start(&r->child);
+	for (hops = 0; !err && hops < 64; hops++) {
+		err = launch_follow_next(&r->child, &status);
+		if (err)
+			break;
+		snprintf(r->followed, sizeof(r->followed), "/proc/%d/exe", r->pid);
+		n = readlink(r->followed, real, sizeof(real) - 1);
+		real[n > 0 ? n : 0] = 0;
+		if (resolve_program_fits(&conf, r->followed, real)) {
+			log_info("%s is a script: tracing %s, the program it runs (pid %d)", r->o->cmd[0],
+				 sanitize_term(real, clean, sizeof(clean)), r->pid);
+			return 0;
+		}
+		log_debug("following %s: %s is not the program to trace", r->o->cmd[0], real);
+	}
+	r->followed[0] = 0;
+	if (err == -ESRCH) {
+		r->child_reaped = true;
+		r->child_status = status;
+		log_err("%s is a script, and it exited (status %d) before it exec'd a program with the functions "
+			"asked for; name the program itself (see -v for the programs it ran)", r->o->cmd[0],
+			launch_exit_code(status));
+	} else {
+		log_err("cannot follow %s through exec: %s", r->o->cmd[0], err ? strerror(-err) : "too many execs");
+	}
+	return EXIT_FAIL;
+}
+
+/* Whether the command is a script to follow to its program (with functions to trace). */
+static bool needs_follow(struct run *r)
+{
+	char path[PATH_MAX];
+
+	return r->o->cmd && r->o->nr_funcs && !find_in_path(r->o->cmd[0], path, sizeof(path)) &&
+	       launch_is_script(path);
+}
+
 static int start_sampling(struct run *r)
 {
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);
@@ -616,15 +708,24 @@ static int run(struct run *r)
 	if (!err)
 		err = setup_target(r);
 	if (!err && r->o->list) {
+		if (needs_follow(r)) {
+			log_err("%s is a script: --list reads programs without running them; name its interpreter "
+				"or the program it runs", r->o->cmd[0]);
+			return EXIT_FAIL;
+		}
 		err = resolve(r);
 		return err ? err : list_probes(r);
 	}
+	if (!err && needs_follow(r))
+		err = follow_to_program(r);
 	if (!err)
 		err = start_tracing(r);
 	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
 	if (!err && r->o->listen)
 		err = start_export(r);
+	if (!err)
+		err = start_profiles(r);
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();
@@ -635,12 +736,20 @@ static int run(struct run *r)
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
 	}
-	if (r->o->cmd && launch_release(&r->child)) {
+	if (r->o->cmd)
+		profiles_arm(r->profiles);
+	if (r->followed[0] && launch_follow_stop(&r->child)) {
+		log_err("cannot let %s go on: %s", r->o->cmd[0], strerror(errno));
+		return EXIT_FAIL;
+	}
+	if (r->o->cmd && !r->followed[0] && launch_release(&r->child)) {
 		log_err("cannot start '%s': the waiting child is gone", r->o->cmd[0]);
 		return EXIT_FAIL;
 	}
 	err = main_loop(r);
 	if (!err && r->sampler && sampler_write_files(r->sampler))
+		err = EXIT_FAIL;
+	if (!err && r->profiles && profiles_write_files(r->profiles))
 		err = EXIT_FAIL;
 	return err ? err : child_exit_code(r);
 }
@@ -679,10 +788,13 @@ int main(int argc, char **argv)
 	if (err >= 0)
 		return err;
 	log_verbose = o.verbose;
+	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
+	launch_save_signals(&r.sigs);
 	setup_signals();
 	r.o = &o;
-	if (!o.list && check_system())
+	/* --list needs no privileges, but never runs setuid either: it reads files and starts commands. */
+	if (o.list ? check_not_setuid() : check_system())
 		return EXIT_FAIL;
 	if (o.list_events)
 		return events_list(stdout);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "opts.h"
 #include "resolve.h"
+#include "prof_kind.h"
 
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
@@ -69,6 +70,23 @@ static const char usage_text[] =
 "      --per-thread       break the sampling table out per thread\n"
 "      --pprof FILE       write a pprof profile (gzip-compressed profile.proto)\n"
 "      --folded FILE      write folded stacks for flamegraph.pl\n"
+"      --call-graph MODE  how user stacks are walked: fp (frame pointers, in the kernel),\n"
+"                         dwarf[,SIZE] (SIZE bytes of stack copied per sample, default 16384,\n"
+"                         unwound with the objects' CFI), auto (default: dwarf)\n"
+"\n"
+"Symbols:\n"
+"      --no-debuginfod    do not download debug info (DEBUGINFOD_URLS) for stripped objects\n"
+"\n"
+"Profiles (--profile is repeatable; without it and without -f: cpu):\n"
+"      --profile KIND     cpu: sampled on-CPU stacks; offcpu: where threads wait off the CPU\n"
+"                         (blocked or in the run queue) and for how long; mutex: futex lock\n"
+"                         contention, charged to the waker's stack; heap: sampled allocations\n"
+"                         (malloc, calloc, realloc, posix_memalign, aligned_alloc), live and total.\n"
+"                         With several, --pprof FILE writes FILE with .KIND before its extension\n"
+"                         (out.pb.gz: out.cpu.pb.gz, out.offcpu.pb.gz, ...)\n"
+"      --offcpu-rate NS   waits of NS ns or more are all kept, shorter ones sampled with\n"
+"                         probability wait/NS and scaled (default 100000: 100 us; 1us, 2ms work)\n"
+"      --heap-rate BYTES  mean bytes between heap samples (default 512K: 524288)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
 "  -h, --help             show this help\n"
@@ -86,7 +104,8 @@ static const char usage_text[] =
 enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
-	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES,
+	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
+	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES,
 };
 
 static const struct option long_opts[] = {
@@ -118,6 +137,11 @@ static const struct option long_opts[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "by", required_argument, NULL, OPT_BY },
 	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+	{ "profile", required_argument, NULL, OPT_PROFILE },
+	{ "offcpu-rate", required_argument, NULL, OPT_OFFCPU_RATE },
+	{ "heap-rate", required_argument, NULL, OPT_HEAP_RATE },
 	{},
 };
 
@@ -158,6 +182,88 @@ int parse_seconds(const char *s, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+/* --call-graph fp|dwarf[,SIZE]|auto. 0 or -EINVAL. */
+static int parse_call_graph(const char *arg, struct opts *o)
+{
+	const char *comma = strchr(arg, ',');
+	size_t n = comma ? (size_t)(comma - arg) : strlen(arg);
+	long v;
+
+	if (n == 2 && !strncmp(arg, "fp", 2) && !comma)
+		o->call_graph = CG_FP;
+	else if (n == 4 && !strncmp(arg, "auto", 4) && !comma)
+		o->call_graph = CG_AUTO;
+	else if (n == 5 && !strncmp(arg, "dwarf", 5))
+		o->call_graph = CG_DWARF;
+	else
+		return -EINVAL;
+	if (comma) {
+		/* A multiple of 8, as perf asks: the copy holds whole words. */
+		if (parse_long(comma + 1, 8, 65536, &v) || v % 8)
+			return -EINVAL;
+		o->stack_bytes = v;
+	}
+	return 0;
+}
+
+/*
+ * A number with an optional unit suffix: units[i] multiplies by mult[i]
+ * ("100us", "2ms", "512K"). 0 or -EINVAL outside [min, max].
+ */
+static int parse_scaled(const char *s, const char *const *units, const unsigned long long *mult,
+			unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+	int i;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	for (i = 0; *end && units[i]; i++)
+		if (!strcmp(end, units[i]))
+			break;
+	if (*end && !units[i])
+		return -EINVAL;
+	if (*end) {
+		if (v > max / mult[i])
+			return -EINVAL;
+		v *= mult[i];
+	}
+	if (v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_profile_opt(int c, const char *arg, struct opts *o)
+{
+	static const char *const time_units[] = { "ns", "us", "ms", "s", NULL };
+	static const unsigned long long time_mult[] = { 1, 1000, 1000000, 1000000000 };
+	static const char *const size_units[] = { "K", "KiB", "M", "MiB", NULL };
+	static const unsigned long long size_mult[] = { 1 << 10, 1 << 10, 1 << 20, 1 << 20 };
+	int k;
+
+	switch (c) {
+	case OPT_PROFILE:
+		k = prof_kind_parse(arg);
+		if (k < 0)
+			return usage_error("invalid --profile '%s' (cpu, offcpu, mutex or heap)", arg);
+		o->profiles |= 1U << k;
+		break;
+	case OPT_OFFCPU_RATE:
+		if (parse_scaled(arg, time_units, time_mult, 1, 10000000000ULL, &o->offcpu_rate_ns))
+			return usage_error("invalid --offcpu-rate '%s' (ns, 1 to 10s; units ns, us, ms, s)", arg);
+		break;
+	case OPT_HEAP_RATE:
+		if (parse_scaled(arg, size_units, size_mult, 1, 1ULL << 32, &o->heap_rate))
+			return usage_error("invalid --heap-rate '%s' (bytes, 1 to 4G; units K, M)", arg);
+		break;
+	}
+	return -1;
 }
 
 /* One option; returns -1 to go on, or an exit code. */
@@ -221,6 +327,12 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		break;
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
+	case OPT_NO_DEBUGINFOD: o->no_debuginfod = true; break;
+	case OPT_CALL_GRAPH:
+		if (parse_call_graph(arg, o))
+			return usage_error("invalid --call-graph '%s' (fp, dwarf, dwarf,SIZE with SIZE a multiple of 8 "
+					   "up to 65536, or auto)", arg);
+		break;
 	case OPT_MAX_THREADS:
 		if (parse_long(arg, 1, 1 << 16, &v))
 			return usage_error("invalid --max-threads '%s' (1-65536)", arg);
@@ -252,6 +364,10 @@ static int parse_one(int c, const char *arg, struct opts *o)
 			return usage_error("invalid --max-series '%s' (1-1000000)", arg);
 		o->max_series = v;
 		break;
+	case OPT_PROFILE:
+	case OPT_OFFCPU_RATE:
+	case OPT_HEAP_RATE:
+		return parse_profile_opt(c, arg, o);
 	case 'h':
 		fputs(usage_text, stdout);
 		return EXIT_OK;
@@ -285,8 +401,10 @@ static int check_system_wide(struct opts *o)
 				   "only -f /path/obj:FUNC or -f LIB:NAME patterns");
 	if (o->follow_forks)
 		return usage_error("--follow-forks: system-wide mode traces every process already");
-	if (o->events || o->sample || o->pprof_path || o->folded_path || o->per_thread || o->max_overhead_pct)
-		return usage_error("system-wide mode (no -p, no command) does not take -e, sampling or --max-overhead");
+	if (o->events || o->sample || o->profiles || o->pprof_path || o->folded_path || o->per_thread ||
+	    o->max_overhead_pct)
+		return usage_error("system-wide mode (no -p, no command) does not take -e, sampling, --profile or "
+				   "--max-overhead");
 	o->system_wide = true;
 	return 0;
 }
@@ -314,14 +432,28 @@ static int cross_check(struct opts *o)
 		return EXIT_USAGE;
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");
-	if (!o->nr_funcs)
+	if (!o->nr_funcs && !o->profiles)
 		o->sample = true;
+	if (o->profiles & 1U << PROF_CPU)
+		o->sample = true;
+	if (o->sample)
+		o->profiles |= 1U << PROF_CPU;
 	if (o->interval_s && o->duration_s && o->interval_s > o->duration_s)
 		return usage_error("interval longer than the duration");
-	if ((o->pprof_path || o->folded_path || o->per_thread) && !o->sample)
-		return usage_error("--pprof, --folded and --per-thread need sampling (no -f, or --sample)");
+	if ((o->pprof_path || o->folded_path || o->per_thread) && !o->profiles)
+		return usage_error("--pprof, --folded and --per-thread need sampling (no -f, or --sample) "
+				   "or a --profile");
+	if (o->folded_path && !o->sample)
+		return usage_error("--folded writes the cpu profile's stacks: add --profile cpu");
+	o->pprof_base = o->pprof_path;
+	if (o->pprof_path && o->sample && prof_file_name(o->pprof_path, PROF_CPU, o->profiles != 1U << PROF_CPU,
+							  o->cpu_pprof, sizeof(o->cpu_pprof)))
+		return usage_error("--pprof '%s': name too long", o->pprof_path);
+	if (o->pprof_path && o->sample)
+		o->pprof_path = o->cpu_pprof;
 	if (o->max_overhead_pct && !o->nr_funcs)
-		return usage_error("--max-overhead bounds the cost of tracing -f functions");
+		return usage_error("--max-overhead bounds the cost of tracing -f functions%s",
+				   o->profiles & 1U << PROF_HEAP ? " (not yet the heap profile's: see README, Profiles)" : "");
 	if (o->follow_forks && !o->nr_funcs)
 		return usage_error("--follow-forks traces the -f functions in fork children: add -f FUNC");
 	/* Probes attached in bursts would not be inherited by the children forked while detached. */
@@ -339,6 +471,9 @@ int opts_parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->freq_hz = 99;
 	o->top = 20;
+	o->stack_bytes = DEFAULT_STACK_BYTES;
+	o->offcpu_rate_ns = 100000;
+	o->heap_rate = 512 * 1024;
 	opterr = 1;
 	optind = 0;  /* full re-initialisation: the parser may run more than once */
 	/* '+': stop at the first non-option, so the command's own options stay its own. */

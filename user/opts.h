@@ -15,6 +15,15 @@
 /* --max-series default: per-function label values kept apart before folding into "other". */
 #define DEFAULT_MAX_SERIES 100
 
+/* How sampled user stacks are walked (--call-graph). */
+enum call_graph {
+	CG_AUTO,   /* dwarf (its walk follows frame pointers where an object has no CFI) */
+	CG_FP,     /* frame pointers, in the kernel: cheap, but broken by -fomit-frame-pointer code */
+	CG_DWARF,  /* stack copies unwound in user space with the objects' CFI (libdw) */
+};
+
+#define DEFAULT_STACK_BYTES 16384
+
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */
 	bool system_wide;          /* neither -p nor a command: every process mapping the -f objects */
@@ -41,6 +50,15 @@ struct opts {
 	const char *folded_path;   /* --folded FILE */
 	bool per_thread;           /* --per-thread */
 	unsigned int top;          /* -n/--top: rows in the sampling table */
+	enum call_graph call_graph;  /* --call-graph fp|dwarf[,SIZE]|auto */
+	unsigned int stack_bytes;  /* --call-graph dwarf,SIZE: user stack copied per sample */
+	bool no_debuginfod;        /* --no-debuginfod */
+	/* other profiles (issue 16): offcpu, mutex, heap */
+	unsigned int profiles;     /* --profile: 1 << PROF_* bits (profiles.h); 0: cpu when no -f */
+	unsigned long long offcpu_rate_ns;  /* --offcpu-rate */
+	unsigned long long heap_rate;       /* --heap-rate, bytes */
+	const char *pprof_base;    /* --pprof as given: the other profiles' files are named from it */
+	char cpu_pprof[4096];      /* the CPU profile's pprof file when several profiles write theirs */
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */

@@ -2,7 +2,8 @@
 /*
  * profile.proto, field numbers as in github.com/google/pprof/proto/profile.proto:
  * Profile{1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
- * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period}.
+ * 6 string_table, 9 time_nanos, 10 duration_nanos, 11 period_type, 12 period,
+ * 14 default_sample_type}.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "array.h"
 #include "pprof.h"
+#include "sanitize.h"
 
 /* A growable byte buffer, and the protobuf wire format on it. */
 struct buf {
@@ -22,7 +24,7 @@ struct buf {
 
 static void put(struct buf *b, const void *data, size_t n)
 {
-	if (b->err || !n)   /* an empty field (a profile without samples) may have no data at all */
+	if (b->err || !n)  /* nothing to add: an empty message may have no buffer yet */
 		return;
 	if (ARRAY_RESERVE(b->p, b->len + n, b->cap)) {
 		b->err = -ENOMEM;
@@ -88,7 +90,10 @@ struct str_tab {
 
 struct function { __u64 name; };
 struct mapping_ent { __u64 start, limit, pgoff, file; };
-struct location { __u64 ip, mapping, function; };
+#define MAX_LINES 16  /* functions per location: inlined ones, then the one they are in */
+
+/* function: the id of the first line's function, or of the chain's hash when inlined. */
+struct location { __u64 ip, mapping, function; __u64 lines[MAX_LINES]; int nr_lines; };
 
 /* Open addressing over (a, b) pairs -> id (0 = empty): functions by name, locations by (ip, function). */
 struct id_index {
@@ -109,6 +114,9 @@ struct pprof {
 	struct buf samples;   /* encoded Sample messages, field 2 each */
 	struct buf tmp, tmp2;
 	__u64 period_ns, duration_ns;
+	struct pprof_type types[PPROF_MAX_TYPES], period_type;
+	int nr_types;
+	const char *default_type;   /* NULL: readers take the last sample type */
 };
 
 static __u64 fnv(const char *s)
@@ -140,10 +148,9 @@ static int str_grow(struct str_tab *t)
 	return 0;
 }
 
-/* Index of s in the string table (string_table[0] is ""). */
-static __u64 intern(struct pprof *p, const char *s)
+/* intern() for a string known to be valid UTF-8. */
+static __u64 intern_valid(struct str_tab *t, const char *s)
 {
-	struct str_tab *t = &p->strs;
 	size_t h;
 
 	if ((t->nr + 1) * 2 > t->hcap && str_grow(t))
@@ -160,16 +167,49 @@ static __u64 intern(struct pprof *p, const char *s)
 	return t->nr++;
 }
 
-struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
+/* Index of s in the string table (string_table[0] is ""). */
+static __u64 intern(struct pprof *p, const char *s)
 {
-	struct pprof *p = calloc(1, sizeof(*p));
+	char *clean = NULL;
+	__u64 id;
+
+	/* profile.proto strings are UTF-8; target-provided names may not be. */
+	if (!utf8_valid(s)) {
+		clean = sanitize_utf8_dup(s);
+		if (!clean)
+			return 0;
+	}
+	id = intern_valid(&p->strs, clean ? clean : s);
+	free(clean);
+	return id;
+}
+
+struct pprof *pprof_new_types(const struct pprof_type *types, int nr, struct pprof_type period_type,
+			      __u64 period, __u64 duration_ns)
+{
+	struct pprof *p = nr > 0 && nr <= PPROF_MAX_TYPES ? calloc(1, sizeof(*p)) : NULL;
 
 	if (!p)
 		return NULL;
-	p->period_ns = period_ns;
+	memcpy(p->types, types, nr * sizeof(*types));
+	p->nr_types = nr;
+	p->period_type = period_type;
+	p->period_ns = period;
 	p->duration_ns = duration_ns;
 	intern(p, "");
 	return p;
+}
+
+void pprof_default_type(struct pprof *p, const char *type)
+{
+	p->default_type = type;
+}
+
+struct pprof *pprof_new(__u64 period_ns, __u64 duration_ns)
+{
+	static const struct pprof_type cpu[] = { { "samples", "count" }, { "cpu", "nanoseconds" } };
+
+	return pprof_new_types(cpu, 2, cpu[1], period_ns, duration_ns);
 }
 
 void pprof_free(struct pprof *p)
@@ -288,29 +328,56 @@ void pprof_mapping(struct pprof *p, const char *object, __u64 start, __u64 limit
 	mapping_id(p, object, start, limit, pgoff);
 }
 
-__u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
-		     __u64 map_limit, __u64 map_pgoff)
+__u64 pprof_location_inlined(struct pprof *p, __u64 ip, const char *const *funcs, int nr, const char *object,
+			     __u64 map_start, __u64 map_limit, __u64 map_pgoff)
 {
-	__u64 fid = function_id(p, func), mid = mapping_id(p, object, map_start, map_limit, map_pgoff), *slot;
+	__u64 mid = mapping_id(p, object, map_start, map_limit, map_pgoff), lines[MAX_LINES], key, *slot;
+	int i;
 
+	if (nr > MAX_LINES)
+		nr = MAX_LINES;
+	for (i = 0, key = 0; i < nr; i++) {
+		lines[i] = function_id(p, funcs[i]);
+		key = nr == 1 ? lines[i] : (key ^ lines[i]) * 0x100000001b3ULL + (1ULL << 63);
+	}
 	if (idx_reserve(p, &p->loc_idx, loc_key, p->nr_locs + 1))
 		return 0;
-	slot = idx_slot(p, &p->loc_idx, loc_key, ip, fid);
+	slot = idx_slot(p, &p->loc_idx, loc_key, ip, key);
 	if (*slot)
 		return *slot;
 	if (ARRAY_RESERVE(p->locs, p->nr_locs + 1, p->cap_locs))
 		return 0;
-	p->locs[p->nr_locs++] = (struct location){ ip, mid, fid };
-	return *slot = p->nr_locs;
+	p->locs[p->nr_locs] = (struct location){ .ip = ip, .mapping = mid, .function = key, .nr_lines = nr };
+	memcpy(p->locs[p->nr_locs].lines, lines, nr * sizeof(*lines));
+	return *slot = ++p->nr_locs;
+}
+
+__u64 pprof_location(struct pprof *p, __u64 ip, const char *func, const char *object, __u64 map_start,
+		     __u64 map_limit, __u64 map_pgoff)
+{
+	return pprof_location_inlined(p, ip, &func, 1, object, map_start, map_limit, map_pgoff);
 }
 
 int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count)
 {
 	__u64 values[2] = { count, count * p->period_ns };
-	struct buf *m = &p->tmp;
+
+	return pprof_sample_values(p, locs, nr, values, NULL, NULL);
+}
+
+int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, const char *label_key,
+			const char *label_str)
+{
+	struct buf *m = &p->tmp, label = {};
 
 	pb_packed(m, 1, locs, nr, &p->tmp2);
-	pb_packed(m, 2, values, 2, &p->tmp2);
+	pb_packed(m, 2, values, p->nr_types, &p->tmp2);
+	if (label_key) {  /* Label{1 key, 2 str} */
+		pb_uint(&label, 1, intern(p, label_key));
+		pb_uint(&label, 2, intern(p, label_str));
+		pb_msg(m, 3, &label);
+		free(label.p);
+	}
 	pb_msg(&p->samples, 2, m);
 	return p->samples.err;
 }
@@ -328,6 +395,7 @@ static void encode_tables(struct pprof *p, struct buf *out)
 {
 	struct buf *m = &p->tmp, *line = &p->tmp2;
 	size_t i;
+	int k;
 
 	for (i = 0; i < p->nr_maps; i++) {
 		pb_uint(m, 1, i + 1);
@@ -342,8 +410,10 @@ static void encode_tables(struct pprof *p, struct buf *out)
 		pb_uint(m, 1, i + 1);
 		pb_uint(m, 2, p->locs[i].mapping);
 		pb_uint(m, 3, p->locs[i].ip);
-		pb_uint(line, 1, p->locs[i].function);
-		pb_msg(m, 4, line);
+		for (k = 0; k < p->locs[i].nr_lines; k++) {
+			pb_uint(line, 1, p->locs[i].lines[k]);
+			pb_msg(m, 4, line);
+		}
 		pb_msg(out, 4, m);
 	}
 	for (i = 0; i < p->nr_funcs; i++) {
@@ -387,15 +457,17 @@ int pprof_encode(struct pprof *p, unsigned char **out, size_t *len)
 	size_t i;
 	int err;
 
-	value_type(p, &b, 1, "samples", "count");
-	value_type(p, &b, 1, "cpu", "nanoseconds");
+	for (i = 0; i < (size_t)p->nr_types; i++)
+		value_type(p, &b, 1, p->types[i].type, p->types[i].unit);
 	put(&b, p->samples.p, p->samples.len);
 	encode_tables(p, &b);
-	value_type(p, &b, 11, "cpu", "nanoseconds");
+	value_type(p, &b, 11, p->period_type.type, p->period_type.unit);
 	pb_uint(&b, 12, p->period_ns);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	pb_uint(&b, 9, ts.tv_sec * 1000000000ULL + ts.tv_nsec - p->duration_ns);
 	pb_uint(&b, 10, p->duration_ns);
+	if (p->default_type)
+		pb_uint(&b, 14, intern(p, p->default_type));
 	/* Last: the strings interned while encoding the rest are all there. */
 	for (i = 0; i < p->strs.nr; i++)
 		pb_bytes(&b, 6, p->strs.s[i], strlen(p->strs.s[i]));

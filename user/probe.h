@@ -50,7 +50,7 @@ struct probe {
 	int nr_exits;
 };
 
-#define MAX_HELD_FDS 16
+#define MAX_HELD_FDS 64
 
 struct probe_list {
 	struct probe *probes;

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "log.h"
 #include "proc.h"
@@ -100,7 +104,33 @@ static unsigned long long cap_effective(void)
 }
 
 #define CAP_BIT(n) (1ULL << (n))
-enum { CAP_SYS_ADMIN_NR = 21, CAP_PERFMON_NR = 38, CAP_BPF_NR = 39 };
+enum { CAP_SYS_ADMIN_NR = 21, CAP_PERFMON_NR = 38, CAP_BPF_NR = 39, CAP_CHECKPOINT_RESTORE_NR = 40 };
+
+bool proc_can_follow_map_files(void)
+{
+	return cap_effective() & (CAP_BIT(CAP_SYS_ADMIN_NR) | CAP_BIT(CAP_CHECKPOINT_RESTORE_NR));
+}
+
+int proc_open_in_root(pid_t pid, const char *path)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK, .resolve = RESOLVE_IN_ROOT };
+	char root[64];
+	struct stat st;
+	int rfd, fd, err;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	err = fd < 0 ? -errno : 0;
+	close(rfd);
+	if (!err && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		err = -ENODEV;
+	}
+	return err ? err : fd;
+}
 
 static int check_caps(void)
 {
@@ -117,12 +147,19 @@ static int check_caps(void)
 	return -EPERM;
 }
 
-int check_system(void)
+int check_not_setuid(void)
 {
-	if (getuid() != geteuid()) {
-		log_err("refusing to run setuid: run fnprof with sudo instead");
+	if (getuid() != geteuid() || getgid() != getegid()) {
+		log_err("refusing to run setuid or setgid: run fnprof with sudo instead");
 		return -EPERM;
 	}
+	return 0;
+}
+
+int check_system(void)
+{
+	if (check_not_setuid())
+		return -EPERM;
 	if (check_caps())
 		return -EPERM;
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {

@@ -20,6 +20,24 @@ int proc_nr_threads(pid_t pid);
 bool proc_alive(pid_t pid);
 
 /*
+ * Opens path as process pid sees it, inside its root, never escaping that
+ * root through "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), never
+ * blocking (O_NONBLOCK), and only a regular file. An fd, or -errno
+ * (-ENODEV: not a regular file).
+ */
+int proc_open_in_root(pid_t pid, const char *path);
+
+/*
+ * Whether fnprof may open /proc/PID/map_files entries: the kernel asks for
+ * CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE there, which CAP_BPF + CAP_PERFMON
+ * alone do not give.
+ */
+bool proc_can_follow_map_files(void);
+
+/* Refuses a setuid or setgid run. 0, or -EPERM after a message. */
+int check_not_setuid(void);
+
+/*
  * Root, or the capabilities BPF tracing needs (CAP_BPF + CAP_PERFMON, or
  * CAP_SYS_ADMIN); BTF; uprobe support. 0, or -EPERM / -ENOSYS after a message
  * naming what is missing.

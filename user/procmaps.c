@@ -116,6 +116,16 @@ const char *procmaps_find_object(const struct procmaps *pm, const char *name)
 	return NULL;
 }
 
+const struct mapping *procmaps_find_path(const struct procmaps *pm, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (!strcmp(pm->maps[i].path, path))
+			return &pm->maps[i];
+	return NULL;
+}
+
 int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, size_t size)
 {
 	size_t i;

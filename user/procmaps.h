@@ -36,6 +36,9 @@ const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr);
  */
 const char *procmaps_find_object(const struct procmaps *pm, const char *name);
 
+/* The first mapping of the file at path, or NULL. */
+const struct mapping *procmaps_find_path(const struct procmaps *pm, const char *path);
+
 /* Whether the base name of path designates the short library name. */
 bool lib_name_matches(const char *path, const char *name);
 

@@ -5,6 +5,7 @@
 #include "hist.h"
 #include "json.h"
 #include "report.h"
+#include "sanitize.h"
 #include "stats.h"
 
 /*
@@ -134,12 +135,14 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 const char *probe_display_name(const struct probe *p, char *buf, size_t size)
 {
 	const char *base = strrchr(p->object, '/');
+	char raw[1024];
 
 	if (p->main_exe)
-		snprintf(buf, size, "%s", p->name);
+		snprintf(raw, sizeof(raw), "%s", p->name);
 	else
-		snprintf(buf, size, "%s:%s", base ? base + 1 : p->object, p->name);
-	return buf;
+		snprintf(raw, sizeof(raw), "%s:%s", base ? base + 1 : p->object, p->name);
+	/* The names come from the target: no terminal escapes. */
+	return sanitize_term(raw, buf, size);
 }
 
 /* Report order: most wall time (outermost calls) first, uncalled functions last. */

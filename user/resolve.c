@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/openat2.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,8 +14,10 @@
 #include "arch.h"
 #include "array.h"
 #include "log.h"
+#include "proc.h"
 #include "procmaps.h"
 #include "resolve.h"
+#include "sanitize.h"
 #include "symbols.h"
 
 /* Objects opened while resolving, each read once. */
@@ -94,12 +96,19 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 		log_err("too many objects in -f patterns (at most 64)");
 		return NULL;
 	}
-	err = symtab_load(open_path, &st);
+	err = symtab_load_target(open_path, path, r->pid, &st);
 	if (err) {
 		log_err("failed to read symbols of %s: %s", path,
-			err == -EINVAL ? "not an ELF file" : strerror(-err));
+			err == -EINVAL ? "not an ELF file"
+			: err == -ENODEV ? "not a regular file (fnprof never reads a FIFO, device or directory)"
+			: err == -ESTALE ? "it was truncated or rewritten while fnprof read it; try again"
+			: err == -E2BIG ? "more than 8M functions, a name over 64 KiB, or names far beyond its "
+					  "string table: not a sane ELF file, not read"
+			: strerror(-err));
 		return NULL;
 	}
+	if (st->debug_file)
+		log_debug("symbols of %s from its debug file %s", path, st->debug_file);
 	c->e[c->nr].path = strdup(path);
 	c->e[c->nr].open_path = strdup(open_path);
 	c->e[c->nr].st = st;
@@ -157,10 +166,14 @@ static int find_needed(const char *exe, const char *name, char *buf, size_t size
 
 	snprintf(origin, sizeof(origin), "%s", exe);
 	*(strrchr(origin, '/') ? strrchr(origin, '/') : origin) = 0;
-	fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || elf_version(EV_CURRENT) == EV_NONE)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	fd = symtab_open(exe);
+	if (fd < 0)
+		return fd;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		close(fd);
+		return -EINVAL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	while (elf && (scn = elf_nextscn(elf, scn))) {
 		Elf_Data *data = elf_getdata(scn, NULL);
 
@@ -202,34 +215,14 @@ static int find_system_lib(const char *name, char *buf, size_t size)
 	return -ENOENT;
 }
 
-/*
- * Opens path as the target would see it, without escaping its root through
- * "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), and keeps the file
- * open: open_path becomes /proc/FNPROF_PID/fd/N, which the kernel resolves to
- * that very file when the probes are attached.
- */
-static int open_in_root(struct resolver *r, const char *path, char *open_path)
+/* Keeps fd open for the whole run: open_path becomes /proc/FNPROF_PID/fd/N, which names that very file. */
+static int hold_fd(struct resolver *r, int fd, char *open_path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
-	char root[64];
-	int rfd, fd;
-
 	if (r->out->nr_held == MAX_HELD_FDS) {
-		log_err("too many objects outside the target's mappings (at most %d)", MAX_HELD_FDS);
+		log_err("too many objects opened inside the target's root (at most %d)", MAX_HELD_FDS);
+		close(fd);
 		return -EMFILE;
 	}
-	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	fd = rfd < 0 ? -1 : syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	if (fd < 0) {
-		int err = -errno;
-
-		log_err("cannot open %s inside the root of process %d: %s", path, r->pid, strerror(-err));
-		if (rfd >= 0)
-			close(rfd);
-		return err;
-	}
-	close(rfd);
 	r->out->held_fds[r->out->nr_held++] = fd;
 	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
 	return 0;
@@ -278,7 +271,7 @@ static int locate_host_object(struct resolver *r, const char *objname, char *pat
 	else if (find_host_lib(objname, path, PATH_MAX)) {
 		log_err("no library '%s' in the system library directories: give its path (-f /path/lib.so:NAME)",
 			objname);
-		return EXIT_FAIL;
+		return -ENOENT;
 	}
 	for (size_t i = 0; i < r->out->nr; i++) {
 		if (!strcmp(r->out->probes[i].object, path)) {   /* opened for an earlier -f already */
@@ -286,18 +279,57 @@ static int locate_host_object(struct resolver *r, const char *objname, char *pat
 			return 0;
 		}
 	}
-	if (r->out->nr_held == MAX_HELD_FDS) {
-		log_err("too many objects in system-wide mode (at most %d)", MAX_HELD_FDS);
-		return EXIT_FAIL;
-	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		log_err("cannot open %s: %s", path, strerror(errno));
-		return EXIT_FAIL;
+		return -errno;
 	}
-	r->out->held_fds[r->out->nr_held++] = fd;
-	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
-	return 0;
+	return hold_fd(r, fd, open_path);
+}
+
+/*
+ * Opens path as the target would see it, without escaping its root through
+ * "..", symlinks or mounts, and keeps the file open for the probes.
+ */
+static int open_in_root(struct resolver *r, const char *path, char *open_path)
+{
+	int fd = proc_open_in_root(r->pid, path);
+
+	if (fd < 0) {
+		log_err("cannot open %s inside the root of process %d: %s", path, r->pid,
+			fd == -ENODEV ? "not a regular file" : strerror(-fd));
+		return fd;
+	}
+	return hold_fd(r, fd, open_path);
+}
+
+/*
+ * The file mapped at path, for fnprof to read and probe: the mapping itself
+ * (/proc/PID/map_files). Without the capability that needs, the file at path
+ * inside the target's root, accepted only if it is the mapped one (device and
+ * inode): a path alone could name another file by now.
+ */
+static int open_mapped(struct resolver *r, const char *path, char *open_path)
+{
+	const struct mapping *m = procmaps_find_path(r->pm, path);
+	struct stat st;
+	int fd;
+
+	if (!m)
+		return open_in_root(r, path, open_path);
+	if (proc_can_follow_map_files())
+		return procmaps_file_path(r->pm, path, open_path, PATH_MAX);
+	fd = proc_open_in_root(r->pid, path);
+	if (fd >= 0 && !fstat(fd, &st) && st.st_ino == m->inode &&
+	    st.st_dev == makedev(m->dev_major, m->dev_minor))
+		return hold_fd(r, fd, open_path);
+	if (fd >= 0)
+		close(fd);
+	log_err("cannot open %s as process %d maps it: /proc/%d/map_files needs CAP_SYS_ADMIN or "
+		"CAP_CHECKPOINT_RESTORE, which fnprof lacks, and %s; run as root or add CAP_CHECKPOINT_RESTORE",
+		path, r->pid, r->pid, fd >= 0 ? "the file at that path is not the mapped one (replaced since)"
+					      : "the path cannot be opened inside its root");
+	return -EPERM;
 }
 
 /* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
@@ -315,7 +347,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 	if (r->launch) {
 		if (objname[0] == '/')
 			snprintf(path, PATH_MAX, "%s", objname);
-		else if (find_needed(r->exe_open, objname, path, PATH_MAX) &&
+		else if (find_needed(r->exe, objname, path, PATH_MAX) &&
 			 find_system_lib(objname, path, PATH_MAX)) {
 			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
 				objname, r->exe);
@@ -332,18 +364,34 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 	}
 	snprintf(path, PATH_MAX, "%s", p ? p : objname);
 	/* Mapped: the mapped file itself. Not mapped yet (dlopen later): looked up inside the target's root. */
-	if (p && !procmaps_file_path(r->pm, p, open_path, PATH_MAX))
-		return 0;
-	return open_in_root(r, path, open_path);
+	return p ? open_mapped(r, path, open_path) : open_in_root(r, path, open_path);
 }
 
-/* The main executable, as the mapping whose inode is /proc/PID/exe's. */
+/* A script followed through exec: the program it exec'd, held open (the child is stopped right after the exec). */
+static int locate_followed_exe(struct resolver *r)
+{
+	ssize_t n = readlink(r->o->followed, r->exe, sizeof(r->exe) - 1);
+	int fd = open(r->o->followed, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err = -errno;
+
+	if (n <= 0 || fd < 0) {
+		log_err("cannot open the program that process %d runs: %s", r->pid, strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	r->exe[n] = 0;
+	return hold_fd(r, fd, r->exe_open);
+}
+
+/* The main executable, as the mapping whose device and inode are /proc/PID/exe's. */
 static int locate_exe(struct resolver *r)
 {
 	char link[64];
 	struct stat st;
 	size_t i;
 
+	if (r->o->followed)
+		return locate_followed_exe(r);
 	if (r->launch) {
 		if (find_in_path(r->o->cmd[0], r->exe_open, sizeof(r->exe_open))) {
 			log_err("cannot run '%s': no such executable file (searched PATH)", r->o->cmd[0]);
@@ -362,9 +410,12 @@ static int locate_exe(struct resolver *r)
 		return err;
 	}
 	for (i = 0; i < r->pm->nr; i++) {
-		if (r->pm->maps[i].inode == st.st_ino) {
-			snprintf(r->exe, sizeof(r->exe), "%s", r->pm->maps[i].path);
-			return procmaps_file_path(r->pm, r->exe, r->exe_open, sizeof(r->exe_open));
+		const struct mapping *m = &r->pm->maps[i];
+
+		/* An inode number alone can be another file system's: a mapped file of the target's choosing. */
+		if (m->inode == st.st_ino && makedev(m->dev_major, m->dev_minor) == st.st_dev) {
+			snprintf(r->exe, sizeof(r->exe), "%s", m->path);
+			return open_mapped(r, r->exe, r->exe_open);
 		}
 	}
 	/* Not in the maps (deleted or replaced file): the kernel's own reference still works. */
@@ -378,7 +429,7 @@ static enum site_kind probe_site_kind(const char *open_path, __u64 offset)
 {
 	unsigned char insn[16] = {};
 	ssize_t n = -1;
-	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd >= 0) {
 		n = pread(fd, insn, sizeof(insn), offset);
@@ -422,7 +473,7 @@ static int disasm_exits(struct probe *p, const struct sym *s, const struct symta
 {
 	const struct sym *parts[2] = { s, cold_part(st, s) };
 	struct code_part code[2] = { { 0 } };
-	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC), i, k, n = -EIO;
+	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), i, k, n = -EIO;
 	__u64 *addrs = NULL;
 	size_t nr = parts[1] ? 2 : 1;
 
@@ -491,6 +542,17 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			      : jumps ? "longjmp in the process"
 			      : NULL;
 	}
+	/*
+	 * The entry point (_start) is jumped to, not called: at its first
+	 * instruction [sp] holds argc, which a uretprobe would overwrite with its
+	 * trampoline's address. It never returns either.
+	 */
+	if (st->entry && s->addr == st->entry && p->exit != EXIT_NONE) {
+		log_warn("'%s' is the entry point of %s: it is jumped to, not called, and never returns; "
+			 "counting its calls only", p->name, p->object);
+		p->exit = EXIT_NONE;
+		p->exit_why = "the program's entry point: jumped to, never returns";
+	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p, s, st);
 }
@@ -523,18 +585,23 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 static void report_not_found(const struct symtab *st, const char *path, const char *name)
 {
 	const char *near[5];
+	char clean[256];
 	size_t i, n;
 
 	if (st->source == SYMS_NONE) {
-		log_err("%s is stripped: it has no symbol table (.symtab) and no functions in .dynsym; "
-			"use a build with symbols", path);
+		log_err("%s is stripped: it has no symbol table (.symtab), no separate debug file (looked for by "
+			"build-id and .gnu_debuglink under /usr/lib/debug and beside it%s) and no functions in .dynsym; "
+			"install its debug package or use a build with symbols", path,
+			getenv("DEBUGINFOD_URLS") ? ", and on debuginfod" : "; DEBUGINFOD_URLS is not set");
 		return;
 	}
 	n = symtab_suggest(st, name, near, 5);
-	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s)", name, path, st->nr,
-		st->source == SYMS_SYMTAB ? ".symtab" : ".dynsym: the binary is stripped, only exported functions are known");
+	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s%s)", name, path, st->nr - st->nr_unnamed,
+		st->source == SYMS_SYMTAB ? ".symtab" : st->source == SYMS_DEBUG_FILE ? "the debug file " :
+		".dynsym: the binary is stripped and has no debug file, only exported functions are known",
+		st->source == SYMS_DEBUG_FILE ? st->debug_file : "");
 	for (i = 0; i < n; i++)
-		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", near[i]);
+		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", sanitize_term(near[i], clean, sizeof(clean)));
 	fputc('\n', stderr);
 }
 
@@ -607,6 +674,47 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	if (!added)
 		report_not_found(st, path, name);
 	return added ? 0 : -ENOENT;
+}
+
+/*
+ * Shells and env: what scripts and wrappers run through on the way to the
+ * program they are for. "ash" covers dash and busybox's sh by suffix.
+ */
+static bool is_wrapper_program(const char *path)
+{
+	static const char *const names[] = { "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox", "env" };
+	const char *base = strrchr(path, '/');
+	size_t i;
+
+	base = base ? base + 1 : path;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(base, names[i]))
+			return true;
+	return false;
+}
+
+bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const char *real_path)
+{
+	char objname[PATH_MAX];
+	const struct sym **m;
+	const char *name;
+	bool fits = true, any = false;
+	struct symtab *st;
+	size_t i;
+
+	if (symtab_load(exe, &st))
+		return false;
+	for (i = 0; i < o->nr_funcs && fits; i++) {
+		split_func_spec(o->funcs[i], objname, sizeof(objname), &name);
+		if (objname[0])
+			continue;
+		any = true;
+		fits = symtab_match(st, name, &m) > 0;
+		free(m);
+	}
+	symtab_free(st);
+	/* Only library functions asked for: any program could do, the one after the shells is meant. */
+	return fits && (any || !is_wrapper_program(real_path));
 }
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)

@@ -17,6 +17,8 @@ struct resolve_conf {
 	char *const *cmd;          /* the command about to be launched, or NULL (attach mode) */
 	enum exit_mode exit_mode;  /* --exit, --entry-only: EXIT_AUTO chooses per function */
 	bool system_wide;          /* no process: the objects as the host sees them (pid is 0) */
+	const char *followed;      /* a script followed through exec: /proc/PID/exe of the child, stopped
+				    * right after it exec'd the program to trace (its main executable), or NULL */
 };
 
 /*
@@ -26,6 +28,13 @@ struct resolve_conf {
  * was printed.
  */
 int resolve_probes(const struct resolve_conf *conf, pid_t pid, struct probe_list *out);
+
+/*
+ * Whether the program at exe (real_path: its name) is the one to trace when
+ * following a script: it has a function for every -f NAME of the main
+ * executable; with only LIB:NAME patterns, any program but a shell or env.
+ */
+bool resolve_program_fits(const struct resolve_conf *conf, const char *exe, const char *real_path);
 
 /* Splits "LIB:NAME" / "/path:NAME" / "NAME" (a C++ "a::b" is a name). obj is NULL for NAME. */
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name);

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "dwstacks.h"
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
@@ -24,7 +25,10 @@
 #include "pprof.h"
 #include "profile.skel.h"
 #include "sample.h"
+#include "sanitize.h"
 #include "symbolize.h"
+
+#define FNPROF_MAX_INLINED 16  /* inlined frames shown per address */
 
 /* A stack's frames, symbolized once: leaf first, kernel frames before user ones. */
 struct stack {
@@ -47,7 +51,8 @@ struct sampler {
 	int nr_links;
 	const char *event;           /* "cycles" or "cpu-clock" */
 	struct symbolizer *sym;
-	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
+	struct dwstacks *dw;         /* --call-graph dwarf: user stacks unwound here */
+	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use (user: DWSTACK_BASE + DWSTACK_MAX) */
 	struct entry *prev;          /* counts at the last report, sorted by key */
 	size_t nr_prev;
 	__u64 drops_prev[SDROP_NR + 1];
@@ -112,6 +117,27 @@ static int attach_events(struct sampler *s)
 	return 0;
 }
 
+/*
+ * --call-graph dwarf/auto: a stack buffer per CPU, and a ring buffer for a
+ * quarter second of samples on every CPU (at least 4 MiB), a power of two.
+ */
+static int configure_dwarf(struct sampler *s)
+{
+	int cpus = libbpf_num_possible_cpus();
+	double want = 0.25 * s->o.freq_hz * (cpus > 0 ? cpus : 1) *
+		      (s->o.stack_bytes + sizeof(struct dwarf_sample) + 8);
+	__u32 size = 4 << 20;
+
+	if (!s->o.dwarf)
+		return 0;
+	while (size < want && size < (1u << 30))
+		size <<= 1;
+	s->skel->rodata->dwarf = true;
+	s->skel->rodata->stack_bytes = s->o.stack_bytes;
+	return bpf_map__set_max_entries(s->skel->maps.bufs, cpus > 0 ? cpus : 1) ?:
+	       bpf_map__set_max_entries(s->skel->maps.samples, size);
+}
+
 int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -129,13 +155,22 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 	}
 	s->skel->rodata->target_tgid = pid;
 	s->skel->rodata->per_thread = o->per_thread;
-	err = profile_bpf__load(s->skel);
+	err = configure_dwarf(s);
+	if (!err)
+		err = profile_bpf__load(s->skel);
 	if (err) {
 		log_err("failed to load the sampling BPF program: %s", strerror(-err));
 		goto fail;
 	}
+	if (s->skel->rodata->dwarf) {
+		err = dwstacks_start(bpf_map__fd(s->skel->maps.samples), pid, o->per_thread, &s->dw);
+		if (err) {
+			log_err("cannot start unwinding sampled stacks: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	s->sym = symbolizer_new(pid);
-	s->ustacks = calloc(16384, sizeof(*s->ustacks));
+	s->ustacks = calloc(DWSTACK_BASE + DWSTACK_MAX, sizeof(*s->ustacks));
 	s->kstacks = calloc(16384, sizeof(*s->kstacks));
 	err = s->sym && s->ustacks && s->kstacks ? attach_events(s) : -ENOMEM;
 	if (err)
@@ -147,11 +182,11 @@ fail:
 	return err;
 }
 
-static void free_stacks(struct stack *st)
+static void free_stacks(struct stack *st, int nr)
 {
 	int i;
 
-	for (i = 0; st && i < 16384; i++) {
+	for (i = 0; st && i < nr; i++) {
 		free(st[i].f);
 		free(st[i].ips);
 	}
@@ -167,9 +202,10 @@ void sampler_stop(struct sampler *s)
 	for (i = 0; i < s->nr_links; i++)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
+	dwstacks_stop(s->dw);
 	profile_bpf__destroy(s->skel);
-	free_stacks(s->ustacks);
-	free_stacks(s->kstacks);
+	free_stacks(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
+	free_stacks(s->kstacks, 16384);
 	symbolizer_free(s->sym);
 	free(s->threads);
 	free(s->prev);
@@ -247,6 +283,20 @@ static int cmp_key(const void *a, const void *b)
 	return memcmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key, sizeof(struct sample_key));
 }
 
+/* --call-graph dwarf: the counts of the stacks unwound in user space, after those read. */
+static void add_unwound(struct sampler *s, struct entry **e, size_t *nr, size_t *cap)
+{
+	struct dwstack_count *c;
+	size_t i, n;
+
+	dwstacks_sync(s->dw);
+	n = dwstacks_counts(s->dw, &c);
+	for (i = 0; c && i < n && !ARRAY_RESERVE(*e, *nr + 1, *cap); i++, (*nr)++) {
+		(*e)[*nr] = (struct entry){ .key = c[i].key, .count = c[i].count };
+	}
+	free(c);
+}
+
 /* Every (thread, stacks) count so far, sorted by key. */
 static struct entry *read_counts(struct sampler *s, size_t *nr)
 {
@@ -265,41 +315,64 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 		if (!bpf_map_lookup_elem(fd, &key, &e[*nr].count))
 			(*nr)++;
 	}
+	if (s->dw)
+		add_unwound(s, &e, nr, &cap);
 	if (*nr)
 		qsort(e, *nr, sizeof(*e), cmp_key);
 	return e;
+}
+
+/* The frames of ip: its inlined calls (innermost first) for a user address, then its function. */
+static int frames_of(struct sampler *s, __u64 ip, bool kernel, struct frame_info *f, int max)
+{
+	const char *inl[FNPROF_MAX_INLINED];
+	int i, n = kernel ? 0 : symbolize_inlines(s->sym, ip, inl, max - 1 < FNPROF_MAX_INLINED ? max - 1 : FNPROF_MAX_INLINED);
+
+	if (kernel)
+		symbolize_kernel(s->sym, ip, &f[0]);
+	else
+		symbolize_user(s->sym, ip, &f[0]);
+	for (i = n; i > 0; i--)
+		f[i] = f[0];
+	for (i = 0; i < n; i++) {
+		f[i].func = inl[i];
+		f[i].inlined = true;
+	}
+	return n + 1;
 }
 
 static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 {
 	struct stack *st = kernel ? s->kstacks : s->ustacks, *t;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
-	int i, n;
+	int i, k, n, nf = 0;
 
-	if (id < 0 || id >= 16384)
+	if (id < 0 || id >= (kernel ? 16384 : DWSTACK_BASE + DWSTACK_MAX))
 		return NULL;
 	t = &st[id];
 	if (t->f)
 		return t;
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
-		return NULL;
-	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
-		;
-	t->f = calloc(n ? n : 1, sizeof(*t->f));
-	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
+	if (id >= DWSTACK_BASE) {
+		n = s->dw ? dwstacks_stack(s->dw, id, ips, FNPROF_STACK_DEPTH) : -ENOENT;
+		if (n < 0)
+			return NULL;
+	} else {
+		if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.stacks), &id, ips))
+			return NULL;
+		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
+			;
+	}
+	t->f = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->f));
+	t->ips = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->ips));
 	if (!t->f || !t->ips)
 		return NULL;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && nf < FNPROF_STACK_DEPTH; i++) {
 		/* Above the leaf, a frame holds a return address: the call is one byte before. */
-		__u64 ip = i ? ips[i] - 1 : ips[i];
-
-		if (kernel)
-			symbolize_kernel(s->sym, ip, &t->f[i]);
-		else
-			symbolize_user(s->sym, ip, &t->f[i]);
-		t->ips[i] = ips[i];
+		k = frames_of(s, i ? ips[i] - 1 : ips[i], kernel, &t->f[nf], FNPROF_STACK_DEPTH - nf);
+		while (k--)
+			t->ips[nf++] = ips[i];
 	}
-	t->nr = n;
+	t->nr = nf;
 	return t;
 }
 
@@ -379,14 +452,21 @@ static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, 
 	return &t->v[h];
 }
 
-/* Self samples go to the leaf, total samples once to every function on the stack. */
+/*
+ * Self samples go to the leaf, total samples once to every function on the
+ * stack. Inlined frames are left to the stacks (folded, pprof): in the table
+ * a sample counts for the function its code was compiled into, as perf's.
+ */
 static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
 {
 	struct fn_agg *a;
+	bool leaf = true;
 	int i, j;
 
 	t->samples += cnt;
 	for (i = 0; i < n; i++) {
+		if (fr[i]->inlined)
+			continue;
 		for (j = 0; j < i; j++)
 			if (fr[j]->func == fr[i]->func && fr[j]->object == fr[i]->object)
 				break;
@@ -396,8 +476,9 @@ static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, _
 		if (!a)
 			return -ENOMEM;
 		a->total += cnt;
-		if (!i)
+		if (leaf)
 			a->self += cnt;
+		leaf = false;
 	}
 	return 0;
 }
@@ -446,18 +527,32 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
+/* A thread's name, which the target sets: made safe for a terminal here, once. */
 static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
 {
-	char path[64];
+	char path[64], raw[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), tid ? "/proc/%d/task/%u/comm" : "/proc/%d/comm", pid, tid);
 	f = fopen(path, "re");
-	if (!f || !fgets(buf, size, f))
-		snprintf(buf, size, tid ? "[exited]" : "[process]");
-	buf[strcspn(buf, "\n")] = 0;
+	if (!f || !fgets(raw, sizeof(raw), f))
+		snprintf(raw, sizeof(raw), tid ? "[exited]" : "[process]");
+	raw[strcspn(raw, "\n")] = 0;
+	sanitize_term(raw, buf, size);
 	if (f)
 		fclose(f);
+}
+
+/* How the user stacks were walked, since the start: what was cut short, and what it cost. */
+static void print_unwind_stats(struct sampler *s, FILE *out)
+{
+	struct dwstack_stats st;
+
+	dwstacks_stats(s->dw, &st);
+	fprintf(out, "stacks: unwound with DWARF CFI from %u-byte stack copies: %llu samples, %llu cut short by the "
+		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU\n", s->o.stack_bytes,
+		(unsigned long long)st.samples, (unsigned long long)st.truncated,
+		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
 }
 
 static void print_table(struct sampler *s, FILE *out, const struct agg_table *t, double span,
@@ -466,7 +561,7 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
-	char comm[64];
+	char comm[64], fn[256], obj[256];
 	size_t i;
 
 	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
@@ -487,12 +582,16 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		}
 		if (!a->self || shown++ >= s->o.top)
 			continue;
-		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", a->func, base_name(a->object),
+		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", sanitize_term(a->func, fn, sizeof(fn)),
+			sanitize_term(base_name(a->object), obj, sizeof(obj)),
 			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
 	}
-	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL])
-		fprintf(out, "dropped: %llu samples not counted (map full), stacks lost: %llu user, %llu kernel "
-			     "(stack map full or collision)\n", (unsigned long long)drops[SDROP_COUNTS_FULL],
+	if (s->dw)
+		print_unwind_stats(s, out);
+	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
+		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
+			     "%llu kernel (stack map full or collision)\n",
+			(unsigned long long)(drops[SDROP_COUNTS_FULL] + drops[SDROP_RINGBUF]),
 			(unsigned long long)drops[SDROP_USTACK], (unsigned long long)drops[SDROP_KSTACK]);
 	fflush(out);
 }
@@ -508,11 +607,24 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 	json_u64(&j, "freq_hz", s->o.freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", t->samples);
-	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL]);
+	json_u64(&j, "lost", drops[SDROP_COUNTS_FULL] + drops[SDROP_RINGBUF]);
 	json_obj_begin(&j, "stacks_lost");
 	json_u64(&j, "user", drops[SDROP_USTACK]);
 	json_u64(&j, "kernel", drops[SDROP_KSTACK]);
 	json_obj_end(&j);
+	json_str(&j, "call_graph", s->dw ? "dwarf" : "fp");
+	if (s->dw) {
+		struct dwstack_stats st;
+
+		dwstacks_stats(s->dw, &st);
+		json_obj_begin(&j, "unwind");
+		json_u64(&j, "stack_bytes", s->o.stack_bytes);
+		json_u64(&j, "samples", st.samples);
+		json_u64(&j, "truncated", st.truncated);
+		json_u64(&j, "lost", st.lost);
+		json_u64(&j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+		json_obj_end(&j);
+	}
 	json_arr_begin(&j, "functions");
 	for (i = 0; i < t->nr; i++) {
 		const struct fn_agg *a = &t->v[i];
@@ -623,7 +735,7 @@ static char *folded_frames(struct sampler *s, const struct entry *e)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
-	char comm[64], name[PATH_MAX + 2], *buf = NULL;
+	char comm[64], name[PATH_MAX + 2], clean[PATH_MAX + 2], *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	int n;
@@ -639,7 +751,7 @@ static char *folded_frames(struct sampler *s, const struct entry *e)
 	fputs(comm[0] ? comm : "[process]", f);
 	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 	while (n--)
-		fprintf(f, ";%s%s", frame_name(fr[n], name, sizeof(name)),
+		fprintf(f, ";%s%s", sanitize_folded(frame_name(fr[n], name, sizeof(name)), clean, sizeof(clean)),
 			!strcmp(fr[n]->object, "[kernel.kallsyms]") ? "_[k]" : "");
 	fclose(f);
 	return buf;
@@ -684,25 +796,50 @@ cleanup:
 	return err;
 }
 
-/* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
+/*
+ * One pprof location for the frames of one address: its inlined calls (named
+ * without the " (inlined)" mark: pprof marks them itself) and the function
+ * they are in. *used: how many frames it took.
+ */
+static __u64 pprof_frames(struct pprof *p, const struct frame_info **fr, __u64 ip, int n, int *used)
+{
+	static const char mark[] = " (inlined)";
+	char names[16][256], buf[PATH_MAX + 2];
+	const char *funcs[17];
+	size_t len;
+	int k;
+
+	for (k = 0; k < n && k < 16 && fr[k]->inlined; k++) {
+		len = strlen(fr[k]->func);
+		len -= len >= strlen(mark) && !strcmp(fr[k]->func + len - strlen(mark), mark) ? strlen(mark) : 0;
+		snprintf(names[k], sizeof(names[k]), "%.*s", (int)len, fr[k]->func);
+		funcs[k] = names[k];
+	}
+	if (k < n && !fr[k]->inlined) {
+		funcs[k] = frame_name(fr[k], buf, sizeof(buf));
+		k++;
+	}
+	*used = k;
+	return pprof_location_inlined(p, ip, funcs, k, fr[k - 1]->object, fr[k - 1]->map_start, fr[k - 1]->map_limit,
+				      fr[k - 1]->map_pgoff);
+}
+
 /* Every sample of s->prev into p, the program's mapping first. 0 or -errno. */
 static int add_to_pprof(struct sampler *s, struct pprof *p)
 {
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
-	char name[PATH_MAX + 2];
 	size_t i;
 	struct frame_info exe;
-	int n, k, err = 0;
+	int n, k, g, nl, err = 0;
 
 	if (symbolize_main_object(s->sym, &exe))
 		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		for (k = 0; k < n; k++)
-			locs[k] = pprof_location(p, ips[k], frame_name(fr[k], name, sizeof(name)), fr[k]->object, fr[k]->map_start,
-						 fr[k]->map_limit, fr[k]->map_pgoff);
-		err = pprof_sample(p, locs, n, s->prev[i].count);
+		for (k = 0, nl = 0; k < n; k += g, nl++)
+			locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
+		err = pprof_sample(p, locs, nl, s->prev[i].count);
 	}
 	return err;
 }

@@ -21,6 +21,8 @@ struct sampler_conf {
 	bool json;                 /* one JSON line per report instead of the table */
 	const char *pprof_path;    /* --pprof FILE, or NULL */
 	const char *folded_path;   /* --folded FILE, or NULL */
+	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied and unwound in user space */
+	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..65536, x8) */
 };
 
 /* Loads and attaches the sampler for process pid at conf->freq_hz. 0 or -errno (message printed). */

@@ -5,10 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "array.h"
+#include "inlines.h"
 #include "ksyms.h"
+#include "log.h"
+#include "proc.h"
 #include "procmaps.h"
 #include "symbolize.h"
 #include "symbols.h"
@@ -20,6 +25,7 @@
 struct object {
 	char *path;
 	struct symtab *st;  /* NULL: could not be read */
+	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
 };
 
 struct symbolizer {
@@ -52,6 +58,7 @@ void symbolizer_free(struct symbolizer *s)
 	for (i = 0; i < s->nr_objs; i++) {
 		free(s->objs[i].path);
 		symtab_free(s->objs[i].st);
+		inlines_close(s->objs[i].inl);
 	}
 	free(s->objs);
 	procmaps_free(s->pm);
@@ -61,13 +68,47 @@ void symbolizer_free(struct symbolizer *s)
 
 static struct object *object_get(struct symbolizer *s, const struct mapping *m);
 
+/* The parent of process pid, from /proc/PID/stat ("pid (comm) state ppid ..."); -1 if unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n = -1;
+	int fd, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/*
+ * A command fnprof launches is its own child until it execs: its mappings are
+ * then fnprof's, whose objects (and their debug files) are not worth reading.
+ */
+static bool launched_not_execd(pid_t pid)
+{
+	struct stat self, target;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return !stat("/proc/self/exe", &self) && !stat(path, &target) && self.st_dev == target.st_dev &&
+	       self.st_ino == target.st_ino && parent_of(pid) == getpid();
+}
+
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
 	size_t i;
 
 	s->missed = false;
-	if (procmaps_load(s->pid, &pm))
+	if (launched_not_execd(s->pid) || procmaps_load(s->pid, &pm))
 		return;
 	/* A process that has just exited (a zombie) shows no mappings: keep the last ones. */
 	if (!pm->nr) {
@@ -98,7 +139,7 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 		fd = memfd_create("vdso", MFD_CLOEXEC);
 		if (fd >= 0 && write(fd, buf, len) == (ssize_t)len) {
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-			err = symtab_load(path, st);
+			err = symtab_load_target(path, m->path, s->pid, st);
 		}
 	}
 	if (fd >= 0)
@@ -109,7 +150,28 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 	return err;
 }
 
-/* Reads the object's symbols through the mapping itself (no path lookup), else by path. */
+/*
+ * Without map_files (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the path
+ * inside the target's root, read only if it is the mapped file (device and
+ * inode). The path is the target's choice: never opened on the host.
+ */
+static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st)
+{
+	char path[64];
+	struct stat sb;
+	int fd = proc_open_in_root(s->pid, m->path), err = -ESTALE;
+
+	if (fd < 0)
+		return fd;
+	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = symtab_load(path, st);
+	}
+	close(fd);
+	return err;
+}
+
+/* Reads the object's symbols through the mapping itself (no path lookup), else inside the target's root. */
 static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 {
 	struct symtab *st = NULL;
@@ -117,7 +179,8 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) : symtab_load(path, &st) && symtab_load(m->path, &st))
+	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) :
+	    symtab_load_target(path, m->path, s->pid, &st) && load_in_root(s, m, &st))
 		return NULL;
 	return st;
 }
@@ -134,10 +197,14 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	o->path = strdup(m->path);
+	*o = (struct object){ .path = strdup(m->path) };
 	if (!o->path)
 		return NULL;
 	o->st = read_symtab(s, m);
+	/* Its DWARF is opened now too: the mapping, through which the file is opened, goes with the process. */
+	if (o->st && m->path[0] == '/')
+		o->inl = inlines_open(o->st->path, o->st->debug_file, s->pid);
+	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
 	s->nr_objs++;
 	return o;
 }
@@ -173,6 +240,17 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 		out->func = sym_display_name(sym);
 		out->known = true;
 	}
+}
+
+int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max)
+{
+	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	struct object *obj = m ? object_get(s, m) : NULL;
+	__u64 vaddr;
+
+	if (!obj || !obj->inl || symtab_off_to_vaddr(obj->st, ip - m->start + m->pgoff, &vaddr))
+		return 0;
+	return inlines_at(obj->inl, vaddr, names, max);
 }
 
 bool symbolize_main_object(struct symbolizer *s, struct frame_info *out)

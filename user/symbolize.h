@@ -17,6 +17,7 @@ struct frame_info {
 	const char *object;  /* object path ("[kernel.kallsyms]" for the kernel); "[unknown]" if unmapped */
 	__u64 map_start, map_limit, map_pgoff;  /* its mapping, for pprof (0 if none) */
 	bool known;
+	bool inlined;        /* an inlined call ("name (inlined)") within the frame that follows */
 };
 
 struct symbolizer *symbolizer_new(pid_t pid);
@@ -27,6 +28,13 @@ void symbolizer_refresh(struct symbolizer *s);
 
 /* The function holding a user address; the strings live as long as the symbolizer. */
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out);
+/*
+ * The inlined calls that a user address lies in, from DWARF (the object's or
+ * its debug file's), innermost first, as "name (inlined)": up to max names,
+ * living as long as the symbolizer. Returns how many (0 without DWARF).
+ */
+int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max);
+
 /* The program's own executable mapping (the first object mapped), for pprof. false if unknown. */
 bool symbolize_main_object(struct symbolizer *s, struct frame_info *out);
 

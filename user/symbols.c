@@ -4,13 +4,24 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "array.h"
+#include "debuginfo.h"
 #include "demangle.h"
+#include "ehframe.h"
 #include "symbols.h"
+
+/* Where the object is for the target, to look for its debug file there; NULL path: don't. */
+struct target_obj {
+	const char *path;
+	pid_t pid;
+};
 
 static int read_segments(Elf *elf, struct symtab *st)
 {
@@ -65,21 +76,58 @@ int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr)
 	return -ENOENT;
 }
 
-static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_Sym *s)
+/*
+ * Limits on what one file may make fnprof allocate: a hostile file can point
+ * millions of symbols at one huge name. The largest real programs have about
+ * 2 million functions; their names fit in the string table they come from.
+ */
+#define MAX_FUNCTIONS (8u << 20)
+#define MAX_NAME_LEN (64u << 10)
+
+struct loader {
+	size_t cap;          /* of st->syms */
+	size_t name_budget;  /* bytes of names (demangled ones too) still allowed */
+};
+
+/* Charges a name and its demangled forms to the budget. -E2BIG past a limit. */
+static int charge_name(struct loader *l, const struct sym *e, size_t len)
 {
+	size_t n = len + (e->pretty ? strlen(e->pretty) : 0) + (e->base ? strlen(e->base) : 0);
+
+	if (n > l->name_budget)
+		return -E2BIG;
+	l->name_budget -= n;
+	return 0;
+}
+
+static int add_sym(struct symtab *st, struct loader *l, const char *name, const GElf_Sym *s)
+{
+	size_t len = strlen(name);
 	struct sym *e;
 	__u64 off;
 
 	if (!vaddr_to_off(st, s->st_value, &off))
 		return 0;
-	if (ARRAY_RESERVE(st->syms, st->nr + 1, *cap))
+	if (st->nr >= MAX_FUNCTIONS || len > MAX_NAME_LEN)
+		return -E2BIG;
+	if (ARRAY_RESERVE(st->syms, st->nr + 1, l->cap))
 		return -ENOMEM;
 	e = &st->syms[st->nr];
-	e->name = strdup(name);
+	/*
+	 * A .symtab with symbol versions (a debug file's of a versioned library) says
+	 * "memcpy@@GLIBC_2.14": the name is what comes before, as in .dynsym.
+	 */
+	e->name = name[0] != '@' && strchr(name, '@') ? strndup(name, strchr(name, '@') - name) : strdup(name);
 	if (!e->name)
 		return -ENOMEM;
-	e->pretty = demangle(name);
-	e->base = demangle_base(name);
+	e->pretty = demangle(e->name);
+	e->base = demangle_base(e->name);
+	if (charge_name(l, e, len)) {
+		free(e->name);
+		free(e->pretty);
+		free(e->base);
+		return -E2BIG;
+	}
 	e->addr = s->st_value;
 	e->size = s->st_size;
 	e->offset = off;
@@ -90,9 +138,9 @@ static int add_sym(struct symtab *st, size_t *cap, const char *name, const GElf_
 }
 
 /* Reads the functions of one symbol table section (SHT_SYMTAB or SHT_DYNSYM). */
-static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
+static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, struct loader *l)
 {
-	GElf_Shdr sh;
+	GElf_Shdr sh, strsh;
 	Elf_Data *data;
 	size_t i, n;
 	GElf_Sym s;
@@ -103,6 +151,9 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
 	data = elf_getdata(scn, NULL);
 	if (!data)
 		return -EINVAL;
+	/* Names are charged against a budget proportional to the string table they come from. */
+	if (gelf_getshdr(elf_getscn(elf, sh.sh_link), &strsh))
+		l->name_budget += 4 * strsh.sh_size;
 	n = sh.sh_size / sh.sh_entsize;
 	for (i = 0; i < n; i++) {
 		const char *name;
@@ -117,7 +168,7 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, size_t *cap)
 		name = elf_strptr(elf, sh.sh_link, s.st_name);
 		if (!name || !*name)
 			continue;
-		err = add_sym(st, cap, name, &s);
+		err = add_sym(st, l, name, &s);
 		if (err)
 			return err;
 	}
@@ -229,59 +280,164 @@ static void find_markers(Elf *elf, struct symtab *st)
 	}
 }
 
-static int load_elf(Elf *elf, struct symtab *st)
+/* The .symtab of the object's separate debug file: the object's own segments give the offsets. */
+static int read_debug_file(Elf *elf, const struct target_obj *t, struct symtab *st, struct loader *l)
 {
-	GElf_Ehdr eh;
-	size_t cap = 0;
+	char found[PATH_MAX];
 	Elf_Scn *scn;
+	Elf *dbg;
+	int fd, err = 0;
+
+	fd = debuginfo_open(elf, t->path, t->pid, found, sizeof(found));
+	if (fd < 0)
+		return 0;
+	dbg = elf_begin(fd, ELF_C_READ, NULL);
+	scn = dbg && elf_kind(dbg) == ELF_K_ELF ? find_section(dbg, SHT_SYMTAB) : NULL;
+	if (scn) {
+		err = read_table(dbg, scn, st, l);
+		st->debug_file = strdup(found);
+		if (!err && st->nr)
+			st->source = st->debug_file ? SYMS_DEBUG_FILE : SYMS_NONE;
+		err = err ? err : st->debug_file ? 0 : -ENOMEM;
+	}
+	if (dbg)
+		elf_end(dbg);
+	close(fd);
+	return err;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Functions no symbol covers, from the unwind tables' FDEs: "object+0xADDR". */
+static int add_unnamed(Elf *elf, const char *objpath, struct symtab *st, struct loader *l)
+{
+	struct fde_range *r;
+	size_t i, n = ehframe_ranges(elf, &r), before = st->nr;
+	char name[PATH_MAX + 32];
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		GElf_Sym s = { .st_value = r[i].start, .st_size = r[i].size };
+		/* Looked up among the named ones only: those added here are not sorted yet. */
+		struct symtab named = { .syms = st->syms, .nr = before };
+		size_t was = st->nr;
+
+		if (!r[i].start || symtab_lookup(&named, r[i].start))
+			continue;
+		snprintf(name, sizeof(name), "%s+0x%llx", base_name(objpath), (unsigned long long)r[i].start);
+		err = add_sym(st, l, name, &s);
+		if (!err && st->nr > was) {
+			st->syms[was].unnamed = true;
+			st->nr_unnamed++;
+		}
+	}
+	free(r);
+	return err;
+}
+
+static int read_symbols(Elf *elf, const struct target_obj *t, struct symtab *st, struct loader *l)
+{
+	Elf_Scn *scn = find_section(elf, SHT_SYMTAB);
+	int err = 0;
+
+	if (scn) {
+		err = read_table(elf, scn, st, l);
+		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
+	}
+	if (!err && !st->nr && t->path)
+		err = read_debug_file(elf, t, st, l);
+	if (!err && !st->nr) {
+		scn = find_section(elf, SHT_DYNSYM);
+		if (scn) {
+			err = read_table(elf, scn, st, l);
+			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
+		}
+	}
+	return err;
+}
+
+static int load_elf(Elf *elf, const struct target_obj *t, const char *path, struct symtab *st)
+{
+	struct loader l = { .name_budget = 64u << 20 };
+	GElf_Ehdr eh;
 	int err;
 
 	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -EINVAL;
 	st->dyn = eh.e_type == ET_DYN;
+	st->entry = eh.e_entry;
 	err = read_segments(elf, st);
+	if (!err)
+		err = read_symbols(elf, t, st, &l);
 	if (err)
 		return err;
-	scn = find_section(elf, SHT_SYMTAB);
-	if (scn) {
-		err = read_table(elf, scn, st, &cap);
-		if (err)
-			return err;
-		st->source = st->nr ? SYMS_SYMTAB : SYMS_NONE;
-	}
-	if (!st->nr) {
-		scn = find_section(elf, SHT_DYNSYM);
-		if (scn) {
-			err = read_table(elf, scn, st, &cap);
-			if (err)
-				return err;
-			st->source = st->nr ? SYMS_DYNSYM : SYMS_NONE;
-		}
-	}
 	sort_and_merge(st);
+	/* Only where symbols are missing: a full .symtab names every function already. */
+	if (st->source != SYMS_SYMTAB && st->source != SYMS_DEBUG_FILE) {
+		err = add_unnamed(elf, t->path ? t->path : path, st, &l);
+		sort_and_merge(st);
+	}
 	find_markers(elf, st);
-	return 0;
+	return err;
 }
 
-int symtab_load(const char *path, struct symtab **out)
+int symtab_open(const char *path)
 {
+	struct stat st;
+	int fd;
+
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENODEV;
+	}
+	return fd;
+}
+
+/* Whether the file was truncated or rewritten while it was read: what was read may be cut short. */
+static bool changed_since(int fd, const struct stat *before)
+{
+	struct stat now;
+
+	return fstat(fd, &now) || now.st_size != before->st_size ||
+	       now.st_mtim.tv_sec != before->st_mtim.tv_sec || now.st_mtim.tv_nsec != before->st_mtim.tv_nsec;
+}
+
+static int load(const char *path, const struct target_obj *t, struct symtab **out)
+{
+	struct stat before;
 	struct symtab *st;
 	Elf *elf;
 	int fd, err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = symtab_open(path);
 	if (fd < 0)
+		return fd;
+	if (fstat(fd, &before)) {
+		close(fd);
 		return -errno;
+	}
 	st = calloc(1, sizeof(*st));
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file truncated while it is parsed gives short reads, not SIGBUS. */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!st || !elf) {
 		err = st ? -EINVAL : -ENOMEM;
 		goto out;
 	}
 	st->path = strdup(path);
-	err = st->path ? load_elf(elf, st) : -ENOMEM;
+	err = st->path ? load_elf(elf, t, path, st) : -ENOMEM;
+	if (!err && changed_since(fd, &before))
+		err = -ESTALE;
 out:
 	if (elf)
 		elf_end(elf);
@@ -292,6 +448,20 @@ out:
 	}
 	*out = st;
 	return 0;
+}
+
+int symtab_load(const char *path, struct symtab **out)
+{
+	struct target_obj none = {};
+
+	return load(path, &none, out);
+}
+
+int symtab_load_target(const char *open_path, const char *target_path, pid_t pid, struct symtab **out)
+{
+	struct target_obj t = { .path = target_path, .pid = pid };
+
+	return load(open_path, &t, out);
 }
 
 void symtab_free(struct symtab *st)
@@ -308,6 +478,7 @@ void symtab_free(struct symtab *st)
 	free(st->syms);
 	free(st->segs);
 	free(st->path);
+	free(st->debug_file);
 	free(st);
 }
 

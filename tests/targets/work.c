@@ -11,6 +11,7 @@
  *   count N            N calls of tiny(), prints their sum
  *   recurse DEPTH N    N calls of recurse(DEPTH)
  *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
+ *   gate N             prints "ready", waits for a line on stdin, then as nest N (to attach first)
  *   threads T N        T threads, each N calls of spin_us(20)
  *   waves W T N        W waves, one after the other, of T threads each making N calls of spin_us(20)
  *   loop               prints "ready", then spin_us(50) + sleep_us(1000) until SIGTERM/SIGINT
@@ -345,7 +346,15 @@ int main(int argc, char **argv)
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
 			sum += recurse(arg(argc, argv, 2));
 		printf("recurse sum %lu\n", sum);
-	} else if (!strcmp(mode, "nest")) {
+	} else if (!strcmp(mode, "nest") || !strcmp(mode, "gate")) {
+		char line[16];
+
+		if (!strcmp(mode, "gate")) {
+			printf("ready\n");
+			fflush(stdout);
+			if (!fgets(line, sizeof(line), stdin))
+				return 1;
+		}
 		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
 			outer();
 	} else if (!strcmp(mode, "threads")) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Command-line parsing: accepted forms, range checks, cross-checks, exit codes. */
+#include <errno.h>
 #include <string.h>
 
 #include "log.h"
 #include "opts.h"
+#include "prof_kind.h"
 #include "unit.h"
 
 static int parse(struct opts *o, const char *line)
@@ -48,6 +50,22 @@ static void no_function_means_sampling(void)
 	CHECK(parse(&o, "-p 1") == -1 && o.freq_hz == 99);
 }
 
+static void call_graph_modes(void)
+{
+	struct opts o;
+
+	CHECK(parse(&o, "-p 1") == -1 && o.call_graph == CG_AUTO && o.stack_bytes == DEFAULT_STACK_BYTES);
+	CHECK(parse(&o, "-p 1 --call-graph fp") == -1 && o.call_graph == CG_FP);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf") == -1 && o.call_graph == CG_DWARF);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,4096") == -1 && o.stack_bytes == 4096);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,65536 --no-debuginfod") == -1 && o.stack_bytes == 65536 &&
+	      o.no_debuginfod);
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,100") == EXIT_USAGE);    /* not a multiple of 8 */
+	CHECK(parse(&o, "-p 1 --call-graph dwarf,131072") == EXIT_USAGE); /* over the copy's limit */
+	CHECK(parse(&o, "-p 1 --call-graph fp,8") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --call-graph lbr") == EXIT_USAGE);
+}
+
 static void usage_errors_exit_2(void)
 {
 	struct opts o;
@@ -84,13 +102,39 @@ static void parses_seconds(void)
 	CHECK(parse_seconds("1e400", &v));
 }
 
+static void profiles_and_their_files(void)
+{
+	struct opts o;
+	char b[64];
+
+	CHECK(parse(&o, "-p 1 --profile offcpu --profile heap --heap-rate 64K --offcpu-rate 2ms") == -1);
+	CHECK(o.profiles == (1U << PROF_OFFCPU | 1U << PROF_HEAP) && !o.sample);
+	CHECK(o.heap_rate == 65536 && o.offcpu_rate_ns == 2000000);
+	CHECK(parse(&o, "-p 1 --profile offcpu --profile cpu --pprof out.pb.gz") == -1);
+	CHECK(o.sample && !strcmp(o.pprof_path, "out.cpu.pb.gz") && !strcmp(o.pprof_base, "out.pb.gz"));
+	CHECK(parse(&o, "-p 1 --pprof out.pb.gz") == -1);  /* cpu alone: the file as given */
+	CHECK(o.sample && !strcmp(o.pprof_path, "out.pb.gz"));
+	CHECK(parse(&o, "-p 1 --offcpu-rate 5") == -1 && o.offcpu_rate_ns == 5);
+	CHECK(!prof_file_name("dir.x/out", PROF_HEAP, true, b, sizeof(b)) && !strcmp(b, "dir.x/out.heap"));
+	CHECK(!prof_file_name("/t/.hidden", PROF_MUTEX, true, b, sizeof(b)) && !strcmp(b, "/t/.hidden.mutex"));
+	CHECK(!prof_file_name("a.pb.gz", PROF_MUTEX, false, b, sizeof(b)) && !strcmp(b, "a.pb.gz"));
+	CHECK(prof_file_name("a-very-long-name.pb.gz", PROF_OFFCPU, true, b, 16) == -ENAMETOOLONG);
+	CHECK(parse(&o, "-p 1 --profile mem") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --heap-rate 0") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --heap-rate 8G") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --offcpu-rate -5") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --profile heap --folded x") == EXIT_USAGE);
+}
+
 int main(void)
 {
 	RUN(attach_with_functions);
 	RUN(launch_keeps_command_options);
 	RUN(no_function_means_sampling);
+	RUN(call_graph_modes);
 	RUN(usage_errors_exit_2);
 	RUN(help_exits_0);
 	RUN(parses_seconds);
+	RUN(profiles_and_their_files);
 	UNIT_EXIT();
 }

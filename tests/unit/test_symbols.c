@@ -152,6 +152,33 @@ static void stripped_executable_has_no_functions(void)
 	symtab_free(st);
 }
 
+/* Without symbols, each function is still a row of its own: "object+0xADDR" from its FDE. */
+static void stripped_functions_named_from_fdes(void)
+{
+	struct symtab *st = load("stripped"), *full = load("pie");
+	const struct sym **m = NULL, *s;
+	char name[64];
+	size_t n = 0;
+
+	CHECK(st && full);
+	if (!st || !full)
+		goto out;
+	n = symtab_match(full, "alpha", &m);
+	CHECK(n == 1);
+	if (n == 1) {
+		snprintf(name, sizeof(name), "stripped+%#llx", (unsigned long long)m[0]->addr);
+		s = symtab_lookup(st, m[0]->addr + 1);
+		CHECK(s && s->unnamed && !strcmp(s->name, name) && s->addr == m[0]->addr && s->size >= m[0]->size);
+		if (s && strcmp(s->name, name))
+			printf("# %s, want %s\n", s->name, name);
+	}
+	CHECK(st->nr_unnamed >= 4);
+out:
+	free(m);
+	symtab_free(st);
+	symtab_free(full);
+}
+
 static void stripped_library_keeps_dynsym(void)
 {
 	struct symtab *st = load("stripped.so");
@@ -213,6 +240,7 @@ int main(void)
 	RUN(glob_matches_all);
 	RUN(suggests_close_names);
 	RUN(stripped_executable_has_no_functions);
+	RUN(stripped_functions_named_from_fdes);
 	RUN(stripped_library_keeps_dynsym);
 	RUN(rejects_non_elf_and_missing);
 	RUN(splits_func_specs);

@@ -1,0 +1,247 @@
+"""The other profiles (--profile offcpu, mutex, heap): each against a target that knows its truth,
+and their pprof files read by go tool pprof.
+
+Targets: tests/targets/offcpu.c (sleeps 1 ms per call in sleep_1ms; three threads sharing one CPU),
+tests/targets/heap.c (two call sites allocating 3:1 bytes, 8 MiB kept live), tests/targets/mutex.c
+(4 threads contending on one mutex, released in release_lock).
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from harness import FNPROF, Skip, Target, check, json_reports, run_fnprof, target, truth
+
+
+def profiled(kind, args, *cmd, timeout=90, pid=None):
+    """The JSON reports of one profile kind (all of them, in order) and the process; reports go to a
+    file (-o) so that the target's own output stays apart."""
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "report.json")
+        argv = ["--profile", kind] + list(args) + ["--json", "-o", out]
+        argv += ["-p", str(pid)] if pid else ["--"] + [str(c) for c in cmd]
+        p = run_fnprof(argv, timeout=timeout)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = [r for r in json_reports(open(out).read()) if r.get("mode") == kind]
+    finally:
+        shutil.rmtree(d)
+    check(reps, f"no {kind} report:\n{p.stderr[-2000:]}")
+    return reps, p
+
+
+def fn(rep, name):
+    for f in rep["functions"]:
+        if f["name"] == name:
+            return f
+    raise AssertionError(f"{name} not in the profile: {[f['name'] for f in rep['functions'][:15]]}")
+
+
+def total_of(reps, name, value):
+    """A function's total value summed over interval reports (0 where it is absent)."""
+    s = 0.0
+    for r in reps:
+        for f in r["functions"]:
+            if f["name"] == name:
+                s += f["total"][value]
+    return s
+
+
+def pprof_top(path, *extra):
+    """go tool pprof -top on path: its stdout. Skips without Go."""
+    if not shutil.which("go"):
+        raise Skip("go is not installed (Debian golang-go): cannot check with go tool pprof")
+    d = tempfile.mkdtemp()
+    try:
+        env = dict(os.environ, HOME=d, GOCACHE=os.path.join(d, "cache"))
+        top = subprocess.run(["go", "tool", "pprof", "-top"] + list(extra) + [path], capture_output=True,
+                             text=True, timeout=120, env=env)
+    finally:
+        shutil.rmtree(d)
+    check(top.returncode == 0, f"go tool pprof failed on {path}: {top.stderr}")
+    return top.stdout
+
+
+# --- offcpu ----------------------------------------------------------------------------------
+
+def test_offcpu_sleep_charged_to_its_function():
+    reps, p = profiled("offcpu", [], target("offcpu"), 2)
+    t = truth(p.stdout, "offcpu")
+    rep = reps[-1]
+    total = rep["totals"]["delay"]
+    s = fn(rep, "sleep_1ms")["total"]["delay"]
+    check(s >= 0.9 * total, f"sleep_1ms {s / 1e6:.1f} ms of {total / 1e6:.1f} ms delay (< 90%)")
+    check(abs(s - t["slept_ns"]) <= 0.1 * t["slept_ns"], f"sleep_1ms {s / 1e6:.1f} ms vs truth "
+          f"{t['slept_ns'] / 1e6:.1f} ms")
+    c = fn(rep, "sleep_1ms")["total"]["contentions"]
+    check(abs(c - t["calls"]) <= 0.1 * t["calls"], f"{c} waits vs {t['calls']} calls")
+    check(rep["lost"] == 0 and rep["stacks_lost"]["user"] == 0, f"drops: {rep}")
+    check(rep["state"]["blocked"]["delay"] >= 0.9 * total, f"a sleep is blocked: {rep['state']}")
+    # Kernel stacks, taken at the switch-in: the sleep's kernel side carries the delay too.
+    k = [f for f in rep["functions"] if f["object"] == "[kernel.kallsyms]" and "nanosleep" in f["name"]]
+    check(k and max(f["total"]["delay"] for f in k) >= 0.9 * total, "no kernel frames of the sleep")
+
+
+def test_offcpu_thread_started_later_pid_mode_intervals():
+    with Target("offcpu", "thread", 0.5, 1.5) as tg:
+        reps, _ = profiled("offcpu", ["-i", "0.5", "-d", "6"], pid=tg.pid)
+        out, _ = tg.stop()
+    t = truth(out, "offcpu")
+    check(len(reps) >= 3, f"{len(reps)} reports with -i 0.5")
+    # With -i every report, the final one too, covers its own interval.
+    s = total_of(reps, "sleep_1ms", "delay")
+    check(abs(s - t["slept_ns"]) <= 0.1 * t["slept_ns"], f"sleep_1ms {s / 1e6:.1f} ms over the intervals vs "
+          f"truth {t['slept_ns'] / 1e6:.1f} ms")
+
+
+def test_offcpu_run_queue_label():
+    reps, p = profiled("offcpu", [], target("offcpu"), "runq", 1)
+    t = truth(p.stdout, "runq")
+    rq = reps[-1]["state"]["runqueue"]["delay"]
+    check(abs(rq - t["wait_ns"]) <= 0.15 * t["wait_ns"], f"run-queue wait {rq / 1e6:.1f} ms vs truth "
+          f"{t['wait_ns'] / 1e6:.1f} ms")
+    check(fn(reps[-1], "burner")["total"]["delay"] >= 0.8 * t["wait_ns"], "the burners' waits are theirs")
+
+
+def test_offcpu_rate_samples_short_waits_unbiased():
+    # 1 ms waits under a 10 ms rate: about one in ten kept, each counted ten times.
+    reps, p = profiled("offcpu", ["--offcpu-rate", "10ms"], target("offcpu"), 3)
+    t = truth(p.stdout, "offcpu")
+    rep = reps[-1]
+    s = fn(rep, "sleep_1ms")["total"]
+    check(rep["kept"] < 0.2 * rep["events"], f"{rep['kept']} of {rep['events']} waits kept at rate 10 ms")
+    check(abs(s["delay"] - t["slept_ns"]) <= 0.25 * t["slept_ns"], f"scaled delay {s['delay'] / 1e6:.0f} ms "
+          f"vs truth {t['slept_ns'] / 1e6:.0f} ms")
+    check(abs(s["contentions"] - t["calls"]) <= 0.25 * t["calls"], f"scaled {s['contentions']:.0f} waits "
+          f"vs {t['calls']:.0f}")
+
+
+def test_offcpu_pprof_and_several_profiles_name_files():
+    d = tempfile.mkdtemp()
+    try:
+        base = os.path.join(d, "out.pb.gz")
+        p = run_fnprof(["--profile", "cpu", "--profile", "offcpu", "--pprof", base, "--", target("offcpu"), "1"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        names = sorted(os.listdir(d))
+        check(names == ["out.cpu.pb.gz", "out.offcpu.pb.gz"], f"files: {names}")
+        top = pprof_top(os.path.join(d, "out.offcpu.pb.gz"), "-cum")
+        check("Type: delay" in top and "sleep_1ms" in top, top)
+        top = pprof_top(os.path.join(d, "out.offcpu.pb.gz"), "-sample_index=contentions", "-tagfocus=state=blocked")
+        check("sleep_1ms" in top, top)
+        check("Type: cpu" in pprof_top(os.path.join(d, "out.cpu.pb.gz")), "cpu file")
+    finally:
+        shutil.rmtree(d)
+
+
+def test_profile_option_errors():
+    for args, msg in ((["--profile", "bogus"], "invalid --profile"),
+                      (["--profile", "offcpu", "--offcpu-rate", "0"], "invalid --offcpu-rate"),
+                      (["--profile", "heap", "--heap-rate", "12X"], "invalid --heap-rate"),
+                      (["--profile", "offcpu", "--folded", "/tmp/x"], "--folded")):
+        p = run_fnprof(args + ["--", "true"])
+        check(p.returncode == 2 and msg in p.stderr, f"{args}: exit {p.returncode}: {p.stderr}")
+
+
+# --- heap ------------------------------------------------------------------------------------
+
+MIB = 1 << 20
+
+
+def test_heap_sites_ratio_and_live_bytes():
+    # 128 MiB through the sites at one sample per 64 KiB on average (about 2000 samples), then 2 s
+    # holding 8 MiB: the interval reports during the hold see it in use, the last one after the frees.
+    reps, p = profiled("heap", ["--heap-rate", "64K", "-i", "0.5"], target("heap"), 128, 2)
+    t = truth(p.stdout, "heap")
+    check(abs(t["big"] / t["small"] - 3) < 0.01, f"target truth {t}")
+    big, small = total_of(reps, "alloc_big", "alloc_space"), total_of(reps, "alloc_small", "alloc_space")
+    check(small > 0 and abs(big / small - 3) <= 0.5, f"alloc_space ratio {big / max(small, 1):.2f} (want 3 +- 0.5)")
+    check(abs(big + small - t["big"] - t["small"]) <= 0.1 * (t["big"] + t["small"]),
+          f"alloc_space {(big + small) / MIB:.1f} MiB vs truth {(t['big'] + t['small']) / MIB:.1f} MiB")
+    held = [r for r in reps[:-1] if any(f["name"] == "keep_live" for f in r["functions"])]
+    check(held, "no report while the 8 MiB were live")
+    live = fn(held[-1], "keep_live")["total"]["inuse_space"]
+    check(abs(live - t["live"]) <= 0.15 * t["live"], f"keep_live in use {live / MIB:.2f} MiB vs {t['live'] / MIB} MiB")
+    for site in ("alloc_big", "alloc_small"):
+        gone = sum(f["total"]["inuse_space"] for f in held[-1]["functions"] if f["name"] == site)
+        check(gone < 0.02 * t["live"], f"{site} freed everything, yet {gone / MIB:.2f} MiB in use")
+    after = [f for f in reps[-1]["functions"] if f["name"] == "keep_live"]
+    check(not after or after[0]["total"]["inuse_space"] < 0.05 * t["live"], "freed at the end, still in use")
+
+
+def test_heap_every_entry_point_at_rate_one_byte():
+    # --heap-rate 1: every allocation is sampled with weight 1, so the figures are exact.
+    reps, p = profiled("heap", ["--heap-rate", "1"], target("heap"), 0, 0.5)
+    o = fn(reps[-1], "other_paths")["total"]
+    # calloc 4 x 16, malloc-like realloc(NULL, 32), posix_memalign 128, realloc to 4096, aligned_alloc 256
+    check(o["alloc_objects"] == 5 and o["alloc_space"] == 64 + 32 + 128 + 4096 + 256, f"other_paths: {o}")
+    check(o["inuse_space"] == 0, f"all freed: {o}")
+    k = fn(reps[-1], "keep_live")["total"]
+    check(k["alloc_objects"] == 32 and k["alloc_space"] == 8 * MIB, f"keep_live: {k}")
+    # The probes' cost, measured at start on fnprof's own allocator, and the estimate from it.
+    c = reps[-1]["probe_cost"]
+    check(c and 100 < c["per_event_ns"] < 100000, f"probe cost per allocation: {c}")
+    check(abs(c["estimate_ns"] - c["per_event_ns"] * reps[-1]["events"]) <= 1e-3 * c["estimate_ns"] + 1,
+          f"estimate: {c}")
+
+
+def test_heap_pid_mode_thread_started_later_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "heap.pb.gz")
+        with Target("heap", 32, 1.5, "thread") as tg:
+            reps, _ = profiled("heap", ["--heap-rate", "64K", "-d", "1.5", "--pprof", path], pid=tg.pid)
+            out, _ = tg.stop()
+        t = truth(out, "heap")
+        live = fn(reps[-1], "keep_live")["total"]["inuse_space"]
+        check(abs(live - t["live"]) <= 0.15 * t["live"], f"keep_live in use {live / MIB:.2f} MiB")
+        top = pprof_top(path, "-sample_index=inuse_space", "-cum")
+        check("keep_live" in top and "Type: inuse_space" in top, top)
+        top = pprof_top(path, "-sample_index=alloc_space", "-cum")
+        check("alloc_big" in top and "alloc_small" in top, top)
+    finally:
+        shutil.rmtree(d)
+
+
+# --- mutex -----------------------------------------------------------------------------------
+
+def test_mutex_delay_charged_to_the_releaser():
+    reps, p = profiled("mutex", [], target("mutex"), 1.5)
+    t = truth(p.stdout, "mutex")
+    rep = reps[-1]
+    lock = rep["kind"]["lock"]["delay"]
+    check(abs(lock - t["wait_ns"]) <= 0.25 * t["wait_ns"], f"lock delay {lock / 1e6:.0f} ms vs the threads' own "
+          f"{t['wait_ns'] / 1e6:.0f} ms in pthread_mutex_lock")
+    rel = fn(rep, "release_lock")["total"]["delay"]
+    check(rel >= 0.8 * lock, f"release_lock charged {rel / 1e6:.0f} ms of {lock / 1e6:.0f} ms (< 80%)")
+    take = fn(rep, "take_lock")["total"]["wait_delay"]
+    check(take >= 0.8 * lock, f"the waiters' view: take_lock {take / 1e6:.0f} ms of {lock / 1e6:.0f} ms")
+    check(rep["lost"] == 0 and rep["no_state"] == 0, f"drops: {rep}")
+
+
+def test_mutex_condition_variable_waits_labelled_apart():
+    reps, p = profiled("mutex", [], target("mutex"), "cond", 1)
+    t = truth(p.stdout, "cond")
+    k = reps[-1]["kind"]
+    check(k["wait"]["contentions"] >= 0.8 * t["waits"], f"{k['wait']['contentions']} condvar waits labelled "
+          f"wait, of {t['waits']}")
+    check(k["lock"]["delay"] < 0.05 * k["wait"]["delay"], f"condvar waits taken for lock contention: {k}")
+
+
+def test_mutex_pid_mode_intervals_pprof():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "mutex.pb.gz")
+        with Target("mutex", 3) as tg:
+            reps, _ = profiled("mutex", ["-d", "1.2", "-i", "0.4", "--pprof", path], pid=tg.pid)
+            tg.stop()
+        check(len(reps) >= 3, f"{len(reps)} reports")
+        lock = sum(r["kind"]["lock"]["delay"] for r in reps)
+        rel = total_of(reps, "release_lock", "delay")
+        check(lock > 0 and rel >= 0.8 * lock, f"release_lock {rel / 1e6:.0f} ms of {lock / 1e6:.0f} ms")
+        top = pprof_top(path, "-cum", "-tagfocus=kind=lock")
+        check("Type: delay" in top and "release_lock" in top, top)
+        top = pprof_top(path, "-cum", "-sample_index=wait_delay")
+        check("take_lock" in top, top)
+    finally:
+        shutil.rmtree(d)

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The reading thread and the tables it fills. The thread alone touches the
+ * unwinder; the tables are shared with the reports under one lock, taken
+ * only to count an unwound sample or to copy the counts out.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/libbpf.h>
+
+#include "array.h"
+#include "dwstacks.h"
+#include "unwind.h"
+
+struct ustack {
+	__u64 *ips;
+	int nr;
+	__u64 hash;
+};
+
+struct dwstacks {
+	bool per_thread;
+	struct ring_buffer *rb;
+	struct unwinder *uw;      /* the thread's own */
+	pthread_t thread;
+	bool running;
+	volatile bool stop;
+	pthread_mutex_t lock;     /* everything below */
+	pthread_cond_t passed;
+	__u64 passes;             /* ring buffer reads completed by the thread */
+	struct ustack *stacks;    /* by id - DWSTACK_BASE */
+	size_t nr_stacks, cap_stacks;
+	__s32 *stack_index;       /* open addressing: stack id + 1, 0 empty; 2 * DWSTACK_MAX slots */
+	struct dwstack_count *counts;  /* open addressing on the key, count 0: empty */
+	size_t nr_counts, cap_counts;
+	struct dwstack_stats st;
+};
+
+static __u64 hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	__u64 h = 1469598103934665603ULL;  /* FNV-1a */
+
+	while (n--)
+		h = (h ^ *b++) * 1099511628211ULL;
+	return h;
+}
+
+/* The id of the stack ips[0..n), added if new; -1 when the table is full. */
+static __s32 intern(struct dwstacks *d, const __u64 *ips, int n)
+{
+	__u64 h = hash_bytes(ips, n * sizeof(*ips));
+	size_t slot = h & (2 * DWSTACK_MAX - 1);
+	struct ustack *s;
+
+	for (; d->stack_index[slot]; slot = (slot + 1) & (2 * DWSTACK_MAX - 1)) {
+		s = &d->stacks[d->stack_index[slot] - 1];
+		if (s->hash == h && s->nr == n && !memcmp(s->ips, ips, n * sizeof(*ips)))
+			return DWSTACK_BASE + d->stack_index[slot] - 1;
+	}
+	if (d->nr_stacks == DWSTACK_MAX || ARRAY_RESERVE(d->stacks, d->nr_stacks + 1, d->cap_stacks))
+		return -1;
+	s = &d->stacks[d->nr_stacks];
+	s->ips = malloc(n * sizeof(*ips));
+	if (!s->ips)
+		return -1;
+	memcpy(s->ips, ips, n * sizeof(*ips));
+	s->nr = n;
+	s->hash = h;
+	d->stack_index[slot] = ++d->nr_stacks;
+	return DWSTACK_BASE + d->nr_stacks - 1;
+}
+
+/* Keeps the counts table at most half full. */
+static int grow_counts(struct dwstacks *d)
+{
+	size_t cap = d->cap_counts ? 2 * d->cap_counts : 1024, i, h;
+	struct dwstack_count *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < d->cap_counts; i++) {
+		if (!d->counts[i].count)
+			continue;
+		for (h = hash_bytes(&d->counts[i].key, sizeof(d->counts[i].key)) & (cap - 1); n[h].count;
+		     h = (h + 1) & (cap - 1))
+			;
+		n[h] = d->counts[i];
+	}
+	free(d->counts);
+	d->counts = n;
+	d->cap_counts = cap;
+	return 0;
+}
+
+static void count(struct dwstacks *d, const struct sample_key *k)
+{
+	size_t h;
+
+	if (2 * (d->nr_counts + 1) > d->cap_counts && grow_counts(d)) {
+		d->st.lost++;
+		return;
+	}
+	for (h = hash_bytes(k, sizeof(*k)) & (d->cap_counts - 1); d->counts[h].count; h = (h + 1) & (d->cap_counts - 1))
+		if (!memcmp(&d->counts[h].key, k, sizeof(*k))) {
+			d->counts[h].count++;
+			return;
+		}
+	d->counts[h].key = *k;
+	d->counts[h].count = 1;
+	d->nr_counts++;
+}
+
+/* One sample from the ring buffer: unwound here, counted under the lock. */
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct dwstacks *d = ctx;
+	const struct dwarf_sample *s = data;
+	__u64 ips[FNPROF_STACK_DEPTH];
+	struct sample_key key = {};
+	bool truncated;
+	int n;
+
+	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
+		return 0;
+	n = unwinder_unwind(d->uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
+	key.tid = d->per_thread ? s->tid : 0;
+	key.kstack = s->kstack;
+	pthread_mutex_lock(&d->lock);
+	key.ustack = n ? intern(d, ips, n) : -1;
+	if (n && key.ustack < 0)
+		d->st.lost++;
+	d->st.samples++;
+	d->st.truncated += truncated;
+	count(d, &key);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *reader(void *arg)
+{
+	struct dwstacks *d = arg;
+
+	while (!d->stop) {
+		ring_buffer__poll(d->rb, 50);
+		pthread_mutex_lock(&d->lock);
+		d->passes++;
+		d->st.cpu_s = thread_cpu_s();
+		pthread_cond_broadcast(&d->passed);
+		pthread_mutex_unlock(&d->lock);
+	}
+	ring_buffer__consume(d->rb);
+	return NULL;
+}
+
+int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
+{
+	struct dwstacks *d = calloc(1, sizeof(*d));
+	int err = -ENOMEM;
+
+	if (!d)
+		return -ENOMEM;
+	d->per_thread = per_thread;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->passed, NULL);
+	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
+	d->uw = unwinder_new(pid);
+	d->rb = ring_buffer__new(rb_fd, on_sample, d, NULL);
+	if (!d->rb)
+		err = -errno;
+	if (d->stack_index && d->uw && d->rb && !grow_counts(d)) {
+		err = -pthread_create(&d->thread, NULL, reader, d);
+		d->running = !err;
+	}
+	if (err) {
+		dwstacks_stop(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+void dwstacks_stop(struct dwstacks *d)
+{
+	size_t i;
+
+	if (!d)
+		return;
+	d->stop = true;
+	if (d->running)
+		pthread_join(d->thread, NULL);
+	ring_buffer__free(d->rb);
+	unwinder_free(d->uw);
+	for (i = 0; i < d->nr_stacks; i++)
+		free(d->stacks[i].ips);
+	free(d->stacks);
+	free(d->stack_index);
+	free(d->counts);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->passed);
+	free(d);
+}
+
+void dwstacks_sync(struct dwstacks *d)
+{
+	__u64 want;
+
+	pthread_mutex_lock(&d->lock);
+	/* The pass under way may have begun before the samples now waiting: wait for the next one too. */
+	want = d->passes + 2;
+	while (d->running && d->passes < want)
+		pthread_cond_wait(&d->passed, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+}
+
+size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	*out = calloc(d->nr_counts ? d->nr_counts : 1, sizeof(**out));
+	for (i = 0; *out && i < d->cap_counts; i++)
+		if (d->counts[i].count)
+			(*out)[n++] = d->counts[i];
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max)
+{
+	const struct ustack *s;
+	int n = -ENOENT;
+
+	pthread_mutex_lock(&d->lock);
+	if (id >= DWSTACK_BASE && (size_t)(id - DWSTACK_BASE) < d->nr_stacks) {
+		s = &d->stacks[id - DWSTACK_BASE];
+		n = s->nr < max ? s->nr : max;
+		memcpy(ips, s->ips, n * sizeof(*ips));
+	}
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
+{
+	pthread_mutex_lock(&d->lock);
+	*out = d->st;
+	pthread_mutex_unlock(&d->lock);
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Inlined-call chains with libdw: dwarf_getscopes at an address, its DW_TAG_inlined_subroutine scopes. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <elfutils/libdw.h>
+#include <dwarf.h>
+
+#include "array.h"
+#include "debuginfo.h"
+#include "demangle.h"
+#include "inlines.h"
+
+struct inlines {
+	int fd;
+	Dwarf *dw;
+	char **names;          /* interned "name (inlined)" */
+	size_t nr_names, cap_names;
+};
+
+/* A Dwarf with .debug_info from fd, or NULL. */
+static Dwarf *dwarf_of(int fd)
+{
+	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+	Dwarf_Off off;
+	size_t hsize;
+
+	if (dw && dwarf_nextcu(dw, 0, &off, &hsize, NULL, NULL, NULL)) {
+		dwarf_end(dw);  /* no compile unit: stripped of its debug info */
+		return NULL;
+	}
+	return dw;
+}
+
+/* The object's own DWARF, else its debug file's (where the symbols found it). */
+struct inlines *inlines_open(const char *open_path, const char *debug_file, pid_t pid)
+{
+	struct inlines *in = calloc(1, sizeof(*in));
+
+	if (!in)
+		return NULL;
+	in->fd = open(open_path, O_RDONLY | O_CLOEXEC);
+	in->dw = in->fd >= 0 ? dwarf_of(in->fd) : NULL;
+	if (!in->dw && debug_file) {
+		if (in->fd >= 0)
+			close(in->fd);
+		in->fd = debuginfo_reopen(debug_file, pid);
+		in->dw = in->fd >= 0 ? dwarf_of(in->fd) : NULL;
+	}
+	if (!in->dw) {
+		inlines_close(in);
+		return NULL;
+	}
+	return in;
+}
+
+void inlines_close(struct inlines *in)
+{
+	size_t i;
+
+	if (!in)
+		return;
+	if (in->dw)
+		dwarf_end(in->dw);
+	if (in->fd >= 0)
+		close(in->fd);
+	for (i = 0; i < in->nr_names; i++)
+		free(in->names[i]);
+	free(in->names);
+	free(in);
+}
+
+/* One string per name: frames are grouped by the pointer. */
+static const char *intern(struct inlines *in, const char *name)
+{
+	char buf[1024];
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s (inlined)", name);
+	for (i = 0; i < in->nr_names; i++)
+		if (!strcmp(in->names[i], buf))
+			return in->names[i];
+	if (ARRAY_RESERVE(in->names, in->nr_names + 1, in->cap_names))
+		return NULL;
+	in->names[in->nr_names] = strdup(buf);
+	return in->names[in->nr_names] ? in->names[in->nr_names++] : NULL;
+}
+
+/* The inlined function's name: demangled from its linkage name for C++, else DW_AT_name. */
+static const char *scope_name(Dwarf_Die *die, char **to_free)
+{
+	Dwarf_Attribute attr;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+
+	*to_free = link ? demangle(link) : NULL;
+	return *to_free ? *to_free : dwarf_diename(die);
+}
+
+int inlines_at(struct inlines *in, __u64 vaddr, const char **names, int max)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	int i, nr, n = 0;
+
+	if (!in || !dwarf_addrdie(in->dw, vaddr, &cu))
+		return 0;
+	nr = dwarf_getscopes(&cu, vaddr, &scopes);
+	for (i = 0; i < nr && n < max; i++) {
+		char *dem;
+		const char *name;
+
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		name = scope_name(&scopes[i], &dem);
+		names[n] = name ? intern(in, name) : NULL;
+		n += names[n] != NULL;
+		free(dem);
+	}
+	free(scopes);
+	return n;
+}

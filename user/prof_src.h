@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * One profile's kernel side as profiles.c reads it: the description of its
+ * values and the maps its BPF object fills (prof.bpf.h). offcpu.c, mutex.c
+ * and heap.c each make one.
+ */
+#ifndef FNPROF_PROF_SRC_H
+#define FNPROF_PROF_SRC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+#include "fnprof.h"
+#include "pprof.h"
+#include "prof_kind.h"
+
+/* What a profile's values mean. */
+struct prof_desc {
+	enum prof_kind kind;
+	const char *what;                        /* "waits", "allocations": the events counted */
+	int nr_values;
+	struct pprof_type types[PROF_NR_VALUES]; /* pprof sample types, in prof_val order */
+	bool fixed[PROF_NR_VALUES];              /* kept in 1/PROF_FP_ONE (counts) */
+	bool snapshot[PROF_NR_VALUES];           /* a state now (in use), not a sum over an interval */
+	int rank, second;                        /* the values the table ranks by and shows beside */
+	const char *label_key;                   /* the pprof label, NULL if none */
+	const char *labels[2];                   /* its values by prof_key.label */
+	struct pprof_type period_type;
+	const char *default_type;                /* what pprof shows first; NULL: the last type */
+};
+
+struct prof_src {
+	const struct prof_desc *desc;
+	int stacks_fd, counts_fd, drops_fd;
+	int live_fd;          /* heap: sampled pointers (-> struct prof_live) adding to values 2, 3; else -1 */
+	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */
+	__u64 period;         /* pprof period: the rate */
+	char note[128];       /* the report's first line adds this ("rate 100 us") */
+	double event_cost_ns; /* what the probes add to the target per event seen, measured; 0: not known */
+	void *priv;
+	void (*arm)(struct prof_src *s);   /* NULL if nothing to do */
+	void (*stop)(struct prof_src *s);
+};
+
+/* Each loads its BPF object and attaches it to process pid. 0 or -errno (message printed). */
+int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out);
+int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out);
+int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out);
+
+#endif /* FNPROF_PROF_SRC_H */

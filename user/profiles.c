@@ -1,0 +1,741 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The offcpu, mutex and heap profiles: reads the weighted stacks their BPF
+ * objects count, symbolizes them, and prints one table or JSON line per
+ * profile and report, and their pprof files. The kinds differ only in their
+ * prof_desc (what the values mean) and in how they are loaded (prof_src).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "array.h"
+#include "json.h"
+#include "log.h"
+#include "outfile.h"
+#include "prof_src.h"
+#include "profiles.h"
+#include "symbolize.h"
+
+#define NR_STACKS 16384   /* the stack maps' size (prof.bpf.h) */
+#define MAX_FRAMES (2 * FNPROF_STACK_DEPTH + 1)
+
+/* A stack's frames, symbolized once: leaf first. */
+struct stack {
+	int nr;
+	struct frame_info *f;
+	__u64 *ips;
+};
+
+/* One counted stack: its values since the start, and in the interval being reported. */
+struct entry {
+	struct prof_key key;
+	double total[PROF_NR_VALUES], delta[PROF_NR_VALUES];
+};
+
+struct caller {
+	__u64 ip;
+	struct frame_info f;
+};
+
+/* Kernel stacks kept by hash id (prof_src.kstacks_fd), symbolized once. */
+struct kstack_ent {
+	__s32 id;
+	struct stack st;
+};
+
+/* One running profile. */
+struct prof {
+	struct kstack_ent *kst;
+	size_t nr_kst, cap_kst;
+	struct caller *callers;            /* prof_key.caller addresses, symbolized */
+	size_t nr_callers, cap_callers;
+	struct prof_src src;
+	bool on;
+	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
+	struct entry *prev;                /* at the last report, sorted by key */
+	size_t nr_prev;
+	__u64 drops_prev[PDROP_NR];
+	double run_s;
+};
+
+struct profiles {
+	struct prof_conf c;
+	pid_t pid;
+	struct symbolizer *sym;
+	struct prof p[PROF_KIND_NR];
+	int nr_on;
+};
+
+typedef int (*start_fn)(const struct prof_conf *c, pid_t pid, struct prof_src *out);
+
+static const start_fn starters[PROF_KIND_NR] = {
+	[PROF_OFFCPU] = offcpu_start, [PROF_MUTEX] = mutex_start, [PROF_HEAP] = heap_start,
+};
+
+static void free_stacks(struct stack *st)
+{
+	int i;
+
+	for (i = 0; st && i < NR_STACKS; i++) {
+		free(st[i].f);
+		free(st[i].ips);
+	}
+	free(st);
+}
+
+void profiles_stop(struct profiles *ps)
+{
+	int k;
+
+	if (!ps)
+		return;
+	for (k = 0; k < PROF_KIND_NR; k++) {
+		struct prof *p = &ps->p[k];
+
+		if (p->on && p->src.stop)
+			p->src.stop(&p->src);
+		free_stacks(p->ustacks);
+		free_stacks(p->kstacks);
+		free(p->prev);
+		free(p->callers);
+		for (size_t i = 0; i < p->nr_kst; i++) {
+			free(p->kst[i].st.f);
+			free(p->kst[i].st.ips);
+		}
+		free(p->kst);
+	}
+	symbolizer_free(ps->sym);
+	free(ps);
+}
+
+int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
+{
+	struct profiles *ps = calloc(1, sizeof(*ps));
+	int k, err = 0;
+
+	if (!ps)
+		return -ENOMEM;
+	ps->c = *c;
+	ps->pid = pid;
+	ps->sym = symbolizer_new(pid);
+	if (!ps->sym)
+		err = -ENOMEM;
+	for (k = 0; !err && k < PROF_KIND_NR; k++) {
+		struct prof *p = &ps->p[k];
+
+		if (!(c->kinds & 1U << k) || !starters[k])
+			continue;
+		p->ustacks = calloc(NR_STACKS, sizeof(*p->ustacks));
+		p->kstacks = calloc(NR_STACKS, sizeof(*p->kstacks));
+		err = p->ustacks && p->kstacks ? starters[k](c, pid, &p->src) : -ENOMEM;
+		p->on = !err;
+		ps->nr_on += p->on;
+	}
+	if (err) {
+		profiles_stop(ps);
+		return err;
+	}
+	*out = ps;
+	return 0;
+}
+
+void profiles_arm(struct profiles *ps)
+{
+	int k;
+
+	for (k = 0; ps && k < PROF_KIND_NR; k++)
+		if (ps->p[k].on && ps->p[k].src.arm)
+			ps->p[k].src.arm(&ps->p[k].src);
+}
+
+void profiles_refresh(struct profiles *ps)
+{
+	if (ps)
+		symbolizer_refresh(ps->sym);
+}
+
+/* --- reading ---------------------------------------------------------------- */
+
+static int cmp_key(const void *a, const void *b)
+{
+	return memcmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key, sizeof(struct prof_key));
+}
+
+static void add_values(const struct prof_desc *d, struct entry *e, const __u64 *v, int from, int nr)
+{
+	int i;
+
+	for (i = from; i < from + nr; i++)
+		e->total[i] += d->fixed[i] ? (double)v[i - from] / PROF_FP_ONE : (double)v[i - from];
+}
+
+/* Every counted stack of the profile so far, unsorted; the heap's live pointers added as in use. */
+static struct entry *read_counts(struct prof *p, size_t *nr)
+{
+	const struct prof_desc *d = p->src.desc;
+	struct prof_key key, next, *cur = NULL;
+	struct prof_val val;
+	struct entry *e = NULL;
+	size_t cap = 0;
+
+	*nr = 0;
+	while (!bpf_map_get_next_key(p->src.counts_fd, cur, &next)) {
+		key = next;
+		cur = &key;
+		if (bpf_map_lookup_elem(p->src.counts_fd, &key, &val) || ARRAY_RESERVE(e, *nr + 1, cap))
+			continue;
+		memset(&e[*nr], 0, sizeof(*e));
+		e[*nr].key = key;
+		add_values(d, &e[(*nr)++], val.v, 0, d->nr_values);
+	}
+	return e;
+}
+
+/* heap: the sampled pointers not freed yet, into values 2 and 3 of their stacks' entries. */
+static struct entry *add_live(struct prof *p, struct entry *e, size_t *nr)
+{
+	__u64 ptr, next, *cur = NULL, v[2];
+	struct prof_live l;
+	size_t sorted = *nr, cap = *nr, i;
+
+	if (*nr)
+		qsort(e, *nr, sizeof(*e), cmp_key);
+	while (p->src.live_fd >= 0 && !bpf_map_get_next_key(p->src.live_fd, cur, &next)) {
+		struct entry probe = {}, *hit;
+
+		ptr = next;
+		cur = &ptr;
+		if (bpf_map_lookup_elem(p->src.live_fd, &ptr, &l))
+			continue;
+		probe.key = l.key;
+		hit = sorted ? bsearch(&probe, e, sorted, sizeof(*e), cmp_key) : NULL;
+		for (i = sorted; !hit && i < *nr; i++)  /* entries added below, after the sorted ones */
+			if (!memcmp(&e[i].key, &l.key, sizeof(l.key)))
+				hit = &e[i];
+		if (!hit) {
+			if (ARRAY_RESERVE(e, *nr + 1, cap))
+				continue;
+			hit = memset(&e[(*nr)++], 0, sizeof(*e));
+			hit->key = l.key;
+		}
+		v[0] = l.objects;
+		v[1] = l.bytes;
+		add_values(p->src.desc, hit, v, 2, 2);
+	}
+	if (*nr)
+		qsort(e, *nr, sizeof(*e), cmp_key);
+	return e;
+}
+
+/* Values since the last report: the current ones less those seen then; states as they are now. */
+static void compute_deltas(struct prof *p, struct entry *e, size_t nr)
+{
+	const struct prof_desc *d = p->src.desc;
+	size_t i;
+	int v;
+
+	for (i = 0; i < nr; i++) {
+		const struct entry *o = p->nr_prev ? bsearch(&e[i], p->prev, p->nr_prev, sizeof(*e), cmp_key) : NULL;
+
+		for (v = 0; v < d->nr_values; v++)
+			e[i].delta[v] = e[i].total[v] - (o && !d->snapshot[v] ? o->total[v] : 0);
+	}
+}
+
+static void read_drops(struct prof *p, __u64 *now)
+{
+	int c, nr = libbpf_num_possible_cpus();
+	__u64 *v = calloc(nr > 0 ? nr : 1, sizeof(*v));
+	__u32 k;
+
+	for (k = 0; k < PDROP_NR; k++) {
+		now[k] = 0;
+		if (v && !bpf_map_lookup_elem(p->src.drops_fd, &k, v))
+			for (c = 0; c < nr; c++)
+				now[k] += v[c];
+	}
+	free(v);
+}
+
+/* --- stacks ------------------------------------------------------------------ */
+
+/* The cache entry of kernel stack id kept by hash (kstacks_fd); NULL when out of memory. */
+static struct stack *kstack_slot(struct prof *p, __s32 id)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_kst; i++)
+		if (p->kst[i].id == id)
+			return &p->kst[i].st;
+	if (ARRAY_RESERVE(p->kst, p->nr_kst + 1, p->cap_kst))
+		return NULL;
+	p->kst[p->nr_kst] = (struct kstack_ent){ .id = id };
+	return &p->kst[p->nr_kst++].st;
+}
+
+static const struct stack *get_stack(struct profiles *ps, struct prof *p, __s32 id, bool kernel)
+{
+	bool by_hash = kernel && p->src.kstacks_fd >= 0;
+	__u64 ips[FNPROF_STACK_DEPTH] = {};
+	struct stack *t;
+	int i, n;
+
+	if (id < 0 || (!by_hash && id >= NR_STACKS))
+		return NULL;
+	t = by_hash ? kstack_slot(p, id) : kernel ? &p->kstacks[id] : &p->ustacks[id];
+	if (!t || t->f)
+		return t;
+	if (bpf_map_lookup_elem(by_hash ? p->src.kstacks_fd : p->src.stacks_fd, &id, ips))
+		return NULL;
+	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
+		;
+	t->f = calloc(n ? n : 1, sizeof(*t->f));
+	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
+	if (!t->f || !t->ips)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		/* Above the leaf, a frame holds a return address: the call is one byte before. */
+		__u64 ip = i ? ips[i] - 1 : ips[i];
+
+		if (kernel)
+			symbolize_kernel(ps->sym, ip, &t->f[i]);
+		else
+			symbolize_user(ps->sym, ip, &t->f[i]);
+		t->ips[i] = ips[i];
+	}
+	t->nr = n;
+	return t;
+}
+
+/* The frame of a return address kept apart (prof_key.caller), symbolized once per address. */
+static const struct frame_info *caller_frame(struct profiles *ps, struct prof *p, __u64 ret)
+{
+	static const struct frame_info none = { .func = "[unknown]", .object = "[unknown]" };
+	struct caller *c;
+	size_t i;
+
+	for (i = 0; i < p->nr_callers; i++)
+		if (p->callers[i].ip == ret)
+			return &p->callers[i].f;
+	if (ARRAY_RESERVE(p->callers, p->nr_callers + 1, p->cap_callers))
+		return &none;
+	c = &p->callers[p->nr_callers++];
+	c->ip = ret;
+	symbolize_user(ps->sym, ret - 1, &c->f);
+	return &c->f;
+}
+
+/* The probe's own frames atop a kernel stack taken in a tracepoint: fnprof's, not the target's. */
+static bool probe_frame(const struct frame_info *f)
+{
+	return !strncmp(f->func, "bpf_", 4) || !strncmp(f->func, "__bpf_trace", 11) ||
+	       !strncmp(f->func, "__traceiter_", 12);
+}
+
+/* The frames of one stack, leaf first (kernel frames first), at most MAX_FRAMES. */
+static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_key *k,
+			const struct frame_info **out, __u64 *ips)
+{
+	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
+	static const struct frame_info no_waker = { .func = "[waker unknown]", .object = "[unknown]" };
+	const struct stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
+	int n = 0, i;
+
+	for (i = 0; ks && i < ks->nr && probe_frame(&ks->f[i]); i++)
+		;
+	for (; ks && i < ks->nr && n < MAX_FRAMES; i++, n++)
+		out[n] = &ks->f[i], ips[n] = ks->ips[i];
+	for (i = 0; us && i < us->nr && n < MAX_FRAMES; i++, n++) {
+		out[n] = &us->f[i], ips[n] = us->ips[i];
+		if (!i && k->caller && (us->nr < 2 || us->ips[1] != k->caller) && n + 1 < MAX_FRAMES) {
+			n++;
+			out[n] = caller_frame(ps, p, k->caller), ips[n] = k->caller;
+		}
+	}
+	if (!us && n < MAX_FRAMES)  /* never drop a stack: show that its user part is missing */
+		out[n] = k->ustack == PROF_STACK_NO_WAKER ? &no_waker : &lost, ips[n++] = 0;
+	return n;
+}
+
+/* --- per-function aggregation ---------------------------------------------- */
+
+struct fn_row {
+	const char *func, *object;
+	__u32 tid;
+	double self[PROF_NR_VALUES], total[PROF_NR_VALUES];
+};
+
+struct rows {
+	struct fn_row *v;
+	size_t nr, cap;
+	double sum[PROF_NR_VALUES];
+	double by_label[2][PROF_NR_VALUES];
+};
+
+/* The function's row; names compare as pointers (the symbolizer hands out one string each). */
+static struct fn_row *row_of(struct rows *t, const struct frame_info *f, __u32 tid)
+{
+	size_t i;
+
+	/* Linear from the end: a stack's frames are looked up together, and tables are a few hundred rows. */
+	for (i = t->nr; i-- > 0;)
+		if (t->v[i].func == f->func && t->v[i].object == f->object && t->v[i].tid == tid)
+			return &t->v[i];
+	if (ARRAY_RESERVE(t->v, t->nr + 1, t->cap))
+		return NULL;
+	t->v[t->nr] = (struct fn_row){ .func = f->func, .object = f->object, .tid = tid };
+	return &t->v[t->nr++];
+}
+
+/* Self values go to the leaf, total ones once to every function on the stack. */
+static int agg_stack(struct rows *t, const struct frame_info **fr, int n, const struct entry *e, int nv)
+{
+	struct fn_row *r;
+	int i, j, v;
+
+	for (v = 0; v < nv; v++) {
+		t->sum[v] += e->delta[v];
+		t->by_label[e->key.label & 1][v] += e->delta[v];
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (fr[j]->func == fr[i]->func && fr[j]->object == fr[i]->object)
+				break;
+		if (j < i)
+			continue;  /* recursion: counted once */
+		r = row_of(t, fr[i], e->key.tid);
+		if (!r)
+			return -ENOMEM;
+		for (v = 0; v < nv; v++) {
+			r->total[v] += e->delta[v];
+			if (!i)
+				r->self[v] += e->delta[v];
+		}
+	}
+	return 0;
+}
+
+static int rank_of;  /* the value cmp_rows ranks by: qsort has no context argument */
+
+/* By thread, then total of the ranked value (the caller's view: who waits, who allocates), then self. */
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->total[rank_of] != y->total[rank_of])
+		return x->total[rank_of] > y->total[rank_of] ? -1 : 1;
+	return x->self[rank_of] > y->self[rank_of] ? -1 : x->self[rank_of] < y->self[rank_of];
+}
+
+static int aggregate(struct profiles *ps, struct prof *p, const struct entry *e, size_t nr, struct rows *t)
+{
+	const struct frame_info *fr[MAX_FRAMES];
+	__u64 ips[MAX_FRAMES];
+	size_t i;
+	int n, v;
+
+	for (i = 0; i < nr; i++) {
+		for (v = 0; v < p->src.desc->nr_values && !e[i].delta[v]; v++)
+			;
+		if (v == p->src.desc->nr_values)
+			continue;
+		n = stack_frames(ps, p, &e[i].key, fr, ips);
+		if (agg_stack(t, fr, n, &e[i], p->src.desc->nr_values))
+			return -ENOMEM;
+	}
+	rank_of = p->src.desc->rank;
+	if (t->nr)
+		qsort(t->v, t->nr, sizeof(*t->v), cmp_rows);
+	return 0;
+}
+
+/* --- reports ------------------------------------------------------------------ */
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* A value for the table, in its unit: "12.3ms", "8.0MiB", "1234". */
+static const char *fmt_value(const struct pprof_type *t, double v, char *buf, size_t size)
+{
+	if (!strcmp(t->unit, "nanoseconds"))
+		snprintf(buf, size, v >= 1e9 ? "%.2fs" : "%.2fms", v >= 1e9 ? v / 1e9 : v / 1e6);
+	else if (!strcmp(t->unit, "bytes"))
+		snprintf(buf, size, v >= 1 << 20 ? "%.1fMiB" : "%.1fKiB", v / (v >= 1 << 20 ? 1 << 20 : 1 << 10));
+	else
+		snprintf(buf, size, "%.0f", v);
+	return buf;
+}
+
+static void print_drops(FILE *out, const __u64 *d)
+{
+	if (d[PDROP_USTACK] || d[PDROP_KSTACK] || d[PDROP_COUNTS_FULL] || d[PDROP_STATE])
+		fprintf(out, "dropped: %llu events not counted (map full), %llu without per-thread state or "
+			     "not tracked (map full); stacks lost: %llu user, %llu kernel (stack map full or collision)\n",
+			(unsigned long long)d[PDROP_COUNTS_FULL], (unsigned long long)d[PDROP_STATE],
+			(unsigned long long)d[PDROP_USTACK], (unsigned long long)d[PDROP_KSTACK]);
+	if (d[PDROP_NO_WAKER])
+		fprintf(out, "waits whose waker was not seen: %llu (charged to [waker unknown])\n",
+			(unsigned long long)d[PDROP_NO_WAKER]);
+}
+
+static void print_header(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+			 const __u64 *d, bool final)
+{
+	const struct prof_desc *desc = p->src.desc;
+	const struct pprof_type *r = &desc->types[desc->rank], *s = &desc->types[desc->second];
+	char a[32], b[32], c[32];
+
+	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
+		final ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
+		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, fmt_value(r, t->sum[desc->rank], a, sizeof(a)),
+		s->type, fmt_value(s, t->sum[desc->second], b, sizeof(b)));
+	if (desc->label_key)
+		fprintf(out, " (%s %s, %s %s)", desc->labels[0], fmt_value(r, t->by_label[0][desc->rank], b, sizeof(b)),
+			desc->labels[1], fmt_value(r, t->by_label[1][desc->rank], c, sizeof(c)));
+	fputc('\n', out);
+	if (p->src.event_cost_ns)
+		fprintf(out, "probe cost (estimate): ~%.1f ms added to the target, %llu %s at ~%.2f us each "
+			     "(measured at start on fnprof's own %s)\n", d[PDROP_SEEN] * p->src.event_cost_ns / 1e6,
+			(unsigned long long)d[PDROP_SEEN], desc->what, p->src.event_cost_ns / 1e3,
+			desc->kind == PROF_HEAP ? "allocations, with their frees" : "events");
+}
+
+/* A thread's name now, or "exited" (the report at the end may come after its threads are gone). */
+static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f || !fgets(buf, size, f))
+		snprintf(buf, size, "exited");
+	buf[strcspn(buf, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+			const __u64 *d, bool final)
+{
+	const struct prof_desc *desc = p->src.desc;
+	int rk = desc->rank, sc = desc->second;
+	double pct = t->sum[rk] ? 100.0 / t->sum[rk] : 0;
+	unsigned int shown = 0;
+	__u32 tid = (__u32)-1;
+	char a[32], b[32], comm[32];
+	size_t i;
+
+	print_header(ps, p, out, t, span, d, final);
+	for (i = 0; i < t->nr; i++) {
+		const struct fn_row *f = &t->v[i];
+
+		if (f->tid != tid) {
+			tid = f->tid;
+			shown = 0;
+			if (ps->c.per_thread) {
+				thread_comm(ps->pid, tid, comm, sizeof(comm));
+				fprintf(out, "\nthread %u (%s):\n", tid, comm);
+			}
+			fprintf(out, "%-40s %-20s %7s %7s %12s %12s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
+				desc->types[rk].type, desc->types[sc].type);
+		}
+		/* The table is the program's view; kernel frames are in the JSON and pprof. */
+		if ((!f->total[rk] && !f->total[sc]) || !strcmp(f->object, "[kernel.kallsyms]") || shown++ >= ps->c.top)
+			continue;
+		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %12s %12s\n", f->func, base_name(f->object),
+			f->self[rk] * pct, f->total[rk] * pct, fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)),
+			fmt_value(&desc->types[sc], f->total[sc], b, sizeof(b)));
+	}
+	print_drops(out, d);
+	fflush(out);
+}
+
+static void json_values(struct json *j, const char *key, const struct prof_desc *d, const double *v)
+{
+	int i;
+
+	json_obj_begin(j, key);
+	for (i = 0; i < d->nr_values; i++)
+		json_f64(j, d->types[i].type, v[i]);
+	json_obj_end(j);
+}
+
+static void json_drops(struct json *j, const __u64 *d)
+{
+	json_u64(j, "events", d[PDROP_SEEN]);
+	json_u64(j, "kept", d[PDROP_KEPT]);
+	json_u64(j, "lost", d[PDROP_COUNTS_FULL]);
+	json_u64(j, "no_state", d[PDROP_STATE]);
+	json_u64(j, "no_waker", d[PDROP_NO_WAKER]);
+	json_obj_begin(j, "stacks_lost");
+	json_u64(j, "user", d[PDROP_USTACK]);
+	json_u64(j, "kernel", d[PDROP_KSTACK]);
+	json_obj_end(j);
+}
+
+static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+		       const __u64 *d)
+{
+	const struct prof_desc *desc = p->src.desc;
+	struct json j;
+	size_t i;
+
+	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
+	json_u64(&j, "rate", p->src.period);
+	json_drops(&j, d);
+	if (p->src.event_cost_ns) {
+		json_obj_begin(&j, "probe_cost");
+		json_f64(&j, "per_event_ns", p->src.event_cost_ns);
+		json_f64(&j, "estimate_ns", d[PDROP_SEEN] * p->src.event_cost_ns);
+		json_obj_end(&j);
+	} else {
+		json_null(&j, "probe_cost");
+	}
+	json_values(&j, "totals", desc, t->sum);
+	if (desc->label_key) {
+		json_obj_begin(&j, desc->label_key);
+		json_values(&j, desc->labels[0], desc, t->by_label[0]);
+		json_values(&j, desc->labels[1], desc, t->by_label[1]);
+		json_obj_end(&j);
+	}
+	json_arr_begin(&j, "functions");
+	for (i = 0; i < t->nr; i++) {
+		const struct fn_row *f = &t->v[i];
+
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", f->func);
+		json_str(&j, "object", f->object);
+		if (ps->c.per_thread)
+			json_u64(&j, "tid", f->tid);
+		json_values(&j, "self", desc, f->self);
+		json_values(&j, "total", desc, f->total);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
+static int report_one(struct profiles *ps, struct prof *p, FILE *out, double interval_s, bool final)
+{
+	__u64 drops[PDROP_NR], d[PDROP_NR];
+	struct rows t = {};
+	struct entry *e;
+	size_t nr;
+	int k, err;
+
+	e = add_live(p, read_counts(p, &nr), &nr);
+	read_drops(p, drops);
+	for (k = 0; k < PDROP_NR; k++)
+		d[k] = drops[k] - p->drops_prev[k];
+	compute_deltas(p, e, nr);
+	err = aggregate(ps, p, e, nr, &t);
+	if (err)
+		log_err("cannot aggregate %zu %s stacks: %s", nr, prof_kind_name(p->src.desc->kind), strerror(-err));
+	else if (ps->c.json)
+		print_json(ps, p, out, &t, interval_s, d);
+	else
+		print_table(ps, p, out, &t, interval_s, d, final);
+	free(t.v);
+	free(p->prev);
+	p->prev = e;
+	p->nr_prev = nr;
+	memcpy(p->drops_prev, drops, sizeof(drops));
+	p->run_s += interval_s;
+	return err;
+}
+
+int profiles_report(struct profiles *ps, FILE *out, double interval_s, bool final)
+{
+	int k, err = 0;
+
+	for (k = 0; ps && k < PROF_KIND_NR; k++)
+		if (ps->p[k].on && report_one(ps, &ps->p[k], out, interval_s, final))
+			err = -ENOMEM;
+	return err;
+}
+
+/* --- pprof ------------------------------------------------------------------- */
+
+/* A frame's name in pprof: its function, or "[libc.so.6]" for an address without a symbol. */
+static const char *frame_name(const struct frame_info *f, char *buf, size_t size)
+{
+	if (f->known || !strcmp(f->object, "[unknown]") || !strcmp(f->object, "[kernel.kallsyms]"))
+		return f->func;
+	snprintf(buf, size, "[%s]", base_name(f->object));
+	return buf;
+}
+
+static int pprof_entry(struct profiles *ps, struct prof *p, struct pprof *pp, const struct entry *e)
+{
+	const struct prof_desc *d = p->src.desc;
+	const struct frame_info *fr[MAX_FRAMES];
+	__u64 ips[MAX_FRAMES], locs[MAX_FRAMES], v[PROF_NR_VALUES];
+	char name[PATH_MAX + 2];
+	int n, i;
+
+	n = stack_frames(ps, p, &e->key, fr, ips);
+	for (i = 0; i < n; i++)
+		locs[i] = pprof_location(pp, ips[i], frame_name(fr[i], name, sizeof(name)), fr[i]->object,
+					 fr[i]->map_start, fr[i]->map_limit, fr[i]->map_pgoff);
+	for (i = 0; i < d->nr_values; i++)
+		v[i] = (__u64)llround(e->total[i]);
+	return pprof_sample_values(pp, locs, n, v, d->label_key, d->label_key ? d->labels[e->key.label & 1] : NULL);
+}
+
+static int write_pprof(struct profiles *ps, struct prof *p, const char *path)
+{
+	const struct prof_desc *d = p->src.desc;
+	struct pprof *pp = pprof_new_types(d->types, d->nr_values, d->period_type, p->src.period,
+					   (__u64)(p->run_s * 1e9));
+	unsigned char *data = NULL;
+	struct frame_info exe;
+	size_t i, len;
+	int err = pp ? 0 : -ENOMEM;
+
+	if (pp && d->default_type)
+		pprof_default_type(pp, d->default_type);
+	if (pp && symbolize_main_object(ps->sym, &exe))
+		pprof_mapping(pp, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
+	for (i = 0; !err && i < p->nr_prev; i++)
+		err = pprof_entry(ps, p, pp, &p->prev[i]);
+	if (!err)
+		err = pprof_encode(pp, &data, &len);
+	if (!err)
+		err = write_file_atomic(path, data, len);
+	free(data);
+	pprof_free(pp);
+	return err;
+}
+
+int profiles_write_files(struct profiles *ps)
+{
+	bool several = __builtin_popcount(ps->c.kinds) > 1;
+	char path[PATH_MAX];
+	int k, err = 0;
+
+	for (k = 0; ps->c.pprof_path && !err && k < PROF_KIND_NR; k++) {
+		if (!ps->p[k].on)
+			continue;
+		err = prof_file_name(ps->c.pprof_path, k, several, path, sizeof(path));
+		if (!err)
+			err = write_pprof(ps, &ps->p[k], path);
+		if (err)
+			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(k),
+				err == -ENAMETOOLONG ? ps->c.pprof_path : path, strerror(-err));
+	}
+	return err;
+}

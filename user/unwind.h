@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unwinding a sampled user stack without frame pointers: the registers and
+ * the copy of the stack's top that the BPF program took (struct
+ * dwarf_sample), walked with the objects' call-frame information
+ * (.eh_frame / .debug_frame) by elfutils' libdwfl. Each object's ELF and
+ * CFI are read once and kept (libdwfl's modules); where an object has no
+ * CFI, libdwfl's x86-64 backend follows the frame pointer.
+ */
+#ifndef FNPROF_UNWIND_H
+#define FNPROF_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <linux/types.h>
+
+struct unwinder;
+
+/* An unwinder for process pid, its objects opened inside its root. NULL when out of memory. */
+struct unwinder *unwinder_new(pid_t pid);
+void unwinder_free(struct unwinder *u);
+
+struct dwarf_sample;
+
+/*
+ * The frames of one sample into ips (leaf first: the interrupted ip, then
+ * return addresses, as the kernel's stack maps hold them), up to max. s is
+ * followed by its s->stack_len bytes of stack copied from rsp. Returns the
+ * number of frames (at least 1 when s has an ip); *truncated tells whether
+ * the walk stopped because it needed stack beyond the copy.
+ */
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated);
+
+#endif /* FNPROF_UNWIND_H */
