@@ -23,6 +23,10 @@
 #define ARCH_FIRST_INSN_SPAN 16
 /* The user instruction pointer in a task's saved registers (struct pt_regs). */
 #define ARCH_REGS_IP(regs) BPF_CORE_READ(regs, ip)
+/* A breakpoint's size: a task trapped at one has its instruction pointer this far past it. */
+#define ARCH_BREAKPOINT_BYTES 1
+/* Go's register ABI (1.17+ on amd64) keeps the running goroutine's g in r14. */
+#define ARCH_GO_G(regs) ((regs)->r14)
 /* System calls (mutex.bpf.c): futex's number; a call's number and arguments in its pt_regs. */
 #define ARCH_NR_FUTEX 202
 #define ARCH_SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)

@@ -51,6 +51,8 @@ enum fnprof_drop {
 	DROP_CTR_READ,     /* a perf counter could not be read (counts of that call incomplete) */
 	DROP_FORK_LOST,    /* --follow-forks: a fork child not followed (no statistics slot left) */
 	DROP_POOL_LOST,    /* a thread state not given back to the pool (the kernel refused the push) */
+	DROP_GO_NOT_G,     /* Go: a traced call not on a goroutine's stack (r14 is no g there) */
+	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_NR,
 };
 

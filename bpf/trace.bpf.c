@@ -45,6 +45,8 @@ const volatile __u32 nr_slots = 1;
  * links filter by address space only, which a vfork child shares.
  */
 const volatile __u32 links_per_process = 0;
+/* Go functions are traced: their calls are kept per goroutine (go.bpf.h). */
+const volatile __u32 go_calls = 0;
 
 /*
  * System-wide with --by: each process takes a slot of its own at its first
@@ -470,6 +472,32 @@ static __always_inline __u32 take_slot(__u32 tgid)
 	return p ? p->slot : 0;
 }
 
+/*
+ * Whether an entry probe with this cookie counts the call: its process's, and
+ * not paused. System-wide, fnprof's own calls do not count, and with dynamic
+ * slots *slot becomes the process's own.
+ */
+static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
+{
+	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF)) {
+		__u32 tgid = current_tgid();
+
+		if (tgid == fnprof_tgid)
+			return false;
+		if (dynamic_slots)
+			*slot = take_slot(tgid);
+	} else if (!links_per_process && proc_slot(current_tgid()) != (int)*slot) {
+		return false;
+	}
+	if (*slot >= nr_slots)
+		return false;
+	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
+		__sync_fetch_and_add(&paused_calls, 1);
+		return false;
+	}
+	return true;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -479,23 +507,8 @@ int BPF_KPROBE(fn_entry)
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF)) {
-		__u32 tgid = current_tgid();
-
-		/* System-wide: fnprof's own calls are not the target's. */
-		if (tgid == fnprof_tgid)
-			return 0;
-		if (dynamic_slots)
-			slot = take_slot(tgid);
-	} else if (!links_per_process && proc_slot(current_tgid()) != (int)slot) {
+	if (!entry_counts(cookie, &slot))
 		return 0;
-	}
-	if (slot >= nr_slots)
-		return 0;
-	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
-		__sync_fetch_and_add(&paused_calls, 1);
-		return 0;
-	}
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
 		return 0;
@@ -879,20 +892,26 @@ int BPF_KPROBE(fn_exit_ret)
  * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
  * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 start_ns, __u64 now)
 {
-	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	struct pt_regs *regs;
 	__u64 ip, xol;
 
-	if (now - top->start_ns > PROBE_WINDOW_NS)
+	if (now - start_ns > PROBE_WINDOW_NS)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
 	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - top->ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+	return ip - fn_ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+}
+
+static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
+{
+	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+	return in_entry_probe_of(prev, top->ip, top->start_ns, now);
 }
 
 /*
@@ -906,6 +925,9 @@ static __always_inline bool switched_out_runnable(bool preempt, struct task_stru
 	return preempt || prev->__state == 0;
 }
 
+/* Go programs: calls kept per goroutine (go_entry, go_exit_ret, go_gone; go_on_switch). */
+#include "go.bpf.h"
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -914,6 +936,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	struct thread_ref *ref;
 	__u64 now = 0;
 
+	if (go_calls)
+		go_on_switch(prev, next);
 	if (maybe_traced(prev->tgid)) {
 		/* prev is the thread this CPU's note is of, if it has one (else the note is cleared). */
 		if (cpu && cpu->idx1 && cpu->regs == (__u64)bpf_task_pt_regs(prev))

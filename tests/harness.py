@@ -36,6 +36,18 @@ def run_fnprof(args, timeout=60, env=None, stdin=None):
                           timeout=timeout, env=env, stdin=stdin)
 
 
+def traced(args, *cmd, timeout=180, env=None):
+    """Launch mode with --json: (final report, process result); fnprof must exit 0."""
+    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout, env=env)
+    check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
+    return final_report(p.stderr), p
+
+
+def plain_output(*cmd):
+    """What a command prints untraced (stdout), to compare with a traced run's."""
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
+
+
 def json_reports(text):
     """The JSON report objects (one per line) in fnprof's output."""
     out = []

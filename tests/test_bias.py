@@ -6,12 +6,7 @@ noisy (a VM with 2 cores), so each check allows a stated extra absolute slack; t
 measured on a quiet machine are in the README.
 """
 from harness import FNPROF, check, final_report, func, json_reports, run_fnprof, target, truth
-
-
-def traced(args, *cmd):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
+from harness import traced
 
 
 def test_2ns_function_bias_removed():

@@ -2,16 +2,7 @@
 import subprocess
 
 from harness import check, final_report, func, run_fnprof, target, truth
-
-
-def plain_output(*cmd):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=60).stdout
-
-
-def traced(args, *cmd):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
+from harness import plain_output, traced
 
 
 def test_cxx_exception_through_traced_function():

@@ -3,12 +3,7 @@ calls, unusual exits, threads ending mid-call in burst mode, the statistics' mem
 import os
 
 from harness import check, final_report, func, run_fnprof, target, truth
-
-
-def traced(args, *cmd, env=None):
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=120, env=env)
-    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
+from harness import traced
 
 
 def near(value, want, rel, abs_ns):

@@ -11,6 +11,7 @@ import time
 
 from harness import (FNPROF, Target, check, final_report, func, json_reports, run_fnprof, target,
                      truth, wait_for, within)
+from harness import traced
 
 PROBE_SLACK_NS = 30000
 
@@ -19,13 +20,6 @@ def check_wall(f, t, what):
     """fnprof's average wall time: the target's own, less 1 us at most, plus the probe slack at most."""
     wall, want = f["wall_ns"]["avg"], t["wall_avg_ns"]
     check(want - 1000 <= wall <= want + PROBE_SLACK_NS, f"{what}: wall avg {wall:.0f} ns vs truth {want:.0f} ns")
-
-
-def traced(args, *cmd, timeout=120):
-    """Launch mode with --json: (final report, process result)."""
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout)
-    check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
-    return final_report(p.stderr), p
 
 
 def test_launch_counts_every_call():

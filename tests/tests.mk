@@ -53,6 +53,18 @@ TARGET_PROGS += $(TEST_BIN)/gotarget
 $(TEST_BIN)/gotarget: tests/targets/go/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
+# The same, stripped (-s -w: no .symtab, no DWARF): names only from .gopclntab.
+TARGET_PROGS += $(TEST_BIN)/gotarget-stripped
+$(TEST_BIN)/gotarget-stripped: tests/targets/go/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build \
+		-ldflags='-s -w' -o $@ $<
+# A cgo program: C functions inside a Go binary.
+TARGET_PROGS += $(TEST_BIN)/gotarget-cgo
+$(TEST_BIN)/gotarget-cgo: tests/targets/gocgo/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off CGO_ENABLED=1 \
+		$(GO) build -o $@ $<
 endif
 
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.
@@ -73,8 +85,8 @@ $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_B
 
 # libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := user/symbols.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c
-$(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h | $(TEST_BIN)
+FUZZ_SRCS := user/symbols.c user/gobin.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c
+$(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h user/gobin.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
 		-lbpf -ldw -ldebuginfod -lelf -lz -lstdc++ -o $@

@@ -24,6 +24,7 @@
 #include "calib.h"
 #include "events.h"
 #include "export.h"
+#include "gobin.h"
 #include "launch.h"
 #include "debuginfo.h"
 #include "log.h"
@@ -170,20 +171,27 @@ static int setup_target(struct run *r)
 	return 0;
 }
 
+/* The program traced: the one a script was followed to, the command, or the process's. */
+static void program_path(const struct run *r, char *path, size_t size)
+{
+	if (r->followed[0])
+		snprintf(path, size, "%s", r->followed);
+	else if (r->o->cmd)
+		find_in_path(r->o->cmd[0], path, size);
+	else
+		snprintf(path, size, "/proc/%d/exe", r->pid);
+}
+
 /* The program the probes are for: what /proc/PID/exe must stay. */
 static void remember_exe(struct run *r)
 {
 	char path[PATH_MAX];
 	struct stat st;
 
-	if (r->followed[0]) {
-		/* Already running it, stopped at its exec. */
+	/* A followed script's program is already running, stopped at its exec. */
+	if (r->followed[0])
 		r->exe_seen = true;
-		snprintf(path, sizeof(path), "%s", r->followed);
-	} else if (r->o->cmd)
-		find_in_path(r->o->cmd[0], path, sizeof(path));
-	else
-		snprintf(path, sizeof(path), "/proc/%d/exe", r->pid);
+	program_path(r, path, sizeof(path));
 	if (!stat(path, &st)) {
 		r->exe_dev = st.st_dev;
 		r->exe_ino = st.st_ino;
@@ -195,7 +203,8 @@ static struct resolve_conf resolve_conf_of(const struct run *r)
 {
 	return (struct resolve_conf){
 		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
-		.followed = r->followed[0] ? r->followed : NULL, .system_wide = r->o->system_wide,
+		.counters = r->o->events != NULL, .followed = r->followed[0] ? r->followed : NULL,
+		.system_wide = r->o->system_wide,
 	};
 }
 
@@ -689,12 +698,27 @@ static bool needs_follow(struct run *r)
 	       launch_is_script(path);
 }
 
+/*
+ * --call-graph auto: DWARF, except for Go programs, which keep frame pointers
+ * on every function and switch stacks (to the vDSO, to the system stack) in
+ * ways their CFI does not describe: there the frame-pointer walk goes further.
+ */
+static bool use_dwarf(const struct run *r)
+{
+	char path[PATH_MAX];
+
+	if (r->o->call_graph != CG_AUTO)
+		return r->o->call_graph == CG_DWARF;
+	program_path(r, path, sizeof(path));
+	return !go_file(path);
+}
+
 static int start_sampling(struct run *r)
 {
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
-		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
+		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);

@@ -32,5 +32,6 @@ void probe_list_free(struct probe_list *pl)
 		free(pl->probes[i].exits);
 	}
 	free(pl->probes);
+	free(pl->go_exit_path);
 	memset(pl, 0, sizeof(*pl));
 }

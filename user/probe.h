@@ -48,6 +48,13 @@ struct probe {
 	const char *exit_why; /* why that mode (auto) */
 	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */
 	int nr_exits;
+	/*
+	 * A Go function: its calls are kept per goroutine (the running one is in
+	 * r14), closed at its ret wherever the goroutine runs; on/off-CPU time
+	 * unknown, cpu_unknown says why.
+	 */
+	bool go;
+	const char *cpu_unknown;
 };
 
 #define MAX_HELD_FDS 64
@@ -56,6 +63,8 @@ struct probe_list {
 	struct probe *probes;
 	size_t nr;
 	bool switches_stacks;        /* the program runs code on stacks of its own (coroutines, sigaltstack) */
+	char *go_exit_path;          /* with Go functions: the object holding runtime.goexit1, or NULL */
+	__u64 go_exit_offset;        /* its file offset: where a goroutine ends */
 	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
 	size_t nr_held;
 };

@@ -33,6 +33,10 @@ static const struct {
 	[DROP_POOL_LOST] = { "thread_states_lost",
 			     "thread states not given back when their thread exited (the kernel's queue "
 			     "refused them): fewer threads can be traced" },
+	[DROP_GO_NOT_G] = { "go_not_on_goroutine", "calls not timed: a traced Go function ran off any goroutine's "
+					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
+	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
+					       "once than fnprof keeps (4096, or --max-threads if more)" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -96,6 +100,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->calls = s->calls * est;
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
+	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
 	if (!s->calls)
 		return;
 	fig->timed = p->exit != EXIT_NONE;
@@ -233,8 +238,8 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 	v[0] = g.wall_avg, v[1] = g.p50, v[2] = g.p99, v[3] = g.wall_max;
 	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
-		fmt_ns(s->calls && g.timed ? v[k] : -1.0, b[k], sizeof(b[k]));
-	if (g.proc_pct >= 0)
+		fmt_ns(s->calls && g.timed && !(g.cpu_unknown && (k == 5 || k == 6)) ? v[k] : -1.0, b[k], sizeof(b[k]));
+	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
 		snprintf(pp, sizeof(pp), "-");
@@ -243,7 +248,10 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 		g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
 	if (self)
 		fprintf(f, " %8s", b[7]);
-	fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
+	if (g.cpu_unknown)
+		fprintf(f, " %6s %6s\n", "-", pp);
+	else
+		fprintf(f, " %6.1f %6s\n", g.cpu_pct, pp);
 }
 
 /* What the probes cost the target in the interval: calls x measured cost per call. */
@@ -288,6 +296,20 @@ static void print_overhead(const struct report *r, FILE *f)
 			   "trace fewer or less frequently called functions\n");
 }
 
+/* Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go): once, for the first of them. */
+static void print_cpu_unknown(const struct report *r, FILE *f)
+{
+	size_t i;
+
+	for (i = 0; i < r->pl->nr; i++) {
+		if (r->pl->probes[i].cpu_unknown && r->pl->probes[i].exit != EXIT_NONE) {
+			fprintf(f, "ONCPU, OFFCPU, CPU%%, %%PROC unknown ('-') for Go functions: %s; "
+				   "wall and self time are per goroutine\n", r->pl->probes[i].cpu_unknown);
+			return;
+		}
+	}
+}
+
 static void print_footer(const struct report *r, FILE *f)
 {
 	char b[16];
@@ -299,6 +321,7 @@ static void print_footer(const struct report *r, FILE *f)
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
 			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
+	print_cpu_unknown(r, f);
 	print_overhead(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
 		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->self_wall_s > 0 ? r->self_cpu_ns / (r->self_wall_s * 1e7) : 0.0,
@@ -566,6 +589,16 @@ static void json_counters(struct json *j, const struct report *r, const struct f
 	json_obj_end(j);
 }
 
+/* Go: no on/off-CPU split; the keys say unknown rather than show a wrong figure. */
+static void json_cpu_unknown(struct json *j)
+{
+	static const char *const keys[] = { "oncpu_ns", "offcpu_ns", "runq_ns", "blocked_ns" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		json_null(j, keys[i]);
+}
+
 static void json_latency(struct json *j, const struct fn_stats *s, const struct fn_figures *g)
 {
 	json_obj_begin(j, "wall_ns");
@@ -577,10 +610,14 @@ static void json_latency(struct json *j, const struct fn_stats *s, const struct 
 	json_u64(j, "p99", (__u64)(g->p99 + 0.5));
 	json_u64(j, "total", (__u64)(g->wall_avg * g->calls + 0.5));
 	json_obj_end(j);
-	json_avg_total(j, "oncpu_ns", g->oncpu_avg, g->oncpu_total);
-	json_avg_total(j, "offcpu_ns", g->offcpu_avg, g->offcpu_total);
-	json_avg_total(j, "runq_ns", g->runq_avg, s->runq_sum);
-	json_avg_total(j, "blocked_ns", g->blocked_avg, s->blocked_sum);
+	if (g->cpu_unknown) {
+		json_cpu_unknown(j);
+	} else {
+		json_avg_total(j, "oncpu_ns", g->oncpu_avg, g->oncpu_total);
+		json_avg_total(j, "offcpu_ns", g->offcpu_avg, g->offcpu_total);
+		json_avg_total(j, "runq_ns", g->runq_avg, s->runq_sum);
+		json_avg_total(j, "blocked_ns", g->blocked_avg, s->blocked_sum);
+	}
 	json_avg_total(j, "self_ns", g->self_avg, (__u64)(g->self_avg * s->calls + 0.5));
 }
 
@@ -612,11 +649,16 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 		json_latency(j, s, &g);
 	else
 		json_untimed(j);
-	json_f64(j, "cpu_pct", g.cpu_pct);
-	if (g.proc_pct >= 0)
+	if (g.cpu_unknown)
+		json_null(j, "cpu_pct");
+	else
+		json_f64(j, "cpu_pct", g.cpu_pct);
+	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		json_f64(j, "proc_pct", g.proc_pct);
 	else
 		json_null(j, "proc_pct");
+	if (g.cpu_unknown)
+		json_str(j, "cpu_unknown", g.cpu_unknown);
 	json_str(j, "site", site_kind_name(p->kind));
 	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);

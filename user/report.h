@@ -56,6 +56,7 @@ struct fn_figures {
 	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
 	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
 	double shift_ns;            /* what the percentiles, min and max are lowered by (typical bias) */
+	const char *cpu_unknown;    /* why on/off-CPU time and CPU% are unknown (Go), or NULL */
 };
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig);

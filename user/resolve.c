@@ -555,6 +555,10 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 	}
 	if (p->exit == EXIT_RET)
 		find_ret_exits(p, s, st);
+	if (s->go && p->exit == EXIT_RET) {
+		p->go = true;
+		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";
+	}
 }
 
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,
@@ -598,6 +602,7 @@ static void report_not_found(const struct symtab *st, const char *path, const ch
 	n = symtab_suggest(st, name, near, 5);
 	fprintf(stderr, "fnprof: no function '%s' in %s (%zu functions in %s%s)", name, path, st->nr - st->nr_unnamed,
 		st->source == SYMS_SYMTAB ? ".symtab" : st->source == SYMS_DEBUG_FILE ? "the debug file " :
+		st->source == SYMS_GOPCLNTAB ? ".gopclntab: the Go binary is stripped, names from the Go runtime's table" :
 		".dynsym: the binary is stripped and has no debug file, only exported functions are known",
 		st->source == SYMS_DEBUG_FILE ? st->debug_file : "");
 	for (i = 0; i < n; i++)
@@ -639,6 +644,55 @@ static int check_unwinding(struct resolver *r)
 	return 0;
 }
 
+/*
+ * Go functions are timed per goroutine: that needs the register
+ * ABI, a ret probe (a uretprobe breaks the runtime) and no per-thread
+ * counters. Remembers where goroutines end (runtime.goexit1). 0 or -errno
+ * after the error was printed.
+ */
+static int check_go(struct resolver *r, const struct symtab *st, const char *path, const char *open_path)
+{
+	const struct sym **m = NULL;
+	const char *why = go_unsupported(&st->go_info);
+
+	if (why) {
+		log_err("cannot trace functions of the Go program %s (%s): %s", path,
+			st->go_info.version[0] ? st->go_info.version : "version unknown", why);
+		return -ENOTSUP;
+	}
+	if (r->o->exit_mode == EXIT_URETPROBE) {
+		log_err("cannot trace %s with --exit=uretprobe: the Go runtime aborts on a return address "
+			"it did not write; use --exit=ret (or auto)", path);
+		return -EINVAL;
+	}
+	if (r->o->counters) {
+		log_err("cannot count -e events in the Go program %s: counts are kept per thread, and a "
+			"goroutine moves between threads inside a call", path);
+		return -EINVAL;
+	}
+	if (!r->out->go_exit_path)
+		log_debug("%s: Go program built by %s, register ABI: Go calls kept per goroutine", path,
+			  st->go_info.version);
+	if (r->out->go_exit_path || symtab_match(st, "runtime.goexit1", &m) != 1) {
+		free(m);
+		return 0;
+	}
+	r->out->go_exit_offset = m[0]->offset;
+	r->out->go_exit_path = strdup(open_path);
+	free(m);
+	return r->out->go_exit_path ? 0 : -ENOMEM;
+}
+
+static bool any_go(const struct sym **m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (m[i]->go)
+			return true;
+	return false;
+}
+
 static int resolve_spec(struct resolver *r, const char *spec)
 {
 	char objname[PATH_MAX], path[PATH_MAX], open_path[PATH_MAX];
@@ -656,6 +710,11 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	if (!st)
 		return -ENOENT;
 	n = symtab_match(st, name, &m);
+	err = any_go(m, n) ? check_go(r, st, path, open_path) : 0;
+	if (err) {
+		free(m);
+		return err;
+	}
 	for (i = 0, err = 0; i < n && !err; i++) {
 		why = refusal(m[i]);
 		if (!why) {

@@ -133,6 +133,7 @@ static int add_sym(struct symtab *st, struct loader *l, const char *name, const 
 	e->offset = off;
 	e->ifunc = GELF_ST_TYPE(s->st_info) == STT_GNU_IFUNC;
 	e->global = GELF_ST_BIND(s->st_info) != STB_LOCAL;
+	e->go = false;
 	st->nr++;
 	return 0;
 }
@@ -173,6 +174,61 @@ static int read_table(Elf *elf, Elf_Scn *scn, struct symtab *st, struct loader *
 			return err;
 	}
 	return 0;
+}
+
+struct go_syms {
+	struct symtab *st;
+	struct loader *l;
+};
+
+static int add_go_func(void *arg, const char *name, __u64 addr, __u64 size, bool abi0)
+{
+	struct go_syms *g = arg;
+	GElf_Sym s = { .st_value = addr, .st_size = size,
+		       .st_info = GELF_ST_INFO(STB_GLOBAL, STT_FUNC) };
+	size_t nr = g->st->nr;
+	char buf[512];
+	int err;
+
+	/* As .symtab names it: -f NAME is the function, not the wrapper assembly calls it through. */
+	if (abi0 && snprintf(buf, sizeof(buf), "%s.abi0", name) < (int)sizeof(buf))
+		name = buf;
+	err = add_sym(g->st, g->l, name, &s);
+	if (!err && g->st->nr > nr)
+		g->st->syms[nr].go = true;
+	return err;
+}
+
+static int cmp_addr(const void *key, const void *elem)
+{
+	__u64 a = *(const __u64 *)key, b = ((const struct sym *)elem)->addr;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Marks the symbol at addr a Go function: the code of a cgo program's C parts is not in the table. */
+static int mark_go_func(void *arg, const char *name, __u64 addr, __u64 size, bool abi0)
+{
+	struct symtab *st = arg;
+	struct sym *s = bsearch(&addr, st->syms, st->nr, sizeof(*st->syms), cmp_addr);
+
+	(void)name, (void)size, (void)abi0;
+	if (s)
+		s->go = true;
+	return 0;
+}
+
+/* A stripped Go binary still has the runtime's table of functions: their names from there. */
+static int read_gopclntab(Elf *elf, struct symtab *st, struct loader *l)
+{
+	struct go_syms g = { .st = st, .l = l };
+	int err = go_pclntab_funcs(elf, add_go_func, &g);
+
+	if (err == -ENOENT || err == -EINVAL)
+		return 0;   /* no table, or one of a layout not known: stripped as any other */
+	if (!err && st->nr)
+		st->source = SYMS_GOPCLNTAB;
+	return err;
 }
 
 static Elf_Scn *find_section(Elf *elf, Elf64_Word type)
@@ -374,15 +430,22 @@ static int load_elf(Elf *elf, const struct target_obj *t, const char *path, stru
 	err = read_segments(elf, st);
 	if (!err)
 		err = read_symbols(elf, t, st, &l);
+	/* A stripped Go binary still has the runtime's table of functions. */
+	if (!err && !st->nr)
+		err = read_gopclntab(elf, st, &l);
 	if (err)
 		return err;
 	sort_and_merge(st);
-	/* Only where symbols are missing: a full .symtab names every function already. */
-	if (st->source != SYMS_SYMTAB && st->source != SYMS_DEBUG_FILE) {
+	if (st->nr && st->source != SYMS_GOPCLNTAB)
+		go_pclntab_funcs(elf, mark_go_func, st);   /* none in other programs (-ENOENT) */
+	/* Only where symbols are missing: a full .symtab (or Go's own table) names every function already. */
+	if (st->source != SYMS_SYMTAB && st->source != SYMS_DEBUG_FILE && st->source != SYMS_GOPCLNTAB) {
 		err = add_unnamed(elf, t->path ? t->path : path, st, &l);
 		sort_and_merge(st);
 	}
 	find_markers(elf, st);
+	/* A Go binary whose .go.buildinfo cannot be read is one still (its version unknown). */
+	st->go = go_info_read(elf, &st->go_info) != -ENOENT || st->source == SYMS_GOPCLNTAB;
 	return err;
 }
 

@@ -12,10 +12,13 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+#include "gobin.h"
+
 enum sym_source {
 	SYMS_NONE,    /* neither table has functions: stripped */
 	SYMS_SYMTAB,
 	SYMS_DYNSYM,  /* no .symtab: only exported functions are known */
+	SYMS_GOPCLNTAB, /* a stripped Go binary: every function, from the Go runtime's own table */
 	SYMS_DEBUG_FILE,  /* the .symtab of a separate debug file (symtab.debug_file) */
 };
 
@@ -29,6 +32,7 @@ struct sym {
 	bool ifunc;    /* STT_GNU_IFUNC: the address is a resolver, not the function */
 	bool unnamed;  /* no symbol: "object+0xADDR" from an FDE of the unwind tables */
 	bool global;
+	bool go;       /* a Go function (in .gopclntab): its calls belong to goroutines */
 };
 
 struct segment {
@@ -46,6 +50,8 @@ struct symtab {
 	bool dyn;              /* ET_DYN: PIE executable or shared object */
 	bool unwinds;          /* C++ exceptions, Rust panics or Go: code that a uretprobe can break */
 	bool switches_stacks;  /* imports swapcontext/setcontext/sigaltstack: runs code on other stacks */
+	bool go;               /* a Go executable (.go.buildinfo or .gopclntab) */
+	struct go_info go_info;  /* its toolchain, as far as .go.buildinfo tells */
 	__u64 entry;           /* e_entry: where the kernel or the loader starts it (0: none) */
 	bool longjmps;         /* imports longjmp/siglongjmp/__longjmp_chk: may abandon many frames at once */
 	struct segment *segs;  /* PT_LOAD segments */

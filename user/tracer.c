@@ -151,6 +151,16 @@ static __u32 default_threads(pid_t pid)
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
 }
 
+static bool traces_go(const struct probe_list *pl)
+{
+	size_t i;
+
+	for (i = 0; i < pl->nr; i++)
+		if (pl->probes[i].go)
+			return true;
+	return false;
+}
+
 struct setup_args {
 	struct tracer *t;
 	const struct events *evs;
@@ -175,6 +185,14 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	skel->rodata->go_calls = traces_go(t->pl);
+	/* The goroutine programs are verified only for Go functions. */
+	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_exit_ret, traces_go(t->pl));
+	bpf_program__set_autoload(skel->progs.go_gone, traces_go(t->pl));
+	uprobes_prepare(skel->progs.go_entry, t->links.multi);
+	uprobes_prepare(skel->progs.go_exit_ret, t->links.multi);
+	uprobes_prepare(skel->progs.go_gone, t->links.multi);
 	skel->rodata->nr_events = slots;
 	/* System calls are timed for -e only: without it, their programs are not even verified. */
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
@@ -186,6 +204,10 @@ static int setup(struct trace_bpf *skel, void *arg)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.free_tstates, t->nr_threads);
+	/* Goroutines inside traced calls at once (Go): memory only as used, ~8.3 KiB each. */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.gstacks, t->nr_threads > TRACER_GOROUTINES_MIN ?
+							       t->nr_threads : TRACER_GOROUTINES_MIN);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
@@ -257,8 +279,18 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
+		out[i] = site_of(t, p, pid, p->go ? t->skel->progs.go_exit_ret : t->skel->progs.fn_exit_ret,
+				 p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
 	return p->exit == EXIT_RET ? p->nr_exits : 0;
+}
+
+/* Go: where a goroutine ends (runtime.goexit1), its open calls are let go. */
+static struct uprobe_site go_exit_site(struct tracer *t, pid_t pid)
+{
+	return (struct uprobe_site){
+		.prog = t->skel->progs.go_gone, .path = t->pl->go_exit_path, .offset = t->pl->go_exit_offset,
+		.pid = pid, .what = "runtime.goexit1", .object = t->pl->go_exit_path,
+	};
 }
 
 /* What an entry probe's program must know of the function's exit probes. */
@@ -282,7 +314,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 
 	for (i = 0; i < nr; i++)
 		cap += 2 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
-	sites = calloc(cap ? cap : 1, sizeof(*sites));
+	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
 	/* System-wide (pid 0): every process that maps the object, now or later; libbpf says -1. */
@@ -290,9 +322,11 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		pid = -1;
 	for (i = 0; i < nr; i++)
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
+	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
+		sites[n++] = go_exit_site(t, pid);
 	for (i = 0; i < nr; i++)
-		sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_entry, probes[i].offset,
-				     cookie | probes[i].id | entry_flags(&probes[i]));
+		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
+				     probes[i].offset, cookie | probes[i].id | entry_flags(&probes[i]));
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;

@@ -50,6 +50,8 @@ struct tracer_conf {
 #define TRACER_THREADS_MAX 16384
 /* System-wide (pid 0): threads of every process that maps the objects may call them. */
 #define TRACER_THREADS_SYSTEM 4096
+/* Go: goroutines inside traced calls at once, at least (or --max-threads, if more). */
+#define TRACER_GOROUTINES_MIN 4096
 
 /*
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe (and

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Go programs (amd64, 1.17+ register ABI): a call belongs to a goroutine,
+ * which the runtime moves between OS threads and whose stack it copies when
+ * the stack grows. So the open calls are kept per goroutine, keyed by its g
+ * (register r14 in Go code), and a frame is known by its distance from the
+ * top of the goroutine's stack (g.stack.hi - sp), which a stack copy keeps.
+ * The return is seen by a probe on the ret instruction, wherever it runs.
+ *
+ * Goroutines switch in user space, unseen by sched_switch: these calls have
+ * wall and self time, no on/off-CPU split (user space shows it as unknown).
+ *
+ * Included by trace.bpf.c after account(); its hooks: the go_entry,
+ * go_exit_ret and go_gone programs, go_on_switch() in sched_switch while
+ * go_calls is set, and the gstacks map's size.
+ */
+#ifndef FNPROF_GO_BPF_H
+#define FNPROF_GO_BPF_H
+
+/* The open traced calls of one goroutine. */
+struct go_stack {
+	__u32 depth;         /* frames kept, at most FNPROF_MAX_DEPTH */
+	__u32 lost;          /* open calls above those, not kept (counted as returns lost) */
+	__u64 lost_off;      /* stack offset of the newest of those, 0 after one returned */
+	__u32 gen;           /* probe generation the frames belong to */
+	__u32 pad;
+	struct fn_frame frames[FNPROF_MAX_DEPTH];  /* sp holds the offset from the stack's top */
+};
+
+/* g address -> its open calls; entries made at a goroutine's first traced call, gone at its exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(key, __u64);
+	__type(value, struct go_stack);
+} gstacks SEC(".maps");
+
+/* An empty go_stack to insert (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct go_stack);
+} gstack_zero SEC(".maps");
+
+/*
+ * A thread that has just entered a Go call: the entry probe's return path
+ * (the single step of the function's first instruction, the kernel's returns
+ * to user space) may be switched out, which the call itself would not have
+ * been. That time is taken out of the call, as in_entry_probe() does for
+ * calls kept per thread.
+ */
+struct go_thread {
+	__u64 g, off;        /* the call: its goroutine and stack offset */
+	__u64 ip;            /* the function's address */
+	__u64 entry_ns;      /* about when it was entered; 0: no call in its entry probe */
+	__u64 out_ns;        /* when switched out there, 0 if not */
+	/* The last switch out and back in, and the user ip it left (see go_ret_pause()). */
+	__u64 sw_out_ns, sw_in_ns, sw_ip;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct go_thread);
+} go_threads SEC(".maps");
+
+/*
+ * Calls entered while gstacks was full, not returned yet: returns without a
+ * stack of their goroutine's are theirs while any are open, not orphans.
+ */
+__u64 go_unkept = 0;
+
+/* A return without its goroutine's stack: one of the calls not kept? */
+static __always_inline bool go_was_refused(void)
+{
+	__u64 n = go_unkept;
+
+	return n && __sync_bool_compare_and_swap(&go_unkept, n, n - 1);
+}
+
+/* runtime.stack, the first field of runtime.g in every Go release. */
+struct go_stack_bounds {
+	__u64 lo, hi;
+};
+
+/*
+ * The running goroutine (r14) and the offset of sp from the top of its
+ * stack. False when sp is not on that stack: r14 is not a g here (assembly
+ * that does not keep it), and the call cannot be kept.
+ */
+static __always_inline bool go_where(struct pt_regs *ctx, __u64 *g, __u64 *off)
+{
+	struct go_stack_bounds b;
+	__u64 sp = PT_REGS_SP(ctx);
+
+	*g = ARCH_GO_G(ctx);
+	if (!*g || bpf_probe_read_user(&b, sizeof(b), (void *)*g))
+		return false;
+	if (sp <= b.lo || sp >= b.hi)
+		return false;
+	*off = b.hi - sp;
+	return true;
+}
+
+/* The goroutine's stack of open calls, made on first use; NULL when the map is full. */
+static __always_inline struct go_stack *go_stack_of(__u64 g)
+{
+	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &g);
+	__u32 zero = 0;
+
+	if (gs)
+		return gs;
+	gs = bpf_map_lookup_elem(&gstack_zero, &zero);
+	if (!gs || bpf_map_update_elem(&gstacks, &g, gs, BPF_NOEXIST))
+		return NULL;
+	return bpf_map_lookup_elem(&gstacks, &g);
+}
+
+struct go_dead_ctx {
+	struct go_stack *gs;
+	__u64 off;
+};
+
+static long go_dead_step(__u32 i, struct go_dead_ctx *c)
+{
+	__u32 d = c->gs->depth;
+
+	if (!d || c->gs->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)].sp < c->off)
+		return 1;
+	c->gs->depth = d - 1;
+	return 0;
+}
+
+/*
+ * Before a call at stack offset off: the frames at or beyond it are dead (a
+ * panic unwound them, or the goroutine ended in them and its g was reused),
+ * counted as abandoned; so are the calls not kept above them, counted as
+ * lost when they were entered. A live caller is always nearer the top.
+ */
+static __always_inline void go_drop_dead(struct go_stack *gs, __u64 off)
+{
+	__u32 d = gs->depth;
+
+	if (!d || gs->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)].sp < off)
+		return;
+	gs->lost = 0;
+	bpf_loop(FNPROF_MAX_DEPTH, go_dead_step, &(struct go_dead_ctx){ .gs = gs, .off = off }, 0);
+	count_drops(DROP_ABANDONED, d - gs->depth);
+}
+
+/*
+ * A second entry of the call on top: the prologue found the stack too small,
+ * the runtime grew (copied) it and ran the function again from its start; or
+ * it preempted the goroutine there. Same function, same offset from the top.
+ */
+static __always_inline bool go_reentry(const struct go_stack *gs, __u32 id, __u64 off)
+{
+	const struct fn_frame *top = &gs->frames[(gs->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+	if (gs->lost)
+		return gs->lost_off && off == gs->lost_off;
+	return gs->depth && top->sp == off && top->id == id;
+}
+
+static __always_inline void go_push(struct go_stack *gs, __u32 id, __u32 slot, __u64 off, struct pt_regs *ctx)
+{
+	__u32 d = gs->depth, i;
+	struct fn_frame *f = &gs->frames[frame_idx(d)];
+
+	__builtin_memset(f, 0, sizeof(*f));
+	f->id = id;
+	f->slot = slot;
+	f->sp = off;
+	f->ip = PT_REGS_IP(ctx);
+	f->cpu = bpf_get_smp_processor_id();
+	f->outer = 1;
+	for (i = 0; i < FNPROF_MAX_DEPTH && i < d; i++) {
+		if (gs->frames[i].id == id) {
+			f->outer = 0;
+			break;
+		}
+	}
+	gs->depth = d + 1;
+	f->start_ns = bpf_ktime_get_ns();
+}
+
+/* This thread is about to return from the entry probe of the call at (g, off). */
+static __always_inline void go_note_entry(__u64 g, __u64 off, __u64 ip, __u64 now)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, bpf_get_current_task_btf(), NULL,
+						   BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!t)
+		return;
+	t->g = g;
+	t->off = off;
+	t->ip = ip;
+	t->entry_ns = now;
+	t->out_ns = 0;
+}
+
+/* next is back: the time it was out in an entry probe's return path moves its call's start. */
+static __always_inline void go_back_in(struct go_thread *t, __u64 now)
+{
+	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &t->g);
+	struct fn_frame *top;
+
+	t->entry_ns = 0;
+	if (!gs || !gs->depth)
+		return;
+	top = &gs->frames[(gs->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (top->sp == t->off && !gs->lost)
+		top->start_ns += now - t->out_ns;
+}
+
+/* A thread of the target switched out: when, where, and whether in an entry probe's return path. */
+static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+	if (!t)
+		return;
+	t->sw_out_ns = now;
+	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
+	if (!t->entry_ns || t->out_ns)
+		return;
+	if (in_entry_probe_of(prev, t->ip, t->entry_ns, now))
+		t->out_ns = now;
+	else
+		t->entry_ns = 0;
+}
+
+/* sched_switch, while Go functions are traced: the probes' own return paths. */
+static __always_inline void go_on_switch(struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct go_thread *t;
+
+	if (is_tgid(prev->tgid))
+		go_switch_out(prev, now);
+	if (!is_tgid(next->tgid) || !(t = bpf_task_storage_get(&go_threads, next, NULL, 0)))
+		return;
+	t->sw_in_ns = now;
+	if (t->out_ns) {
+		go_back_in(t, now);
+		t->out_ns = 0;
+	}
+}
+
+/*
+ * Time this thread spent switched out between the trap of the ret
+ * instruction and this probe's program (the kernel reschedules on its way
+ * back to user space before it runs the uprobe handlers): not the call's.
+ * Known by the user ip the switch left: just past the breakpoint.
+ */
+static __always_inline __u64 go_ret_pause(struct pt_regs *ctx)
+{
+	struct go_thread *t = bpf_task_storage_get(&go_threads, bpf_get_current_task_btf(), NULL, 0);
+
+	if (!t || t->sw_ip != PT_REGS_IP(ctx) + ARCH_BREAKPOINT_BYTES || t->sw_in_ns <= t->sw_out_ns)
+		return 0;
+	t->sw_ip = 0;
+	return t->sw_in_ns - t->sw_out_ns;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(go_entry)
+{
+	__u32 cookie = bpf_get_attach_cookie(ctx);
+	__u32 id = cookie & FNPROF_COOKIE_ID_MASK;
+	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+	struct go_stack *gs;
+	__u64 g, off;
+
+	if (!entry_counts(cookie, &slot))
+		return 0;
+	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
+		count_entry(slot, id, true);
+		return 0;
+	}
+	if (!go_where(ctx, &g, &off)) {
+		count_entry(slot, id, false);
+		count_drop(DROP_GO_NOT_G);
+		return 0;
+	}
+	gs = go_stack_of(g);
+	if (!gs) {
+		count_entry(slot, id, false);
+		count_drop(DROP_GO_STACKS);
+		__sync_fetch_and_add(&go_unkept, 1);
+		return 0;
+	}
+	if (gs->gen != generation) {
+		gs->gen = generation;
+		gs->depth = 0;
+		gs->lost = 0;
+	}
+	/* Counted once: a second entry after the stack grew is the same call. */
+	if (go_reentry(gs, id, off))
+		return 0;
+	count_entry(slot, id, false);
+	go_note_entry(g, off, PT_REGS_IP(ctx), bpf_ktime_get_ns());
+	go_drop_dead(gs, off);
+	if (gs->depth >= FNPROF_MAX_DEPTH || gs->lost) {
+		/* Not kept, but known: its return is told apart by its offset, and not an orphan. */
+		gs->lost++;
+		gs->lost_off = off;
+		count_drop(DROP_DEPTH);
+		return 0;
+	}
+	go_push(gs, id, slot, off, ctx);
+	return 0;
+}
+
+struct go_match_ctx {
+	struct go_stack *gs;
+	__u64 off;
+	int k;
+};
+
+static long go_match_step(__u32 i, struct go_match_ctx *m)
+{
+	__u32 j = m->gs->depth - 1 - i;
+
+	if (j >= FNPROF_MAX_DEPTH || m->gs->frames[j].sp < m->off)
+		return 1;
+	if (m->gs->frames[j].sp == m->off) {
+		m->k = j;
+		return 1;
+	}
+	return 0;
+}
+
+/* The kept frame at stack offset off (the ret probe's sp is the entry's), or -1. */
+static __always_inline int go_match(struct go_stack *gs, __u64 off)
+{
+	struct go_match_ctx m = { .gs = gs, .off = off, .k = -1 };
+	__u32 d = gs->depth;
+
+	if (d && gs->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)].sp == off)
+		return d - 1;
+	bpf_loop(d, go_match_step, &m, 0);
+	return m.k;
+}
+
+/* Closes frame k: its call measured (wall and self; on/off-CPU unknown) and accounted. */
+static __always_inline void go_close(struct go_stack *gs, __u32 k, __u64 now)
+{
+	struct fn_frame *f = &gs->frames[frame_idx(k)], *parent;
+	struct call c = {};
+
+	c.wall = now > f->start_ns ? now - f->start_ns : 0;
+	c.oncpu = c.wall;
+	c.self = c.wall > f->child_wall ? c.wall - f->child_wall : 0;
+	account(f->slot, f->id, &c, f);
+	if (k > 0) {
+		parent = &gs->frames[frame_idx(k - 1)];
+		parent->child_wall += c.wall;
+		parent->child_calls++;
+		parent->desc_calls += 1 + f->desc_calls;
+	}
+	if (k + 1 < gs->depth)
+		count_drops(DROP_ABANDONED, gs->depth - k - 1);
+	gs->depth = k;
+}
+
+/* A ret instruction of a traced Go function, on whatever thread the goroutine runs now. */
+SEC("uprobe")
+int BPF_KPROBE(go_exit_ret)
+{
+	__u64 now = bpf_ktime_get_ns(), g, off;
+	struct go_stack *gs;
+	int k;
+
+	if (!links_per_process && proc_slot(current_tgid()) < 0)
+		return 0;
+	if (!go_where(ctx, &g, &off))
+		return 0;   /* its entry was counted as not on a goroutine stack */
+	gs = bpf_map_lookup_elem(&gstacks, &g);
+	if (gs && gs->gen != generation)
+		return 0;
+	/* Beyond the kept frames: one of the calls not kept returns, or they were unwound. */
+	if (gs && gs->lost) {
+		if (gs->frames[(gs->depth - 1) & (FNPROF_MAX_DEPTH - 1)].sp < off) {
+			gs->lost--;
+			gs->lost_off = 0;
+			return 0;
+		}
+		gs->lost = 0;
+	}
+	k = gs ? go_match(gs, off) : -1;
+	if (k < 0 || k >= FNPROF_MAX_DEPTH) {
+		if (!gs && go_was_refused())
+			return 0;
+		if (!paused)
+			count_drop(DROP_ORPHAN_RET);
+		return 0;
+	}
+	go_close(gs, k, now - go_ret_pause(ctx));
+	return 0;
+}
+
+/*
+ * runtime.goexit1: the goroutine ends (its function returned, or
+ * runtime.Goexit). Its g goes back to the runtime for reuse: calls still
+ * open never return, and are counted.
+ */
+SEC("uprobe")
+int BPF_KPROBE(go_gone)
+{
+	__u64 g = ARCH_GO_G(ctx);
+	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &g);
+
+	if (!gs)
+		return 0;
+	if (gs->gen == generation && gs->depth)
+		count_drops(DROP_ABANDONED, gs->depth);
+	bpf_map_delete_elem(&gstacks, &g);
+	return 0;
+}
+
+#endif /* FNPROF_GO_BPF_H */
