@@ -73,12 +73,25 @@ struct {
  */
 __u64 go_unkept = 0;
 
-/* A return without its goroutine's stack: one of the calls not kept? */
+/*
+ * A return without its goroutine's stack: one of the calls not kept? The
+ * compare-and-swap fails when another CPU took one at the same moment: tried
+ * again, a few times (a failure read 1 in 5000 returns as an orphan).
+ */
 static __always_inline bool go_was_refused(void)
 {
-	__u64 n = go_unkept;
+	int i;
 
-	return n && __sync_bool_compare_and_swap(&go_unkept, n, n - 1);
+#pragma unroll
+	for (i = 0; i < 8; i++) {
+		__u64 n = go_unkept;
+
+		if (!n)
+			return false;
+		if (__sync_bool_compare_and_swap(&go_unkept, n, n - 1))
+			return true;
+	}
+	return false;
 }
 
 /* runtime.stack, the first field of runtime.g in every Go release. */
@@ -276,7 +289,7 @@ int BPF_KPROBE(go_entry)
 	struct go_stack *gs;
 	__u64 g, off;
 
-	if (!entry_counts(cookie, slot))
+	if (!entry_counts(cookie, &slot))
 		return 0;
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
 		count_entry(slot, id, true);

@@ -23,6 +23,7 @@
 #include "burst.h"
 #include "calib.h"
 #include "events.h"
+#include "export.h"
 #include "gobin.h"
 #include "heatmap.h"
 #include "launch.h"
@@ -38,6 +39,7 @@
 #include "sanitize.h"
 #include "stats.h"
 #include "tracer.h"
+#include "upgrade.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -66,9 +68,13 @@ struct run {
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
 	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
-	unsigned int nr_columns;    /* collected for them without a report (no -i) */
 	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
+	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
+	__u64 interval_drops[DROP_NR];
+	struct export *export;      /* --listen */
+	struct upgrades *upgrades;  /* system-wide: the objects' files, to follow their upgrades */
+	double next_drain;          /* --listen: when the metrics take the figures next */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
 	bool target_exited;         /* --follow-forks: the run goes on while fork children live */
@@ -142,6 +148,8 @@ static int setup_target(struct run *r)
 {
 	int err;
 
+	if (r->o->system_wide)
+		return 0;   /* every process that maps the objects: no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
 		if (!proc_alive(r->pid)) {
@@ -193,14 +201,20 @@ static void remember_exe(struct run *r)
 	}
 }
 
+/* How the -f patterns are resolved: for the process, the followed script's program, or system-wide. */
+static struct resolve_conf resolve_conf_of(const struct run *r)
+{
+	return (struct resolve_conf){
+		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
+		.counters = r->o->events != NULL, .followed = r->followed[0] ? r->followed : NULL,
+		.system_wide = r->o->system_wide,
+	};
+}
+
 /* The -f patterns into r->pl. 0 or EXIT_FAIL (message printed). */
 static int resolve(struct run *r)
 {
-	const struct resolve_conf conf = {
-		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
-		.counters = r->o->events != NULL,
-		.followed = r->followed[0] ? r->followed : NULL,
-	};
+	const struct resolve_conf conf = resolve_conf_of(r);
 
 	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
 }
@@ -218,6 +232,18 @@ static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struc
 	return 0;
 }
 
+/* System-wide: the objects' files, to follow their upgrades. 0 or EXIT_FAIL. */
+static int watch_upgrades(struct run *r)
+{
+	const struct resolve_conf conf = resolve_conf_of(r);
+
+	if (upgrades_start(&r->pl, &conf, &r->upgrades)) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -227,7 +253,10 @@ static int start_tracing(struct run *r)
 	err = resolve(r);
 	if (err)
 		return err;
-	remember_exe(r);
+	if (r->o->system_wide && watch_upgrades(r))
+		return EXIT_FAIL;
+	if (!r->o->system_wide)
+		remember_exe(r);
 	if (r->o->events) {
 		if (events_parse(r->o->events, &r->evs))
 			return EXIT_USAGE;
@@ -239,6 +268,8 @@ static int start_tracing(struct run *r)
 
 	struct tracer_conf conf = {
 		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		/* --by system-wide: figures per process, for the metrics' labels */
+		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 	};
 
 	if (calib)
@@ -248,8 +279,9 @@ static int start_tracing(struct run *r)
 	r->nr_slots = tracer_nr_slots(r->tracer);
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
+	r->delta = calloc(r->nr_slots * r->pl.nr, sizeof(*r->delta));
 	r->procs = calloc(r->nr_slots, sizeof(*r->procs));
-	if (!r->interval || !r->total || !r->procs) {
+	if (!r->interval || !r->total || !r->delta || !r->procs) {
 		log_err("out of memory");
 		return EXIT_FAIL;
 	}
@@ -282,7 +314,7 @@ static void update_cpu(struct run *r)
 {
 	__u64 ns;
 
-	if (!r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
+	if (r->pid && !r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
 		r->cpu_now = ns;
 		if (!r->cpu_known)
 			r->cpu_start = r->cpu_last = ns;
@@ -311,7 +343,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.nr_procs = r->nr_slots, .procs = r->procs,
+		.nr_procs = r->o->system_wide ? 1 : r->nr_slots, .procs = r->procs,
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 		.self_cpu_ns = self_cpu,
@@ -333,33 +365,40 @@ static const struct calibration *bias_to_subtract(const struct run *r)
 	return r->calibrated && !r->o->raw ? &r->cal : NULL;
 }
 
-/* The aggregates since the last collection into r->interval, the run's total and the heatmap. */
-static int collect(struct run *r, __u64 *drops, double t)
+/*
+ * Takes the figures since the last drain into the interval's, and gives them
+ * to --listen's metrics, which add them up: reports and metrics each see
+ * every call once.
+ */
+static int drain(struct run *r)
 {
+	__u64 drops[DROP_NR] = {};
 	size_t i;
 
-	if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
+	tracer_note_exited(r->tracer);
+	if (tracer_collect(r->tracer, r->delta, drops) || tracer_procs(r->tracer, r->procs))
 		return EXIT_FAIL;
-	if (r->bursts)
-		burst_rebase(&r->burst, r->tracer);
+	/* System-wide, the reports show every process together; the metrics keep them apart (--by). */
 	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
-		fn_stats_merge(&r->total[i], &r->interval[i]);
+		fn_stats_merge(&r->interval[r->o->system_wide ? i % r->pl.nr : i], &r->delta[i]);
 	for (i = 0; i < DROP_NR; i++)
-		r->total_drops[i] += drops[i];
-	if (r->heat && heatmap_add(r->heat, t, r->interval, bias_to_subtract(r))) {
+		r->interval_drops[i] += drops[i];
+	if (r->export) {
+		struct report rep = {
+			.pid = r->pid, .pl = &r->pl, .stats = r->delta, .nr_procs = r->nr_slots, .procs = r->procs,
+			.cal = r->calibrated && !r->o->raw ? &r->cal : NULL, .attached_fraction = 1,
+		};
+
+		memcpy(rep.drops, drops, sizeof(drops));
+		export_add(r->export, &rep);
+	}
+	/* --svg: every drain is a heatmap column (the target's block), or part of one. */
+	if (r->heat && heatmap_add(r->heat, monotonic_s(), r->delta, bias_to_subtract(r))) {
 		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
 		return EXIT_FAIL;
 	}
+	tracer_release_exited(r->tracer);
 	return 0;
-}
-
-/* --svg without -i: a heatmap column; its figures join the total, nothing is printed. */
-static int collect_column(struct run *r)
-{
-	__u64 drops[DROP_NR] = {};
-
-	r->nr_columns++;
-	return collect(r, drops, monotonic_s());
 }
 
 /* One report for the interval that ends now; with final, the run total too. */
@@ -368,6 +407,7 @@ static int report(struct run *r, bool final)
 	double t = monotonic_s(), span = t - r->t_last;
 	__u64 drops[DROP_NR] = {}, self_cpu;
 	double attached;
+	size_t i;
 
 	/*
 	 * The figures of the whole run subtract a bias measured at its start and
@@ -380,21 +420,25 @@ static int report(struct run *r, bool final)
 	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
-		if (collect(r, drops, t))
+		if (drain(r))
 			return EXIT_FAIL;
-		/* The only report, after columns collected silently: the total is the whole run's. */
-		if (final && !r->nr_reports && r->nr_columns)
-			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
-					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
+		memcpy(drops, r->interval_drops, sizeof(drops));
+		if (r->bursts)
+			burst_rebase(&r->burst, r->tracer);
+		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
+			fn_stats_merge(&r->total[i], &r->interval[i]);
+		for (i = 0; i < DROP_NR; i++)
+			r->total_drops[i] += drops[i];
 		/* A run with a single report: that report is the total. */
-		else
-			print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-					   final && !r->nr_reports, attached,
-					   /* The only report is the total: start-up included. */
-					   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
+		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
+				   final && !r->nr_reports, attached,
+				   /* The only report is the total: start-up included. */
+				   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
 					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
+		memset(r->interval, 0, r->nr_slots * r->pl.nr * sizeof(*r->interval));
+		memset(r->interval_drops, 0, sizeof(r->interval_drops));
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
@@ -479,6 +523,8 @@ static void wait_event(struct run *r, double deadline)
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
+	if (r->upgrades)
+		upgrades_check(r->upgrades, r->tracer);
 	sampler_refresh(r->sampler);
 	profiles_refresh(r->profiles);
 	if (r->exe_ino)
@@ -506,6 +552,9 @@ static bool handle_signal(struct run *r, bool *forwarded)
 	return true;
 }
 
+/* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
+#define EXPORT_DRAIN_S 0.5
+
 static int main_loop(struct run *r)
 {
 	double end = r->o->duration_s ? r->t_start + r->o->duration_s : 1e300;
@@ -523,9 +572,17 @@ static int main_loop(struct run *r)
 
 			deadline = sw < deadline ? sw : deadline;
 		}
+		if (r->export && r->tracer)
+			deadline = r->next_drain < deadline ? r->next_drain : deadline;
 		wait_event(r, deadline);
 		if (handle_signal(r, &forwarded))
 			break;
+		if (r->export && r->tracer && monotonic_s() >= r->next_drain) {
+			err = drain(r);
+			if (err)
+				return err;
+			r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+		}
 		if (monotonic_s() >= end) {
 			r->note = "duration reached";
 			break;
@@ -536,9 +593,12 @@ static int main_loop(struct run *r)
 				return err;
 			next += r->o->interval_s;
 		} else if (monotonic_s() >= column && !r->target_gone) {
-			err = collect_column(r);
+			/* --svg without -i: a heatmap column; its figures wait in the interval's for the report. */
+			err = drain(r);
 			if (err)
 				return err;
+			if (r->bursts)
+				burst_rebase(&r->burst, r->tracer);
 		}
 	}
 	return report(r, true);
@@ -562,7 +622,9 @@ static int list_probes(struct run *r)
 
 static void cleanup(struct run *r)
 {
+	export_stop(r->export);
 	tracer_stop(r->tracer);
+	upgrades_free(r->upgrades);
 	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
@@ -573,6 +635,7 @@ static void cleanup(struct run *r)
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
+	free(r->delta);
 	free(r->procs);
 	if (r->pidfd > 0)
 		close(r->pidfd);
@@ -604,6 +667,18 @@ static int write_svg(struct run *r)
 	if (err)
 		log_err("cannot write the pictures to %s: %s", r->o->svg_path, strerror(-err));
 	return err ? EXIT_FAIL : 0;
+}
+
+static int start_export(struct run *r)
+{
+	struct export_conf conf = {
+		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
+	};
+
+	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+	return export_start(&conf, &r->export) ? EXIT_FAIL : 0;
 }
 
 /*
@@ -703,6 +778,8 @@ static int run(struct run *r)
 		err = start_tracing(r);
 	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
+	if (!err && r->o->listen)
+		err = start_export(r);
 	if (!err)
 		err = start_profiles(r);
 	if (err)
