@@ -42,8 +42,9 @@ endif
 DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev libdw-dev libdebuginfod-dev
 # What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
 # a debuginfod server (with curl to see it up, ip to bring up lo in its network namespace),
-# a C++ compiler for the C++ target, and libFuzzer.
-TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2
+# a C++ compiler for the C++ target, libFuzzer, a Prometheus server that scrapes --listen, and a
+# browser that renders the --svg pictures.
+TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus chromium
 
 .PHONY: all clean deps test-deps demo test bench vmlinux
 .DELETE_ON_ERROR:

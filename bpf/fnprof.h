@@ -60,7 +60,10 @@ enum fnprof_drop {
 struct proc_info {
 	__u32 slot;          /* 1..nr_slots-1 */
 	__u32 ppid;          /* the traced process it was forked from */
-	__u64 fork_ns;       /* CLOCK_MONOTONIC at the fork */
+	__u64 fork_ns;       /* CLOCK_MONOTONIC at the fork (system-wide: at its first call) */
+	/* System-wide --by: read at its first call, for labels after it has exited. */
+	__u64 comm[2];       /* TASK_COMM_LEN bytes */
+	__u64 cgroup_id;     /* its cgroup v2's id (the directory's inode number) */
 };
 
 /*

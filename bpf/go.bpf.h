@@ -289,7 +289,7 @@ int BPF_KPROBE(go_entry)
 	struct go_stack *gs;
 	__u64 g, off;
 
-	if (!entry_counts(cookie, slot))
+	if (!entry_counts(cookie, &slot))
 		return 0;
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY) {
 		count_entry(slot, id, true);

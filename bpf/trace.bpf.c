@@ -21,6 +21,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space between open and load. */
 const volatile __u32 target_tgid = 0;  /* 0: any process (probes are pid-filtered anyway) */
 const volatile __u32 self_tgid = 0;    /* fnprof itself, while it calibrates the probe bias */
+/* fnprof's own process: system-wide (target_tgid 0), its calls of traced functions are not the target's. */
+const volatile __u32 fnprof_tgid = 0;
 const volatile __u32 nr_funcs = 1;
 const volatile __u32 nr_events = 0;    /* perf counters in `counters`, per CPU */
 const volatile __u32 nr_cpus = 1;
@@ -46,7 +48,14 @@ const volatile __u32 links_per_process = 0;
 /* Go functions are traced: their calls are kept per goroutine (go.bpf.h). */
 const volatile __u32 go_calls = 0;
 
-#define follow_forks (nr_slots > 1)
+/*
+ * System-wide with --by: each process takes a slot of its own at its first
+ * traced call (user space gives it back after the process exits); slot 0
+ * sums the processes beyond.
+ */
+const volatile __u32 dynamic_slots = 0;
+
+#define follow_forks (nr_slots > 1 && !dynamic_slots)
 
 /*
  * Interval buffer in use: user space flips it, then reads and clears the other
@@ -202,6 +211,10 @@ static __always_inline int proc_slot(__u32 tgid)
 {
 	struct proc_info *pi;
 
+	if (dynamic_slots) {
+		pi = bpf_map_lookup_elem(&procs, &tgid);
+		return pi ? pi->slot : 0;
+	}
 	if (is_tgid(tgid))
 		return 0;
 	if (!follow_forks)
@@ -438,12 +451,45 @@ static __always_inline void count_entry(__u32 slot, __u32 id, bool returned)
 		__sync_fetch_and_add(&st->calls, 1);
 }
 
-/* Whether an entry probe with this cookie counts the call: its process's, and not paused. */
-static __always_inline bool entry_counts(__u32 cookie, __u32 slot)
+/* dynamic_slots: the slot of process tgid, taken at its first call; 0 when none is free. */
+static __always_inline __u32 take_slot(__u32 tgid)
 {
-	if (!links_per_process && proc_slot(current_tgid()) != (int)slot)
+	struct proc_info pi = {}, *p = bpf_map_lookup_elem(&procs, &tgid);
+
+	if (p)
+		return p->slot;
+	if (bpf_map_pop_elem(&free_slots, &pi.slot))
+		return 0;
+	pi.fork_ns = bpf_ktime_get_ns();
+	pi.cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(pi.comm, sizeof(pi.comm));
+	if (pi.slot < nr_slots && !bpf_map_update_elem(&procs, &tgid, &pi, BPF_NOEXIST))
+		return pi.slot;
+	/* Another thread of the process was first: its slot stands, this one goes back. */
+	if (pi.slot < nr_slots)
+		bpf_map_push_elem(&free_slots, &pi.slot, 0);
+	p = bpf_map_lookup_elem(&procs, &tgid);
+	return p ? p->slot : 0;
+}
+
+/*
+ * Whether an entry probe with this cookie counts the call: its process's, and
+ * not paused. System-wide, fnprof's own calls do not count, and with dynamic
+ * slots *slot becomes the process's own.
+ */
+static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
+{
+	if (!target_tgid && !(cookie & FNPROF_COOKIE_SELF)) {
+		__u32 tgid = current_tgid();
+
+		if (tgid == fnprof_tgid)
+			return false;
+		if (dynamic_slots)
+			*slot = take_slot(tgid);
+	} else if (!links_per_process && proc_slot(current_tgid()) != (int)*slot) {
 		return false;
-	if (slot >= nr_slots)
+	}
+	if (*slot >= nr_slots)
 		return false;
 	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
 		__sync_fetch_and_add(&paused_calls, 1);
@@ -461,7 +507,7 @@ int BPF_KPROBE(fn_entry)
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!entry_counts(cookie, slot))
+	if (!entry_counts(cookie, &slot))
 		return 0;
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
@@ -703,6 +749,9 @@ static __always_inline void count_orphan(void)
 	struct thread_ref *ref;
 
 	if (paused)
+		return;
+	/* System-wide: fnprof's own calls were left out at entry, not lost. */
+	if (!target_tgid && current_tgid() == fnprof_tgid)
 		return;
 	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
 	if (!ref || !ref->refused)

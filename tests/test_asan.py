@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 
 from harness import ROOT, check, final_report, func, target
 
@@ -47,6 +48,19 @@ def test_asan_follow_forks_and_stack_switching():
     check(p.returncode == 0 and p.stderr.count("fork child pid") >= 2, p.stderr[-2000:])
     p = run_asan(["-f", "step", "--json", "--", target("coro"), "500"])
     check(p.returncode == 0 and func(final_report(p.stderr), "step")["calls"] == 1000, p.stderr[-2000:])
+
+
+def test_asan_svg_pictures():
+    d = tempfile.mkdtemp()
+    try:
+        for i, args in enumerate((["-f", "parse_record", "-f", "wait_*", "--sample", "-F", "499"],
+                                  ["-f", "parse_record", "-i", "0.2", "--per-thread", "--sample"])):
+            path = os.path.join(d, f"{i}.svg")
+            p = run_asan(args + ["--svg", path, "--", target("demo"), "1"])
+            check(p.returncode == 0, p.stderr[-2000:])
+            ET.parse(path)
+    finally:
+        shutil.rmtree(d)
 
 
 def test_asan_profiles_all_kinds_pprof():

@@ -35,6 +35,12 @@ $(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -o $@ -L$(TEST_BIN) -Wl,-rpath,'$$ORIGIN' \
 		$(if $(findstring uselib,$*),-ltarget) -lpthread -lm
 
+# The fleet target's "upgrade": the same program with its function at another offset.
+TARGET_PROGS += $(TEST_BIN)/fleet2
+$(TEST_BIN)/fleet2: tests/targets/fleet.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) -DFLEET_PAD $< -o $@
+
 $(NOFP_PROGS): $(TEST_BIN)/%_nofp: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread -lm
@@ -106,7 +112,7 @@ test:
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
 demo: fnprof $(TEST_BIN)/demo
-	./fnprof -f parse_record -f 'wait_*' --sample -- $(TEST_BIN)/demo 3
+	./fnprof -f parse_record -f 'wait_*' --sample --svg demo.svg -- $(TEST_BIN)/demo 3
 
 # Benchmarks (bench/Makefile builds the targets and the floor into bench/.output).
 bench: fnprof

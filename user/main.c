@@ -23,11 +23,14 @@
 #include "burst.h"
 #include "calib.h"
 #include "events.h"
+#include "export.h"
 #include "gobin.h"
+#include "heatmap.h"
 #include "launch.h"
 #include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
+#include "pictures.h"
 #include "proc.h"
 #include "profiles.h"
 #include "report.h"
@@ -37,6 +40,7 @@
 #include "sanitize.h"
 #include "stats.h"
 #include "tracer.h"
+#include "upgrade.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -64,8 +68,14 @@ struct run {
 	bool bursts;
 	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
+	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
 	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
+	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
+	__u64 interval_drops[DROP_NR];
+	struct export *export;      /* --listen */
+	struct upgrades *upgrades;  /* system-wide: the objects' files, to follow their upgrades */
+	double next_drain;          /* --listen: when the metrics take the figures next */
 	size_t nr_slots;
 	struct traced_proc *procs;  /* whose each block is */
 	bool target_exited;         /* --follow-forks: the run goes on while fork children live */
@@ -139,6 +149,8 @@ static int setup_target(struct run *r)
 {
 	int err;
 
+	if (r->o->system_wide)
+		return 0;   /* every process that maps the objects: no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
 		if (!proc_alive(r->pid)) {
@@ -190,14 +202,20 @@ static void remember_exe(struct run *r)
 	}
 }
 
+/* How the -f patterns are resolved: for the process, the followed script's program, or system-wide. */
+static struct resolve_conf resolve_conf_of(const struct run *r)
+{
+	return (struct resolve_conf){
+		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
+		.counters = r->o->events != NULL, .followed = r->followed[0] ? r->followed : NULL,
+		.system_wide = r->o->system_wide,
+	};
+}
+
 /* The -f patterns into r->pl. 0 or EXIT_FAIL (message printed). */
 static int resolve(struct run *r)
 {
-	const struct resolve_conf conf = {
-		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
-		.counters = r->o->events != NULL,
-		.followed = r->followed[0] ? r->followed : NULL,
-	};
+	const struct resolve_conf conf = resolve_conf_of(r);
 
 	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
 }
@@ -215,6 +233,18 @@ static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struc
 	return 0;
 }
 
+/* System-wide: the objects' files, to follow their upgrades. 0 or EXIT_FAIL. */
+static int watch_upgrades(struct run *r)
+{
+	const struct resolve_conf conf = resolve_conf_of(r);
+
+	if (upgrades_start(&r->pl, &conf, &r->upgrades)) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -225,7 +255,10 @@ static int start_tracing(struct run *r)
 	steps_mark("resolve");
 	if (err)
 		return err;
-	remember_exe(r);
+	if (r->o->system_wide && watch_upgrades(r))
+		return EXIT_FAIL;
+	if (!r->o->system_wide)
+		remember_exe(r);
 	if (r->o->events) {
 		if (events_parse(r->o->events, &r->evs))
 			return EXIT_USAGE;
@@ -237,6 +270,8 @@ static int start_tracing(struct run *r)
 
 	struct tracer_conf conf = {
 		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		/* --by system-wide: figures per process, for the metrics' labels */
+		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 	};
 
 	if (calib) {
@@ -248,8 +283,9 @@ static int start_tracing(struct run *r)
 	r->nr_slots = tracer_nr_slots(r->tracer);
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
+	r->delta = calloc(r->nr_slots * r->pl.nr, sizeof(*r->delta));
 	r->procs = calloc(r->nr_slots, sizeof(*r->procs));
-	if (!r->interval || !r->total || !r->procs) {
+	if (!r->interval || !r->total || !r->delta || !r->procs) {
 		log_err("out of memory");
 		return EXIT_FAIL;
 	}
@@ -283,7 +319,7 @@ static void update_cpu(struct run *r)
 {
 	__u64 ns;
 
-	if (!r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
+	if (r->pid && !r->child_reaped && !proc_cpu_ns(r->pid, &ns)) {
 		r->cpu_now = ns;
 		if (!r->cpu_known)
 			r->cpu_start = r->cpu_last = ns;
@@ -312,7 +348,7 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.nr_procs = r->nr_slots, .procs = r->procs,
+		.nr_procs = r->o->system_wide ? 1 : r->nr_slots, .procs = r->procs,
 		.evs = r->have_events ? &r->evs : NULL,
 		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
 		.self_cpu_ns = self_cpu,
@@ -327,6 +363,47 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		report_print_json(&rep, r->out);
 	else
 		report_print_table(&rep, r->out, r->o->hist);
+}
+
+static const struct calibration *bias_to_subtract(const struct run *r)
+{
+	return r->calibrated && !r->o->raw ? &r->cal : NULL;
+}
+
+/*
+ * Takes the figures since the last drain into the interval's, and gives them
+ * to --listen's metrics, which add them up: reports and metrics each see
+ * every call once.
+ */
+static int drain(struct run *r)
+{
+	__u64 drops[DROP_NR] = {};
+	size_t i;
+
+	tracer_note_exited(r->tracer);
+	if (tracer_collect(r->tracer, r->delta, drops) || tracer_procs(r->tracer, r->procs))
+		return EXIT_FAIL;
+	/* System-wide, the reports show every process together; the metrics keep them apart (--by). */
+	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
+		fn_stats_merge(&r->interval[r->o->system_wide ? i % r->pl.nr : i], &r->delta[i]);
+	for (i = 0; i < DROP_NR; i++)
+		r->interval_drops[i] += drops[i];
+	if (r->export) {
+		struct report rep = {
+			.pid = r->pid, .pl = &r->pl, .stats = r->delta, .nr_procs = r->nr_slots, .procs = r->procs,
+			.cal = r->calibrated && !r->o->raw ? &r->cal : NULL, .attached_fraction = 1,
+		};
+
+		memcpy(rep.drops, drops, sizeof(drops));
+		export_add(r->export, &rep);
+	}
+	/* --svg: every drain is a heatmap column (the target's block), or part of one. */
+	if (r->heat && heatmap_add(r->heat, monotonic_s(), r->delta, bias_to_subtract(r))) {
+		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
+		return EXIT_FAIL;
+	}
+	tracer_release_exited(r->tracer);
+	return 0;
 }
 
 /* One report for the interval that ends now; with final, the run total too. */
@@ -352,8 +429,9 @@ static int report(struct run *r, bool final)
 	self_cpu = self_usage(NULL);
 	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
 	if (r->tracer) {
-		if (tracer_collect(r->tracer, r->interval, drops) || tracer_procs(r->tracer, r->procs))
+		if (drain(r))
 			return EXIT_FAIL;
+		memcpy(drops, r->interval_drops, sizeof(drops));
 		if (r->bursts)
 			burst_rebase(&r->burst, r->tracer);
 		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
@@ -368,6 +446,8 @@ static int report(struct run *r, bool final)
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
 					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
+		memset(r->interval, 0, r->nr_slots * r->pl.nr * sizeof(*r->interval));
+		memset(r->interval_drops, 0, sizeof(r->interval_drops));
 	}
 	if (r->sampler)
 		sampler_report(r->sampler, r->out, span, final);
@@ -452,6 +532,8 @@ static void wait_event(struct run *r, double deadline)
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
 	update_cpu(r);
+	if (r->upgrades)
+		upgrades_check(r->upgrades, r->tracer);
 	sampler_refresh(r->sampler);
 	profiles_refresh(r->profiles);
 	if (r->exe_ino)
@@ -479,6 +561,9 @@ static bool handle_signal(struct run *r, bool *forwarded)
 	return true;
 }
 
+/* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
+#define EXPORT_DRAIN_S 0.5
+
 static int main_loop(struct run *r)
 {
 	double end = r->o->duration_s ? r->t_start + r->o->duration_s : 1e300;
@@ -487,16 +572,26 @@ static int main_loop(struct run *r)
 	int err;
 
 	while (!r->target_gone) {
+		double column = r->heat ? heatmap_next(r->heat) : 1e300;
 		double deadline = next < end ? next : end;
 
+		deadline = column < deadline ? column : deadline;
 		if (r->bursts) {
 			double sw = burst_tick(&r->burst, r->tracer, monotonic_s());
 
 			deadline = sw < deadline ? sw : deadline;
 		}
+		if (r->export && r->tracer)
+			deadline = r->next_drain < deadline ? r->next_drain : deadline;
 		wait_event(r, deadline);
 		if (handle_signal(r, &forwarded))
 			break;
+		if (r->export && r->tracer && monotonic_s() >= r->next_drain) {
+			err = drain(r);
+			if (err)
+				return err;
+			r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+		}
 		if (monotonic_s() >= end) {
 			r->note = "duration reached";
 			break;
@@ -506,6 +601,13 @@ static int main_loop(struct run *r)
 			if (err)
 				return err;
 			next += r->o->interval_s;
+		} else if (monotonic_s() >= column && !r->target_gone) {
+			/* --svg without -i: a heatmap column; its figures wait in the interval's for the report. */
+			err = drain(r);
+			if (err)
+				return err;
+			if (r->bursts)
+				burst_rebase(&r->burst, r->tracer);
 		}
 	}
 	return report(r, true);
@@ -529,16 +631,20 @@ static int list_probes(struct run *r)
 
 static void cleanup(struct run *r)
 {
+	export_stop(r->export);
 	tracer_stop(r->tracer);
+	upgrades_free(r->upgrades);
 	calib_free_probes(r->self);
 	events_close(&r->evs);
 	sampler_stop(r->sampler);
+	heatmap_free(r->heat);
 	profiles_stop(r->profiles);
 	launch_abort(&r->child);
 	launch_free(&r->child);
 	probe_list_free(&r->pl);
 	free(r->interval);
 	free(r->total);
+	free(r->delta);
 	free(r->procs);
 	if (r->pidfd > 0)
 		close(r->pidfd);
@@ -561,6 +667,27 @@ static int child_exit_code(struct run *r)
 		return EXIT_OK;
 	}
 	return launch_exit_code(r->child_status);
+}
+
+static int write_svg(struct run *r)
+{
+	int err = pictures_write(r->o->svg_path, r->sampler, r->heat, r->pid, r->t_last - r->t_start);
+
+	if (err)
+		log_err("cannot write the pictures to %s: %s", r->o->svg_path, strerror(-err));
+	return err ? EXIT_FAIL : 0;
+}
+
+static int start_export(struct run *r)
+{
+	struct export_conf conf = {
+		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
+		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
+	};
+
+	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
+	return export_start(&conf, &r->export) ? EXIT_FAIL : 0;
 }
 
 /*
@@ -661,6 +788,8 @@ static int run(struct run *r)
 		err = start_tracing(r);
 	if (!err && r->o->sample && start_sampling(r))
 		err = EXIT_FAIL;
+	if (!err && r->o->listen)
+		err = start_export(r);
 	if (!err)
 		err = start_profiles(r);
 	if (err)
@@ -672,6 +801,11 @@ static int run(struct run *r)
 	if (r->tracer && r->o->max_overhead_pct) {
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
 		r->bursts = true;
+	}
+	if (r->tracer && r->o->svg_path &&
+	    !(r->heat = heatmap_new(&r->pl, r->t_start, r->o->interval_s, r->o->duration_s))) {
+		log_err("out of memory");
+		return EXIT_FAIL;
 	}
 	if (r->o->cmd)
 		profiles_arm(r->profiles);
@@ -686,6 +820,8 @@ static int run(struct run *r)
 	err = main_loop(r);
 	if (!err && r->sampler && sampler_write_files(r->sampler))
 		err = EXIT_FAIL;
+	if (!err && r->o->svg_path)
+		err = write_svg(r);
 	if (!err && r->profiles && profiles_write_files(r->profiles))
 		err = EXIT_FAIL;
 	return err ? err : child_exit_code(r);

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http.h"
 #include "log.h"
 #include "opts.h"
+#include "resolve.h"
 #include "prof_kind.h"
 
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
+"       fnprof [OPTIONS] -f /path/obj:FUNC|LIB:NAME...   (system-wide)\n"
 "\n"
 "Per-function latency, on-CPU time and CPU% of a running process or a launched\n"
 "command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
@@ -22,11 +25,13 @@ static const char usage_text[] =
 "Target:\n"
 "  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
+"  (neither)              system-wide: every process that maps the -f objects, running or\n"
+"                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
 "      --max-threads N    threads traced at once: a thread holds a state (~8.5 KiB of kernel\n"
 "                         memory) from its first traced call until it exits (default: 512, or\n"
-"                         twice the target's threads at the start); in a Go program also the\n"
-"                         goroutines whose calls are kept at once (at least 4096)\n"
+"                         twice the target's threads at the start; system-wide 4096); in a Go\n"
+"                         program also the goroutines whose calls are kept at once (at least 4096)\n"
 "\n"
 "Functions (-f is repeatable):\n"
 "  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
@@ -52,6 +57,13 @@ static const char usage_text[] =
 "  -e, --events LIST      per-call counters: cycles,instructions,branch-misses,page-faults,...\n"
 "      --list-events      what this machine can count, and why not the rest\n"
 "\n"
+"Export (no authentication: bind to 127.0.0.1, or put a proxy in front):\n"
+"      --listen ADDR:PORT serve GET /metrics (Prometheus, OpenMetrics) and\n"
+"                         GET /debug/pprof/profile?seconds=N (pprof) while tracing\n"
+"      --by pid|comm|cgroup  a label per process on every function's metrics\n"
+"      --max-series N     label values kept apart (default 100); the rest are summed\n"
+"                         into the value \"other\"\n"
+"\n"
 "Sampling:\n"
 "      --sample           also sample the CPU while tracing -f functions\n"
 "  -F, --freq HZ          sampling frequency (default 99)\n"
@@ -59,6 +71,8 @@ static const char usage_text[] =
 "      --per-thread       break the sampling table out per thread\n"
 "      --pprof FILE       write a pprof profile (gzip-compressed profile.proto)\n"
 "      --folded FILE      write folded stacks for flamegraph.pl\n"
+"      --svg FILE         write pictures, one self-contained SVG file: a flame graph of the\n"
+"                         samples, a latency heatmap per -f function (open it in a browser)\n"
 "      --call-graph MODE  how user stacks are walked: fp (frame pointers, in the kernel),\n"
 "                         dwarf[,SIZE] (SIZE bytes of stack copied per sample, default 16384,\n"
 "                         unwound with the objects' CFI), auto (default: dwarf)\n"
@@ -85,6 +99,8 @@ static const char usage_text[] =
 "  sudo fnprof -p 1234 -f 'parse_*' -f libc:malloc -d 10 -i 1\n"
 "  sudo fnprof -f hot_func --hist -- ./prog arg1    # launch and trace\n"
 "  sudo fnprof -p 1234 -F 999 -d 10 --pprof cpu.pb.gz\n"
+"  sudo fnprof -f hot_func --sample --svg run.svg -- ./prog   # flame graph + heatmap\n"
+"  sudo fnprof -p 1234 -f 'parse_*' --listen 127.0.0.1:9464   # Prometheus exporter\n"
 "\n"
 "Exit status: 0 on success (the command's own status in launch mode),\n"
 "1 when tracing failed, 2 on a usage error.\n";
@@ -93,7 +109,7 @@ enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
-	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE,
+	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG,
 };
 
 static const struct option long_opts[] = {
@@ -122,6 +138,10 @@ static const struct option long_opts[] = {
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "max-threads", required_argument, NULL, OPT_MAX_THREADS },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "by", required_argument, NULL, OPT_BY },
+	{ "max-series", required_argument, NULL, OPT_MAX_SERIES },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "profile", required_argument, NULL, OPT_PROFILE },
@@ -296,6 +316,11 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_SAMPLE: o->sample = true; break;
 	case OPT_PPROF: o->pprof_path = arg; break;
 	case OPT_FOLDED: o->folded_path = arg; break;
+	case OPT_SVG:
+		if (!*arg)
+			return usage_error("empty --svg file name");
+		o->svg_path = arg;
+		break;
 	case OPT_PER_THREAD: o->per_thread = true; break;
 	case OPT_LIST_EVENTS: o->list_events = true; break;
 	case OPT_CALIBRATE: o->calibrate = true; break;
@@ -328,6 +353,27 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		    o->max_overhead_pct > 100)
 			return usage_error("invalid --max-overhead '%s' (percent, 0.1-100)", arg);
 		break;
+	case OPT_LISTEN:
+		if (http_parse_addr(arg, &(struct http_conf){ 0 }))
+			return usage_error("invalid --listen '%s' (ADDR:PORT with a numeric address: 127.0.0.1:9464, "
+					   "[::1]:9464, or :9464 for every address)", arg);
+		o->listen = arg;
+		break;
+	case OPT_BY:
+		if (!strcmp(arg, "pid"))
+			o->by = BY_PID;
+		else if (!strcmp(arg, "comm"))
+			o->by = BY_COMM;
+		else if (!strcmp(arg, "cgroup"))
+			o->by = BY_CGROUP;
+		else
+			return usage_error("invalid --by '%s' (pid, comm or cgroup)", arg);
+		break;
+	case OPT_MAX_SERIES:
+		if (parse_long(arg, 1, 1000000, &v))
+			return usage_error("invalid --max-series '%s' (1-1000000)", arg);
+		o->max_series = v;
+		break;
 	case OPT_PROFILE:
 	case OPT_OFFCPU_RATE:
 	case OPT_HEAP_RATE:
@@ -342,6 +388,49 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	return -1;
 }
 
+/* Every -f names its object: "/path/obj:FUNC" or "LIB:NAME". */
+static bool all_specs_name_objects(const struct opts *o)
+{
+	char obj[PATH_MAX];
+	const char *name;
+	size_t i;
+
+	for (i = 0; i < o->nr_funcs; i++) {
+		split_func_spec(o->funcs[i], obj, sizeof(obj), &name);
+		if (!obj[0])
+			return false;
+	}
+	return o->nr_funcs > 0;
+}
+
+/* Neither -p nor a command: system-wide, every process that maps the -f objects. 0 or EXIT_USAGE. */
+static int check_system_wide(struct opts *o)
+{
+	if (!all_specs_name_objects(o))
+		return usage_error("no target: give -p PID, -- COMMAND, or, for every process that maps an object, "
+				   "only -f /path/obj:FUNC or -f LIB:NAME patterns");
+	if (o->follow_forks)
+		return usage_error("--follow-forks: system-wide mode traces every process already");
+	if (o->events || o->sample || o->profiles || o->pprof_path || o->folded_path || o->per_thread ||
+	    o->max_overhead_pct)
+		return usage_error("system-wide mode (no -p, no command) does not take -e, sampling, --profile or "
+				   "--max-overhead");
+	o->system_wide = true;
+	return 0;
+}
+
+static int cross_check_export(struct opts *o)
+{
+	if ((o->by || o->max_series) && !o->listen)
+		return usage_error("--by and --max-series label the metrics of --listen: add --listen ADDR:PORT");
+	/* Metrics are drained every half second: bursts keep their own account of the buffers. */
+	if (o->listen && o->max_overhead_pct)
+		return usage_error("--listen and --max-overhead cannot be used together");
+	if (!o->max_series)
+		o->max_series = DEFAULT_MAX_SERIES;
+	return -1;
+}
+
 /* Checks that need every option: what goes together, what excludes what. */
 static int cross_check(struct opts *o)
 {
@@ -349,8 +438,11 @@ static int cross_check(struct opts *o)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");
-	if (!o->pid && !o->cmd)
-		return usage_error("no target: give -p PID or -- COMMAND");
+	if (!o->pid && !o->cmd && check_system_wide(o))
+		return EXIT_USAGE;
+	/* The pictures are renamed over their path at the end: that would replace the report. */
+	if (o->svg_path && o->output && !strcmp(o->svg_path, o->output))
+		return usage_error("--svg and -o name the same file '%s': give each its own", o->output);
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");
 	if (!o->nr_funcs && !o->profiles)
@@ -366,6 +458,9 @@ static int cross_check(struct opts *o)
 				   "or a --profile");
 	if (o->folded_path && !o->sample)
 		return usage_error("--folded writes the cpu profile's stacks: add --profile cpu");
+	if (o->svg_path && !o->sample && !o->nr_funcs)
+		return usage_error("--svg draws the cpu profile (a flame graph) and -f functions (heatmaps): "
+				   "add --profile cpu or -f FUNC");
 	o->pprof_base = o->pprof_path;
 	if (o->pprof_path && o->sample && prof_file_name(o->pprof_path, PROF_CPU, o->profiles != 1U << PROF_CPU,
 							  o->cpu_pprof, sizeof(o->cpu_pprof)))
@@ -382,7 +477,7 @@ static int cross_check(struct opts *o)
 		return usage_error("--follow-forks and --max-overhead cannot be used together");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
-	return -1;
+	return cross_check_export(o);
 }
 
 int opts_parse(int argc, char **argv, struct opts *o)

@@ -7,9 +7,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "metrics.h"
 #include "probe.h"
 
 #define MAX_FUNC_SPECS 256
+
+/* --max-series default: per-function label values kept apart before folding into "other". */
+#define DEFAULT_MAX_SERIES 100
 
 /* How sampled user stacks are walked (--call-graph). */
 enum call_graph {
@@ -21,7 +25,8 @@ enum call_graph {
 #define DEFAULT_STACK_BYTES 16384
 
 struct opts {
-	pid_t pid;                 /* -p; 0 when launching a command */
+	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */
+	bool system_wide;          /* neither -p nor a command: every process mapping the -f objects */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
 	unsigned int max_threads;  /* --max-threads: threads holding a thread state at once (0: default) */
 	char **cmd;                /* after "--": command to launch, NULL-terminated */
@@ -43,6 +48,7 @@ struct opts {
 	unsigned int freq_hz;      /* -F */
 	const char *pprof_path;    /* --pprof FILE */
 	const char *folded_path;   /* --folded FILE */
+	const char *svg_path;      /* --svg FILE: flame graph (sampling), latency heatmaps (-f) */
 	bool per_thread;           /* --per-thread */
 	unsigned int top;          /* -n/--top: rows in the sampling table */
 	enum call_graph call_graph;  /* --call-graph fp|dwarf[,SIZE]|auto */
@@ -57,6 +63,10 @@ struct opts {
 	/* counters (issue: per-call counters) */
 	const char *events;        /* -e LIST */
 	bool list_events;          /* --list-events */
+	/* fleet export (issue: Prometheus metrics, pprof over HTTP) */
+	const char *listen;        /* --listen ADDR:PORT: serve /metrics and /debug/pprof/profile */
+	enum metrics_by by;        /* --by pid|comm|cgroup: a label per process */
+	unsigned int max_series;   /* --max-series: label values kept apart (the rest: "other") */
 };
 
 /*

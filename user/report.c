@@ -41,6 +41,11 @@ static const struct {
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
 };
 
+const char *report_drop_key(unsigned int i)
+{
+	return i < DROP_NR ? drop_kinds[i].key : NULL;
+}
+
 void report_prepare(struct report *r)
 {
 	double calls = 0, cost = 0, bias = 0;
@@ -123,6 +128,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->self_avg = self / n;
 	/* Percentiles, min and max move by the typical (median) bias; the descendants' share is a mean. */
 	shift = r->cal ? calib_bias_median(r->cal, p) + s->desc_calls * r->cost_avg / n : 0;
+	fig->shift_ns = shift;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
 	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, shift);
@@ -199,6 +205,9 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 	else if (child)
 		fprintf(f, "\n%s fork child pid %d (of %d): its probes are not in place yet\n",
 			r->total ? "total:" : "fnprof:", r->pid, child->ppid);
+	else if (!r->pid)
+		fprintf(f, "\n%s system-wide, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->interval_s,
+			r->note ? ", " : "", r->note ? r->note : "");
 	else
 		fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
 			r->note ? ", " : "", r->note ? r->note : "");
@@ -808,6 +817,8 @@ void report_print_json(const struct report *r, FILE *f)
 	size_t i;
 
 	json_report_begin(&j, f, "trace", r->pid, r->interval_s);
+	if (!r->pid)
+		json_bool(&j, "system_wide", true);   /* every process that maps the objects; pid 0 */
 	json_bool(&j, "total", r->total);
 	json_bool(&j, "estimated", estimated(r));
 	json_f64(&j, "attached_fraction", estimated(r) ? r->attached_fraction : 1.0);

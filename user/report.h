@@ -37,6 +37,9 @@ struct report {
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 };
 
+/* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */
+const char *report_drop_key(unsigned int i);
+
 /* Derives the report-wide figures (average probe cost per call) once, before printing. */
 void report_prepare(struct report *r);
 
@@ -54,6 +57,7 @@ struct fn_figures {
 	__u64 oncpu_total, offcpu_total;
 	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
 	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
+	double shift_ns;            /* what the percentiles, min and max are lowered by (typical bias) */
 	const char *cpu_unknown;    /* why on/off-CPU time and CPU% are unknown (Go), or NULL */
 };
 

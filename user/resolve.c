@@ -34,6 +34,7 @@ struct resolver {
 	const struct resolve_conf *o;
 	pid_t pid;
 	bool launch;
+	bool system;              /* system-wide: objects as the host sees them, no process */
 	struct procmaps *pm;      /* attach mode only */
 	char exe[PATH_MAX];       /* main executable, as the target sees it */
 	char exe_open[PATH_MAX];  /* and as fnprof opens it */
@@ -227,6 +228,65 @@ static int hold_fd(struct resolver *r, int fd, char *open_path)
 	return 0;
 }
 
+/* Whether the file at path starts as an ELF file does (libc.so, say, is a linker script). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4] = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool elf = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return elf;
+}
+
+/* System-wide: the library named so in the system directories, as the host's programs load it. */
+static int find_host_lib(const char *name, char *buf, size_t size)
+{
+	/* Sonames first: the unversioned .so is the development symlink, or a linker script. */
+	static const char *const suffixes[] = { "", ".so.6", ".so.1", ".so.0", ".so.2", ".so.3", ".so.4", ".so.5",
+						".so" };
+	char file[PATH_MAX + 8];
+	size_t i;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
+		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * System-wide: the object at path (or the library named so in the system
+ * directories), opened and held, so that the probes go on exactly the file
+ * that was resolved, and an upgrade (a new file at the path) can be told.
+ */
+static int locate_host_object(struct resolver *r, const char *objname, char *path, char *open_path)
+{
+	int fd;
+
+	if (objname[0] == '/')
+		snprintf(path, PATH_MAX, "%s", objname);
+	else if (find_host_lib(objname, path, PATH_MAX)) {
+		log_err("no library '%s' in the system library directories: give its path (-f /path/lib.so:NAME)",
+			objname);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < r->out->nr; i++) {
+		if (!strcmp(r->out->probes[i].object, path)) {   /* opened for an earlier -f already */
+			snprintf(open_path, PATH_MAX, "%s", r->out->probes[i].open_path);
+			return 0;
+		}
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_err("cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	return hold_fd(r, fd, open_path);
+}
+
 /*
  * Opens path as the target would see it, without escaping its root through
  * "..", symlinks or mounts, and keeps the file open for the probes.
@@ -277,6 +337,8 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 {
 	const char *p;
 
+	if (r->system)
+		return locate_host_object(r, objname, path, open_path);
 	if (!objname[0]) {
 		strcpy(path, r->exe);
 		strcpy(open_path, r->exe_open);
@@ -480,6 +542,11 @@ static void find_ret_exits(struct probe *p, const struct sym *s, const struct sy
 static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
 	p->exit = r->o->exit_mode;
+	/* Any process may map the object, C++ and Go ones too: only the ret probes are safe for all. */
+	if (p->exit == EXIT_AUTO && r->system) {
+		p->exit = EXIT_RET;
+		p->exit_why = "system-wide: any process that maps it may unwind through it";
+	}
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
 		bool jumps = st->longjmps || r->process_longjmps;
@@ -727,11 +794,17 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
 {
-	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .out = out };
+	struct resolver r = { .o = o, .pid = pid, .launch = o->cmd != NULL, .system = o->system_wide, .out = out };
 	size_t i;
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	if (r.system) {
+		/* No process: no main executable; the objects are opened as the host sees them. */
+		for (i = 0; i < o->nr_funcs && !err; i++)
+			err = resolve_spec(&r, o->funcs[i]);
+		goto done;
+	}
 	if (!r.launch) {
 		err = procmaps_load(pid, &r.pm);
 		if (err) {
@@ -745,6 +818,7 @@ int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *o
 		err = check_unwinding(&r);
 	for (i = 0; i < o->nr_funcs && !err; i++)
 		err = resolve_spec(&r, o->funcs[i]);
+done:
 	for (i = 0; i < r.cache.nr; i++) {
 		free(r.cache.e[i].path);
 		free(r.cache.e[i].open_path);

@@ -16,6 +16,7 @@ struct resolve_conf {
 	size_t nr_funcs;
 	char *const *cmd;          /* the command about to be launched, or NULL (attach mode) */
 	enum exit_mode exit_mode;  /* --exit, --entry-only: EXIT_AUTO chooses per function */
+	bool system_wide;          /* no process: the objects as the host sees them (pid is 0) */
 	bool counters;             /* -e: per-thread counts, which Go functions cannot have */
 	const char *followed;      /* a script followed through exec: /proc/PID/exe of the child, stopped
 				    * right after it exec'd the program to trace (its main executable), or NULL */

@@ -18,6 +18,7 @@
 
 #include "array.h"
 #include "dwstacks.h"
+#include "flame.h"
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
@@ -824,17 +825,16 @@ static __u64 pprof_frames(struct pprof *p, const struct frame_info **fr, __u64 i
 				      fr[k - 1]->map_pgoff);
 }
 
-static int write_pprof(struct sampler *s, const char *path)
+/* Every sample of s->prev into p, the program's mapping first. 0 or -errno. */
+static int add_to_pprof(struct sampler *s, struct pprof *p)
 {
-	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
 	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
 	__u64 ips[2 * FNPROF_STACK_DEPTH + 1], locs[2 * FNPROF_STACK_DEPTH + 1];
-	unsigned char *data = NULL;
-	size_t i, len;
+	size_t i;
 	struct frame_info exe;
-	int n, k, g, nl, err = p ? 0 : -ENOMEM;
+	int n, k, g, nl, err = 0;
 
-	if (p && symbolize_main_object(s->sym, &exe))
+	if (symbolize_main_object(s->sym, &exe))
 		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
 		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
@@ -842,13 +842,60 @@ static int write_pprof(struct sampler *s, const char *path)
 			locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
 		err = pprof_sample(p, locs, nl, s->prev[i].count);
 	}
+	return err;
+}
+
+/* The profile of every sample so far (s->prev), gzip'd profile.proto, malloc'd into *out. */
+static int encode_pprof(struct sampler *s, unsigned char **out, size_t *len)
+{
+	struct pprof *p = pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9));
+	int err = p ? add_to_pprof(s, p) : -ENOMEM;
+
 	if (!err)
-		err = pprof_encode(p, &data, &len);
+		err = pprof_encode(p, out, len);
+	pprof_free(p);
+	return err;
+}
+
+static int write_pprof(struct sampler *s, const char *path)
+{
+	unsigned char *data = NULL;
+	size_t len;
+	int err = encode_pprof(s, &data, &len);
+
 	if (!err)
 		err = write_file_atomic(path, data, len);
 	free(data);
-	pprof_free(p);
 	return err;
+}
+
+/* Instead of reports: every count so far into s->prev. 0 or -ENOMEM. */
+static int take_counts(struct sampler *s)
+{
+	size_t nr;
+	struct entry *e = read_counts(s, &nr);
+
+	if (!e && nr)
+		return -ENOMEM;
+	free(s->prev);
+	s->prev = e;
+	s->nr_prev = nr;
+	return 0;
+}
+
+int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len)
+{
+	int err = take_counts(s);
+
+	s->run_s = span_s;
+	return err ? err : encode_pprof(s, out, len);
+}
+
+int sampler_pprof_add(struct sampler *s, struct pprof *p)
+{
+	int err = take_counts(s);
+
+	return err ? err : add_to_pprof(s, p);
 }
 
 int sampler_write_files(struct sampler *s)
@@ -860,4 +907,61 @@ int sampler_write_files(struct sampler *s)
 	if (!err && s->o.pprof_path && (err = write_pprof(s, s->o.pprof_path)))
 		log_err("cannot write the pprof profile to %s: %s", s->o.pprof_path, strerror(-err));
 	return err;
+}
+
+/* --- flame graph ------------------------------------------------------------------ */
+
+static enum flame_kind frame_kind(const struct frame_info *f, const char *exe)
+{
+	if (!strcmp(f->object, "[kernel.kallsyms]"))
+		return FLAME_KERNEL;
+	if (!strcmp(f->object, "[unknown]"))
+		return FLAME_UNKNOWN;
+	return exe && !strcmp(f->object, exe) ? FLAME_USER : FLAME_LIB;
+}
+
+/* One counted stack into the graph: root first, below the thread with --per-thread. */
+static int flame_stack(struct sampler *s, struct flame *fl, const struct entry *e, const char *exe)
+{
+	const struct frame_info *fr[2 * FNPROF_STACK_DEPTH + 1];
+	struct flame_frame out[2 * FNPROF_STACK_DEPTH + 2];
+	__u64 ips[2 * FNPROF_STACK_DEPTH + 1];
+	char names[2 * FNPROF_STACK_DEPTH + 1][64], comm[64], thread[96];
+	int n, k = 0, i;
+
+	if (e->key.tid) {
+		thread_name(s, e->key.tid, comm, sizeof(comm));
+		snprintf(thread, sizeof(thread), "%s (thread %u)", comm, e->key.tid);
+		out[k++] = (struct flame_frame){ .name = thread, .object = "", .kind = FLAME_ROOT };
+	}
+	n = sample_frames(s, &e->key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+	for (i = n - 1; i >= 0; i--)
+		out[k++] = (struct flame_frame){
+			.name = frame_name(fr[i], names[i], sizeof(names[i])), .object = fr[i]->object,
+			.kind = frame_kind(fr[i], exe),
+		};
+	return flame_add(fl, out, k, e->count);
+}
+
+struct flame *sampler_flame(struct sampler *s, char *heading, size_t size)
+{
+	char root[128];
+	struct frame_info exe;
+	const char *exe_path = symbolize_main_object(s->sym, &exe) ? exe.object : NULL;
+	struct flame *fl;
+	__u64 samples = 0;
+	size_t i;
+
+	snprintf(root, sizeof(root), "%s (pid %d)", s->comm[0] ? s->comm : "[process]", s->pid);
+	fl = flame_new(root);
+	for (i = 0; fl && i < s->nr_prev; i++) {
+		samples += s->prev[i].count;
+		if (flame_stack(s, fl, &s->prev[i], exe_path)) {
+			flame_free(fl);
+			return NULL;
+		}
+	}
+	snprintf(heading, size, "CPU flame graph: %s, %.2f s, %llu samples at %u Hz (%s)", root, s->run_s,
+		 (unsigned long long)samples, s->o.freq_hz, s->event);
+	return fl;
 }

@@ -38,6 +38,28 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 /* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
 int sampler_write_files(struct sampler *s);
 
+/*
+ * Instead of reports: the pprof profile (gzip'd profile.proto, the --pprof
+ * format) of every sample so far, span_s seconds of sampling, malloc'd into
+ * *out. 0 or -errno.
+ */
+int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len);
+
+/*
+ * The same, into a profile being built (pprof.h), so that the samples of
+ * several samplers (processes) make one profile. 0 or -errno.
+ */
+struct pprof;
+int sampler_pprof_add(struct sampler *s, struct pprof *p);
+
+struct flame;
+
+/*
+ * All samples of the run as a flame graph (kinds: the program, libraries,
+ * kernel, unknown), with the line to head it in heading. NULL: no memory.
+ */
+struct flame *sampler_flame(struct sampler *s, char *heading, size_t size);
+
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
 void sampler_refresh(struct sampler *s);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,6 +45,12 @@ struct tracer {
 	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
+	struct uprobe_set *extra;  /* system-wide: probes on upgraded objects (tracer_attach_more) */
+	size_t nr_extra;
+	bool per_process;          /* system-wide: slots taken by processes at their first call */
+	__u32 *exited;             /* per_process: tgids whose slots go back after the next collect */
+	__u32 *exited_slots;
+	size_t nr_exited;
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -138,8 +145,10 @@ static int fill_queue(const struct bpf_map *queue, __u32 first, __u32 end)
 /* The pool's size when --max-threads does not set it. */
 static __u32 default_threads(pid_t pid)
 {
-	int n = proc_nr_threads(pid);
+	int n = pid ? proc_nr_threads(pid) : 0;
 
+	if (!pid)
+		return TRACER_THREADS_SYSTEM;
 	if (n > TRACER_THREADS_MAX / 2)
 		return TRACER_THREADS_MAX;
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
@@ -194,11 +203,13 @@ static int setup(struct trace_bpf *skel, void *arg)
 
 	skel->rodata->target_tgid = t->pid;
 	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
+	skel->rodata->fnprof_tgid = getpid();
 	skel->rodata->nr_funcs = t->nr_total;
 	skel->rodata->stack_switching = t->pl->switches_stacks;
 	skel->rodata->nr_slots = t->nr_slots;
 	skel->rodata->links_per_process = t->links.multi;
-	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1);
+	skel->rodata->dynamic_slots = t->per_process;
+	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1 && !t->per_process);
 	bpf_program__set_autoload(skel->progs.fn_exit_ret, probes_at_ret(t));
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
@@ -250,7 +261,7 @@ static int load(struct tracer *t, const struct events *evs)
 	 * Without -e or --follow-forks, the target's probes need not wait for
 	 * the tracepoint programs (see attach()).
 	 */
-	if (evs || t->nr_slots > 1)
+	if (evs || t->nr_slots > 1 || t->per_process)
 		err = trace_load(setup, &a, &t->skel, &t->sched);
 	else
 		err = trace_load_early(setup, &a, &t->skel, &t->sched, &t->pending);
@@ -343,6 +354,9 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
+	/* System-wide (pid 0): every process that maps the object, now or later; libbpf says -1. */
+	if (!pid)
+		pid = -1;
 	for (i = 0; i < nr; i++)
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
@@ -375,7 +389,7 @@ static int attach_tracepoints(struct tracer *t, bool syscalls)
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
 	if (!err)
 		err = attach_tp(skel->progs.on_exit, &skel->links.on_exit, "sched_process_exit");
-	if (!err && t->nr_slots > 1)
+	if (!err && t->nr_slots > 1 && !t->per_process)
 		err = attach_tp(skel->progs.on_fork, &skel->links.on_fork, "sched_process_fork");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
@@ -460,6 +474,55 @@ static int follow_setup(struct tracer *t)
 	return 0;
 }
 
+static int per_process_setup(struct tracer *t)
+{
+	t->procs = calloc(t->nr_slots, sizeof(*t->procs));
+	t->exited = calloc(t->nr_slots, sizeof(*t->exited));
+	t->exited_slots = calloc(t->nr_slots, sizeof(*t->exited_slots));
+	if (!t->procs || !t->exited || !t->exited_slots) {
+		log_err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void tracer_note_exited(struct tracer *t)
+{
+	int fd;
+	__u32 key, *prev = NULL;
+	struct proc_info pi;
+
+	if (!t->per_process)
+		return;
+	fd = bpf_map__fd(t->skel->maps.procs);
+	t->nr_exited = 0;
+	while (!bpf_map_get_next_key(fd, prev, &key) && t->nr_exited < t->nr_slots) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &pi) || !kill(key, 0) || errno != ESRCH)
+			continue;
+		t->exited[t->nr_exited] = key;
+		t->exited_slots[t->nr_exited++] = pi.slot;
+	}
+}
+
+void tracer_release_exited(struct tracer *t)
+{
+	int fd;
+	size_t i;
+
+	if (!t->per_process)
+		return;
+	fd = bpf_map__fd(t->skel->maps.procs);
+	for (i = 0; i < t->nr_exited; i++) {
+		bpf_map_delete_elem(fd, &t->exited[i]);
+		if (t->exited_slots[i] < t->nr_slots)
+			memset(&t->procs[t->exited_slots[i]], 0, sizeof(*t->procs));
+		if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.free_slots), NULL, &t->exited_slots[i], BPF_ANY))
+			log_debug("slot %u not given back: %s", t->exited_slots[i], strerror(errno));
+	}
+	t->nr_exited = 0;
+}
+
 int tracer_fork_fd(struct tracer *t)
 {
 	return t && t->forks ? ring_buffer__epoll_fd(t->forks) : -1;
@@ -499,6 +562,9 @@ static void refresh_procs(struct tracer *t, bool attach)
 			continue;
 		t->procs[pi.slot].pid = key;
 		t->procs[pi.slot].ppid = pi.ppid;
+		t->procs[pi.slot].cgroup_id = pi.cgroup_id;
+		memcpy(t->procs[pi.slot].comm, pi.comm, sizeof(t->procs[pi.slot].comm));
+		t->procs[pi.slot].comm[sizeof(t->procs[pi.slot].comm) - 1] = 0;
 		if (attach && !t->procs[pi.slot].delay_ns)
 			follow_child(t, pi.slot, pi.fork_ns);
 	}
@@ -544,7 +610,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	}
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
-	t->nr_slots = conf->follow_forks ? slots_for(t) : 1;
+	t->per_process = conf->per_process && !pid;
+	t->nr_slots = conf->follow_forks || t->per_process ? slots_for(t) : 1;
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
@@ -552,6 +619,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && conf->follow_forks)
 		err = follow_setup(t);
+	if (!err && t->per_process)
+		err = per_process_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -592,6 +661,9 @@ static int drain_half(struct tracer *t, __u32 half, struct fn_stats *out)
 	int err;
 
 	for (s = 0; s < t->nr_slots; s++) {
+		/* per_process: a slot no process holds has nothing (see tracer_collect). */
+		if (t->per_process && s && !t->procs[s].pid)
+			continue;
 		for (i = 0; i < t->nr_probes; i++) {
 			err = read_stats(t, stats_key(t, half, s, i), &out[s * t->nr_probes + i], true);
 			if (err)
@@ -649,6 +721,13 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 	t->skel->bss->epoch = t->epoch;
 	__sync_synchronize();
 	usleep(2000);
+	/*
+	 * per_process: a process takes its slot (in procs) before its first
+	 * count, so the slots in procs now are all the old half can hold: the
+	 * others are not read (65 slots of every function on every CPU).
+	 */
+	if (t->per_process)
+		refresh_procs(t, false);
 	err = drain_half(t, old, out);
 	if (!err)
 		err = read_drops(t, drops);
@@ -701,17 +780,35 @@ void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx)
 	}
 }
 
+int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr)
+{
+	struct uprobe_set *v = realloc(t->extra, (t->nr_extra + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->extra = v;
+	v = &t->extra[t->nr_extra++];
+	memset(v, 0, sizeof(*v));
+	v->multi = t->links.multi;
+	return attach_functions(t, v, probes, nr, t->pid, 0);
+}
+
 void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
 	uprobe_warm_free(t->warm);
+	for (size_t i = 0; i < t->nr_extra; i++)
+		uprobes_free(&t->extra[i]);
+	free(t->extra);
 	uprobes_free(&t->links);
 	uprobes_free(&t->calib_links);
 	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)
 		uprobes_free(&t->child_links[s]);
 	free(t->child_links);
 	free(t->procs);
+	free(t->exited);
+	free(t->exited_slots);
 	ring_buffer__free(t->forks);
 	finish_load(t);
 	trace_bpf__destroy(t->sched);

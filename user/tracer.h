@@ -21,6 +21,8 @@ struct tracer;
 struct traced_proc {
 	pid_t pid, ppid;            /* pid 0: slot not used (yet) */
 	unsigned long long delay_ns; /* fork to its probes in place; calls before are not seen */
+	char comm[16];              /* system-wide --by: its name at its first call ("" if unknown) */
+	unsigned long long cgroup_id; /* and its cgroup v2 id (0 if unknown) */
 };
 
 struct tracer_conf {
@@ -39,6 +41,8 @@ struct tracer_conf {
 	 */
 	unsigned int self_mask;
 	bool follow_forks;   /* fork children get probes and statistics of their own */
+	bool per_process;    /* system-wide (pid 0): each process gets a statistics slot at its first
+			      * call (slot 0: the processes beyond); see tracer_note_exited() */
 	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
 };
@@ -50,12 +54,15 @@ struct tracer_conf {
  */
 #define TRACER_THREADS_DEFAULT 512
 #define TRACER_THREADS_MAX 16384
+/* System-wide (pid 0): threads of every process that maps the objects may call them. */
+#define TRACER_THREADS_SYSTEM 4096
 /* Go: goroutines inside traced calls at once, at least (or --max-threads, if more). */
 #define TRACER_GOROUTINES_MIN 4096
 
 /*
  * Loads the BPF object and attaches a uprobe/uretprobe pair per probe (and
- * per self probe, in fnprof's own process); with
+ * per self probe, in fnprof's own process), in process pid (0: in every
+ * process that maps the object, now or later); with
  * evs (opened counters, or NULL), the probes read them per call and system
  * calls are timed. 0, or -errno (message printed).
  */
@@ -78,6 +85,14 @@ int tracer_procs(struct tracer *t, struct traced_proc *procs);
  */
 int tracer_fork_fd(struct tracer *t);
 int tracer_follow_forks(struct tracer *t);
+
+/*
+ * per_process: slots of processes that have exited go back in two steps
+ * around tracer_collect(): noted before (so that their last calls are in
+ * the buffers it drains), given back after. Nothing without per_process.
+ */
+void tracer_note_exited(struct tracer *t);
+void tracer_release_exited(struct tracer *t);
 
 /*
  * The current aggregate of self probe k (conf->self[k]), taken out of the
@@ -110,6 +125,13 @@ __u64 tracer_paused_calls(struct tracer *t);
  */
 typedef void (*tracer_peek_fn)(void *ctx, const struct probe *p, const struct fn_stats *s);
 void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx);
+
+/*
+ * System-wide: probes on more files (an upgraded object), each probe with the
+ * id of the function it counts as (probes[i].id: an index of the tracer's
+ * probe list, whose statistics it adds to). 0 or -errno (message printed).
+ */
+int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr);
 
 void tracer_stop(struct tracer *t);
 

@@ -133,8 +133,9 @@ static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, cons
 	_Static_assert(sizeof(unsigned long) == sizeof(__u64), "offsets are handed to the kernel as __u64");
 	int fd, err;
 
+	/* The kernel's "every process" is pid 0 (the site's -1). */
 	fd = uprobe_multi_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
-			       site->retprobe, site->pid);
+			       site->retprobe, site->pid < 0 ? 0 : site->pid);
 	if (fd < 0)
 		return fd;
 	err = push_fd(s, fd);

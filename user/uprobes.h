@@ -11,7 +11,7 @@
 struct bpf_program;
 struct bpf_link;
 
-/* One probe: program prog at file offset of the object at path, in process pid. */
+/* One probe: program prog at file offset of the object at path, in process pid (-1: every process). */
 struct uprobe_site {
 	struct bpf_program *prog;
 	const char *path;

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The exported metrics: bucket layout, cumulative figures, both text formats; HTTP helpers. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "http.h"
+#include "metrics.h"
+#include "unit.h"
+
+/* Bucket b holds [le(b-1), le(b)); bounds grow by at most 12.5%, from 1.024 us to 2^35 ns. */
+static void bucket_bounds(void)
+{
+	unsigned int b;
+	double v;
+
+	CHECK(metrics_bucket_le(0) == 1024);
+	CHECK(metrics_bucket_le(METRICS_BUCKETS - 1) == ldexp(1, METRICS_MAX_POW));
+	for (b = 1; b < METRICS_BUCKETS; b++)
+		CHECK(metrics_bucket_le(b) > metrics_bucket_le(b - 1) &&
+		      metrics_bucket_le(b) <= metrics_bucket_le(b - 1) * 1.125 + 1e-9);
+	for (v = 0; v < ldexp(1, 36); v = v * 1.01 + 1) {
+		b = metrics_bucket_of(v);
+		if (b == METRICS_BUCKETS) {
+			CHECK(v >= metrics_bucket_le(METRICS_BUCKETS - 1));
+			continue;
+		}
+		CHECK(v < metrics_bucket_le(b));
+		CHECK(b == 0 || v >= metrics_bucket_le(b - 1));
+	}
+}
+
+static struct probe probes[2] = {
+	{ .name = "work", .object = "/bin/x", .exit = EXIT_URETPROBE, .id = 0 },
+	{ .name = "say \"hi\"\\", .object = "/bin/x", .exit = EXIT_NONE, .id = 1 },
+};
+static struct probe_list pl = { .probes = probes, .nr = 2 };
+
+/* Calls of 2 us and 1 ms into stats (each value in its fine bucket). */
+static void fill(struct fn_stats *s, unsigned int n_short, unsigned int n_long)
+{
+	memset(s, 0, 2 * sizeof(*s));
+	s[0].calls = n_short + n_long;
+	s[0].wall_sum = n_short * 2000ULL + n_long * 1000000ULL;
+	s[0].wall_min = n_short ? 2000 : 1000000;
+	s[0].wall_max = n_long ? 1000000 : 2000;
+	s[0].blocked_sum = n_long * 900000ULL;
+	s[0].outer_calls = s[0].calls;
+	s[0].hist[hist_bucket_of(2000)] = n_short;
+	s[0].hist[hist_bucket_of(1000000)] += n_long;
+	s[1].calls = 7;
+}
+
+static char *render(struct metrics *m, bool om)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	metrics_write(m, f, om);
+	fclose(f);
+	return buf;
+}
+
+static double sample(const char *text, const char *prefix)
+{
+	const char *p = strstr(text, prefix);
+
+	return p ? strtod(p + strlen(prefix), NULL) : -1;
+}
+
+/* Two intervals add up; buckets are cumulative and end at the count; labels escaped. */
+static void cumulative_text_format(void)
+{
+	struct metrics *m = metrics_new(&pl, BY_NONE, 100);
+	struct fn_stats s[2];
+	struct report r = { .pl = &pl, .stats = s, .nr_procs = 1 };
+	char *t;
+
+	CHECK(m);
+	fill(s, 30, 10);
+	r.drops[DROP_DEPTH] = 2;
+	metrics_add(m, &r, NULL);
+	fill(s, 5, 5);
+	metrics_add(m, &r, NULL);
+	t = render(m, false);
+	CHECK(sample(t, "fnprof_calls_total{function=\"work\",object=\"/bin/x\"} ") == 50);
+	CHECK(sample(t, "fnprof_calls_total{function=\"say \\\"hi\\\"\\\\\",object=\"/bin/x\"} ") == 14);
+	CHECK(sample(t, "fnprof_latency_seconds_count{function=\"work\",object=\"/bin/x\"} ") == 50);
+	CHECK(sample(t, "fnprof_latency_seconds_bucket{function=\"work\",object=\"/bin/x\",le=\"+Inf\"} ") == 50);
+	CHECK(sample(t, "fnprof_latency_seconds_bucket{function=\"work\",object=\"/bin/x\",le=\"2.048e-06\"} ") == 35);
+	CHECK(sample(t, "fnprof_latency_seconds_bucket{function=\"work\",object=\"/bin/x\",le=\"1.792e-06\"} ") == 0);
+	CHECK(sample(t, "fnprof_latency_seconds_bucket{function=\"work\",object=\"/bin/x\",le=\"0.00098304\"} ") == 35);
+	CHECK(sample(t, "fnprof_latency_seconds_bucket{function=\"work\",object=\"/bin/x\",le=\"0.00104858\"} ") == 50);
+	CHECK(fabs(sample(t, "fnprof_latency_seconds_sum{function=\"work\",object=\"/bin/x\"} ") - 0.01507) < 1e-9);
+	CHECK(fabs(sample(t, "fnprof_blocked_seconds_total{function=\"work\",object=\"/bin/x\"} ") - 0.0135) < 1e-9);
+	CHECK(sample(t, "\nfnprof_dropped_total{reason=\"returns_lost\"} ") == 4);
+	CHECK(strstr(t, "# TYPE fnprof_calls_total counter\n"));
+	CHECK(!strstr(t, "fnprof_latency_seconds_bucket{function=\"say"));   /* --entry-only: calls only */
+	CHECK(!strstr(t, "fnprof_probe_overhead_seconds_total "));           /* unknown without calibration */
+	free(t);
+	metrics_free(m);
+}
+
+/* OpenMetrics: counter families without _total, samples with it. */
+static void openmetrics_names(void)
+{
+	struct metrics *m = metrics_new(&pl, BY_PID, 100);
+	char *t;
+
+	CHECK(m);
+	t = render(m, true);
+	CHECK(strstr(t, "# TYPE fnprof_calls counter\n"));
+	CHECK(strstr(t, "# TYPE fnprof_latency_seconds histogram\n"));
+	CHECK(strstr(t, "# TYPE fnprof_dropped counter\nfnprof_dropped_total{reason="));
+	/* OpenMetrics HELP text has no bare double quote (its grammar wants them escaped). */
+	for (const char *h = strstr(t, "# HELP"); h; h = strstr(h + 1, "# HELP"))
+		CHECK(!memchr(h, '"', strcspn(h, "\n")));
+	free(t);
+	metrics_free(m);
+}
+
+/* --by: a series per function and label value up to --max-series, then "other", counted as folded. */
+static void max_series_folds(void)
+{
+	struct metrics *m = metrics_new(&pl, BY_PID, 1);
+	struct traced_proc procs[3] = { { .pid = 1 }, { .pid = 2 }, { .pid = 3 } };
+	const char *labels[3] = { "1", "2", "3" };
+	struct fn_stats s[6];
+	struct report r = { .pl = &pl, .stats = s, .nr_procs = 3, .procs = procs };
+	char *t;
+
+	CHECK(m);
+	fill(s, 1, 0);
+	fill(s + 2, 2, 0);
+	fill(s + 4, 3, 0);
+	metrics_add(m, &r, labels);
+	t = render(m, false);
+	CHECK(sample(t, "fnprof_calls_total{function=\"work\",object=\"/bin/x\",pid=\"1\"} ") == 1);
+	CHECK(sample(t, "fnprof_calls_total{function=\"work\",object=\"/bin/x\",pid=\"other\"} ") == 5);
+	CHECK(!strstr(t, "pid=\"2\""));
+	/* The entry-only function's series would be the second: all 3 x 7 calls are folded. */
+	CHECK(sample(t, "fnprof_calls_total{function=\"say \\\"hi\\\"\\\\\",object=\"/bin/x\",pid=\"other\"} ") == 21);
+	CHECK(sample(t, "\nfnprof_folded_calls_total ") == 5 + 21);
+	free(t);
+	metrics_free(m);
+}
+
+static void parse_addresses(void)
+{
+	struct http_conf c;
+	char v[16];
+
+	CHECK(!http_parse_addr("127.0.0.1:9464", &c) && c.addr.ss_family == AF_INET);
+	CHECK(!http_parse_addr("[::1]:0", &c) && c.addr.ss_family == AF_INET6);
+	CHECK(!http_parse_addr(":9464", &c));
+	CHECK(http_parse_addr("localhost:9464", &c) == -EINVAL);   /* numeric only: binds where told */
+	CHECK(http_parse_addr("127.0.0.1", &c) == -EINVAL);
+	CHECK(http_parse_addr("127.0.0.1:65536", &c) == -EINVAL);
+	CHECK(http_parse_addr("127.0.0.1:9x", &c) == -EINVAL);
+	CHECK(!http_query_get("a=1&seconds=5", "seconds", v, sizeof(v)) && !strcmp(v, "5"));
+	CHECK(http_query_get("xseconds=5", "seconds", v, sizeof(v)) == -ENOENT);
+	CHECK(http_query_get("seconds=12345678901234567890", "seconds", v, sizeof(v)) == -ENOENT);
+}
+
+int main(void)
+{
+	RUN(bucket_bounds);
+	RUN(cumulative_text_format);
+	RUN(openmetrics_names);
+	RUN(max_series_folds);
+	RUN(parse_addresses);
+	UNIT_EXIT();
+}
