@@ -96,7 +96,7 @@ FUZZ_SRCS := user/symbols.c user/gobin.c user/demangle.c user/array.c user/debug
 $(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h user/gobin.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
-		-lbpf -ldw -ldebuginfod -lelf -lz -lstdc++ -o $@
+		-lbpf -ldw -lelf -lz -lstdc++ -o $@
 
 fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
 	mkdir -p $(TEST_BIN)/fuzz-corpus && cp $(TARGET_PROGS) $(TARGET_LIBS) $(TEST_BIN)/fuzz-corpus/

@@ -16,6 +16,7 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <zlib.h>
@@ -194,6 +195,34 @@ static void client_env(void)
 	}
 }
 
+/*
+ * libdebuginfod, loaded when a download is first wanted: linked, it and
+ * what it needs (curl, gnutls, kerberos: ~30 libraries) cost every fnprof
+ * start ~5 ms before main(), most of the time to the first breakpoint.
+ */
+static struct {
+	debuginfod_client *(*begin)(void);
+	void (*set_progressfn)(debuginfod_client *c, debuginfod_progressfn_t fn);
+	int (*find_debuginfo)(debuginfod_client *c, const unsigned char *id, int id_len, char **path);
+} dl;
+
+/* Fills dl from libdebuginfod.so.1: 0, or -ENOENT (said once, as a warning). */
+static int load_debuginfod(void)
+{
+	void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		*(void **)&dl.begin = dlsym(h, "debuginfod_begin");
+		*(void **)&dl.set_progressfn = dlsym(h, "debuginfod_set_progressfn");
+		*(void **)&dl.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+	}
+	if (h && dl.begin && dl.set_progressfn && dl.find_debuginfo)
+		return 0;
+	log_warn("DEBUGINFOD_URLS is set but libdebuginfod.so.1 cannot be used (%s): no downloads "
+		 "(install libdebuginfod1)", h ? "a function is missing" : dlerror());
+	return -ENOENT;
+}
+
 static debuginfod_client *client(void)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
@@ -206,10 +235,12 @@ static debuginfod_client *client(void)
 			log_debug("no DEBUGINFOD_URLS: sudo drops it, keep it with sudo --preserve-env=DEBUGINFOD_URLS");
 		return NULL;
 	}
+	if (load_debuginfod())
+		return NULL;
 	client_env();
-	dbg.client = debuginfod_begin();
+	dbg.client = dl.begin();
 	if (dbg.client)
-		debuginfod_set_progressfn(dbg.client, progress);
+		dl.set_progressfn(dbg.client, progress);
 	return dbg.client;
 }
 
@@ -246,7 +277,7 @@ static int by_debuginfod(const char *id, const char *path, char *found, size_t s
 	dbg.fetching = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	dbg.progress_shown = false;
 	clock_gettime(CLOCK_MONOTONIC, &dbg.started);
-	fd = debuginfod_find_debuginfo(c, (const unsigned char *)id, 0, &file);
+	fd = dl.find_debuginfo(c, (const unsigned char *)id, 0, &file);
 	if (dbg.progress_shown && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 	if (fd >= 0) {
