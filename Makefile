@@ -4,7 +4,7 @@
 #   make deps       install the Debian packages that are missing (needs root)
 #   make demo       build and run the demo: fnprof tracing tests/targets/demo
 #   make test       unit tests + integration tests; ends with "N passed, N failed"
-#   make bench      benchmarks (not part of make test)
+#   make bench      benchmarks (not part of make test; make bench-deps installs the peers)
 #   make vmlinux    regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
 #   V=1             show the commands
 
@@ -45,8 +45,10 @@ DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev 
 # a C++ compiler for the C++ target, libFuzzer, a Prometheus server that scrapes --listen, and a
 # browser that renders the --svg pictures.
 TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus chromium
+# The peers that make bench compares fnprof with.
+BENCH_PKGS := bpftrace libbpf-tools
 
-.PHONY: all clean deps test-deps demo test bench vmlinux
+.PHONY: all clean deps test-deps bench-deps demo test bench vmlinux
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -96,6 +98,9 @@ deps:
 
 test-deps:
 	$(call apt_install,$(DEBIAN_PKGS) $(TEST_PKGS))
+
+bench-deps:
+	$(call apt_install,$(DEBIAN_PKGS) $(TEST_PKGS) $(BENCH_PKGS))
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
