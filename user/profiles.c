@@ -26,12 +26,6 @@
 #define MAX_FRAMES (2 * FNPROF_STACK_DEPTH + 1)
 
 /* A stack's frames, symbolized once: leaf first. */
-struct stack {
-	int nr;
-	struct frame_info *f;
-	__u64 *ips;
-};
-
 /* One counted stack: its values since the start, and in the interval being reported. */
 struct entry {
 	struct prof_key key;
@@ -46,7 +40,7 @@ struct caller {
 /* Kernel stacks kept by hash id (prof_src.kstacks_fd), symbolized once. */
 struct kstack_ent {
 	__s32 id;
-	struct stack st;
+	struct sym_stack st;
 };
 
 /* One running profile. */
@@ -57,7 +51,7 @@ struct prof {
 	size_t nr_callers, cap_callers;
 	struct prof_src src;
 	bool on;
-	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use */
+	struct sym_stack *ustacks, *kstacks;   /* by stack id, filled on first use */
 	struct entry *prev;                /* at the last report, sorted by key */
 	size_t nr_prev;
 	__u64 drops_prev[PDROP_NR];
@@ -78,17 +72,6 @@ static const start_fn starters[PROF_KIND_NR] = {
 	[PROF_OFFCPU] = offcpu_start, [PROF_MUTEX] = mutex_start, [PROF_HEAP] = heap_start,
 };
 
-static void free_stacks(struct stack *st)
-{
-	int i;
-
-	for (i = 0; st && i < NR_STACKS; i++) {
-		free(st[i].f);
-		free(st[i].ips);
-	}
-	free(st);
-}
-
 void profiles_stop(struct profiles *ps)
 {
 	int k;
@@ -100,8 +83,8 @@ void profiles_stop(struct profiles *ps)
 
 		if (p->on && p->src.stop)
 			p->src.stop(&p->src);
-		free_stacks(p->ustacks);
-		free_stacks(p->kstacks);
+		sym_stacks_free(p->ustacks, NR_STACKS);
+		sym_stacks_free(p->kstacks, NR_STACKS);
 		free(p->prev);
 		free(p->callers);
 		for (size_t i = 0; i < p->nr_kst; i++) {
@@ -266,7 +249,7 @@ static void read_drops(struct prof *p, __u64 *now)
 /* --- stacks ------------------------------------------------------------------ */
 
 /* The cache entry of kernel stack id kept by hash (kstacks_fd); NULL when out of memory. */
-static struct stack *kstack_slot(struct prof *p, __s32 id)
+static struct sym_stack *kstack_slot(struct prof *p, __s32 id)
 {
 	size_t i;
 
@@ -279,12 +262,12 @@ static struct stack *kstack_slot(struct prof *p, __s32 id)
 	return &p->kst[p->nr_kst++].st;
 }
 
-static const struct stack *get_stack(struct profiles *ps, struct prof *p, __s32 id, bool kernel)
+static const struct sym_stack *get_stack(struct profiles *ps, struct prof *p, __s32 id, bool kernel)
 {
 	bool by_hash = kernel && p->src.kstacks_fd >= 0;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
-	struct stack *t;
-	int i, n;
+	struct sym_stack *t;
+	int n;
 
 	if (id < 0 || (!by_hash && id >= NR_STACKS))
 		return NULL;
@@ -295,21 +278,8 @@ static const struct stack *get_stack(struct profiles *ps, struct prof *p, __s32 
 		return NULL;
 	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
 		;
-	t->f = calloc(n ? n : 1, sizeof(*t->f));
-	t->ips = calloc(n ? n : 1, sizeof(*t->ips));
-	if (!t->f || !t->ips)
+	if (symbolize_stack(ps->sym, ips, n, kernel, false, n, t))
 		return NULL;
-	for (i = 0; i < n; i++) {
-		/* Above the leaf, a frame holds a return address: the call is one byte before. */
-		__u64 ip = i ? ips[i] - 1 : ips[i];
-
-		if (kernel)
-			symbolize_kernel(ps->sym, ip, &t->f[i]);
-		else
-			symbolize_user(ps->sym, ip, &t->f[i]);
-		t->ips[i] = ips[i];
-	}
-	t->nr = n;
 	return t;
 }
 
@@ -344,7 +314,7 @@ static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_k
 {
 	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
 	static const struct frame_info no_waker = { .func = "[waker unknown]", .object = "[unknown]" };
-	const struct stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
+	const struct sym_stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
 	int n = 0, i;
 
 	for (i = 0; ks && i < ks->nr && probe_frame(&ks->f[i]); i++)

@@ -29,15 +29,8 @@
 #include "sanitize.h"
 #include "symbolize.h"
 
-#define FNPROF_MAX_INLINED 16  /* inlined frames shown per address */
 
 /* A stack's frames, symbolized once: leaf first, kernel frames before user ones. */
-struct stack {
-	int nr;
-	struct frame_info *f;
-	__u64 *ips;
-};
-
 struct entry {
 	struct sample_key key;
 	__u64 count;        /* since the start */
@@ -53,7 +46,7 @@ struct sampler {
 	const char *event;           /* "cycles" or "cpu-clock" */
 	struct symbolizer *sym;
 	struct dwstacks *dw;         /* --call-graph dwarf: user stacks unwound here */
-	struct stack *ustacks, *kstacks;   /* by stack id, filled on first use (user: DWSTACK_BASE + DWSTACK_MAX) */
+	struct sym_stack *ustacks, *kstacks;   /* by stack id, filled on first use (user: DWSTACK_BASE + DWSTACK_MAX) */
 	struct entry *prev;          /* counts at the last report, sorted by key */
 	size_t nr_prev;
 	__u64 drops_prev[SDROP_NR + 1];
@@ -183,17 +176,6 @@ fail:
 	return err;
 }
 
-static void free_stacks(struct stack *st, int nr)
-{
-	int i;
-
-	for (i = 0; st && i < nr; i++) {
-		free(st[i].f);
-		free(st[i].ips);
-	}
-	free(st);
-}
-
 void sampler_stop(struct sampler *s)
 {
 	int i;
@@ -205,8 +187,8 @@ void sampler_stop(struct sampler *s)
 	free(s->links);
 	dwstacks_stop(s->dw);
 	profile_bpf__destroy(s->skel);
-	free_stacks(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
-	free_stacks(s->kstacks, 16384);
+	sym_stacks_free(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
+	sym_stacks_free(s->kstacks, 16384);
 	symbolizer_free(s->sym);
 	free(s->threads);
 	free(s->prev);
@@ -323,30 +305,11 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 	return e;
 }
 
-/* The frames of ip: its inlined calls (innermost first) for a user address, then its function. */
-static int frames_of(struct sampler *s, __u64 ip, bool kernel, struct frame_info *f, int max)
+static const struct sym_stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 {
-	const char *inl[FNPROF_MAX_INLINED];
-	int i, n = kernel ? 0 : symbolize_inlines(s->sym, ip, inl, max - 1 < FNPROF_MAX_INLINED ? max - 1 : FNPROF_MAX_INLINED);
-
-	if (kernel)
-		symbolize_kernel(s->sym, ip, &f[0]);
-	else
-		symbolize_user(s->sym, ip, &f[0]);
-	for (i = n; i > 0; i--)
-		f[i] = f[0];
-	for (i = 0; i < n; i++) {
-		f[i].func = inl[i];
-		f[i].inlined = true;
-	}
-	return n + 1;
-}
-
-static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
-{
-	struct stack *st = kernel ? s->kstacks : s->ustacks, *t;
+	struct sym_stack *st = kernel ? s->kstacks : s->ustacks, *t;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
-	int i, k, n, nf = 0;
+	int n;
 
 	if (id < 0 || id >= (kernel ? 16384 : DWSTACK_BASE + DWSTACK_MAX))
 		return NULL;
@@ -363,17 +326,8 @@ static const struct stack *get_stack(struct sampler *s, __s32 id, bool kernel)
 		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
 			;
 	}
-	t->f = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->f));
-	t->ips = calloc(n ? FNPROF_STACK_DEPTH : 1, sizeof(*t->ips));
-	if (!t->f || !t->ips)
+	if (symbolize_stack(s->sym, ips, n, kernel, true, FNPROF_STACK_DEPTH, t))
 		return NULL;
-	for (i = 0; i < n && nf < FNPROF_STACK_DEPTH; i++) {
-		/* Above the leaf, a frame holds a return address: the call is one byte before. */
-		k = frames_of(s, i ? ips[i] - 1 : ips[i], kernel, &t->f[nf], FNPROF_STACK_DEPTH - nf);
-		while (k--)
-			t->ips[nf++] = ips[i];
-	}
-	t->nr = nf;
 	return t;
 }
 
@@ -382,7 +336,7 @@ static int sample_frames(struct sampler *s, const struct sample_key *k, const st
 			 __u64 *ips, int max)
 {
 	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
-	const struct stack *ks = get_stack(s, k->kstack, true), *us = get_stack(s, k->ustack, false);
+	const struct sym_stack *ks = get_stack(s, k->kstack, true), *us = get_stack(s, k->ustack, false);
 	int n = 0, i;
 
 	for (i = 0; ks && i < ks->nr && n < max; i++, n++)

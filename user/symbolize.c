@@ -285,3 +285,53 @@ void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	out->object = "[kernel.kallsyms]";
 	out->known = name != NULL;
 }
+
+/* The frames of ip: its inlined calls (innermost first) for a user address, then its function. */
+static int frames_of(struct symbolizer *s, __u64 ip, bool kernel, bool inlines, struct frame_info *f, int max)
+{
+	const char *inl[SYM_MAX_INLINED];
+	int i, n = kernel || !inlines ? 0 :
+		symbolize_inlines(s, ip, inl, max - 1 < SYM_MAX_INLINED ? max - 1 : SYM_MAX_INLINED);
+
+	if (kernel)
+		symbolize_kernel(s, ip, &f[0]);
+	else
+		symbolize_user(s, ip, &f[0]);
+	for (i = n; i > 0; i--)
+		f[i] = f[0];
+	for (i = 0; i < n; i++) {
+		f[i].func = inl[i];
+		f[i].inlined = true;
+	}
+	return n + 1;
+}
+
+int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, bool inlines, int max,
+		    struct sym_stack *t)
+{
+	int i, k, nf = 0;
+
+	t->f = calloc(n && max ? max : 1, sizeof(*t->f));
+	t->ips = calloc(n && max ? max : 1, sizeof(*t->ips));
+	if (!t->f || !t->ips)
+		return -ENOMEM;
+	for (i = 0; i < n && nf < max; i++) {
+		/* Above the leaf, a frame holds a return address: the call is one byte before. */
+		k = frames_of(s, i ? ips[i] - 1 : ips[i], kernel, inlines, &t->f[nf], max - nf);
+		while (k--)
+			t->ips[nf++] = ips[i];
+	}
+	t->nr = nf;
+	return 0;
+}
+
+void sym_stacks_free(struct sym_stack *st, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; st && i < nr; i++) {
+		free(st[i].f);
+		free(st[i].ips);
+	}
+	free(st);
+}

@@ -40,4 +40,24 @@ bool symbolize_main_object(struct symbolizer *s, struct frame_info *out);
 
 void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out);
 
+/* A stack symbolized once: nr frames, leaf first, each with the address it came from. */
+struct sym_stack {
+	int nr;
+	struct frame_info *f;
+	__u64 *ips;
+};
+
+#define SYM_MAX_INLINED 16  /* inlined frames shown per address */
+
+/*
+ * Symbolizes n raw addresses (leaf first; above the leaf, return addresses)
+ * into t, up to max frames; with inlines, a user address's inlined calls are
+ * frames of their own before its function's. 0 or -ENOMEM.
+ */
+int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, bool inlines, int max,
+		    struct sym_stack *t);
+
+/* Frees nr stacks of an array of them, and the array. */
+void sym_stacks_free(struct sym_stack *st, size_t nr);
+
 #endif /* FNPROF_SYMBOLIZE_H */
