@@ -187,3 +187,18 @@ def test_go_uretprobe_and_counters_refused():
         p = run_fnprof(args + ["-f", "main.work", "--", go_target("gotarget"), "park", "1", "1"], timeout=60)
         check(p.returncode != 0 and why in p.stderr and "truth park" not in p.stderr,
               f"{args}: exit {p.returncode}: {p.stderr[-500:]}")
+
+
+def test_debian_go_command_named_from_pclntab():
+    # Debian's own go command: stripped, a cgo program whose .dynsym exports a few C functions.
+    # Its Go functions are found in .gopclntab, not reduced to those few exports.
+    go = shutil.which("go")
+    if not go:
+        raise Skip("go is not installed (Debian golang-go, from make test-deps)")
+    go = os.path.realpath(go)
+    want = plain_output(go, "env", "GOROOT")
+    rep, p = traced(["-f", "os.Getenv"], go, "env", "GOROOT")
+    check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
+    f = func(rep, "os.Getenv")
+    check(f["calls"] > 0 and f["calls"] == f["entered"], f"os.Getenv: {f['calls']} calls, {f['entered']} entered")
+    check(not nonzero(rep["dropped"]), f"dropped: {nonzero(rep['dropped'])}")

@@ -407,6 +407,12 @@ static int read_symbols(Elf *elf, const struct target_obj *t, struct symtab *st,
 	}
 	if (!err && !st->nr && t->path)
 		err = read_debug_file(elf, t, st, l);
+	/*
+	 * A stripped Go binary still has the runtime's table of every function,
+	 * before .dynsym: a cgo program's (Debian's go command) exports a few.
+	 */
+	if (!err && !st->nr)
+		err = read_gopclntab(elf, st, l);
 	if (!err && !st->nr) {
 		scn = find_section(elf, SHT_DYNSYM);
 		if (scn) {
@@ -430,9 +436,6 @@ static int load_elf(Elf *elf, const struct target_obj *t, const char *path, stru
 	err = read_segments(elf, st);
 	if (!err)
 		err = read_symbols(elf, t, st, &l);
-	/* A stripped Go binary still has the runtime's table of functions. */
-	if (!err && !st->nr)
-		err = read_gopclntab(elf, st, &l);
 	if (err)
 		return err;
 	sort_and_merge(st);
