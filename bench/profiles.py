@@ -24,11 +24,15 @@ ROOT = os.path.dirname(HERE)
 FNPROF = os.path.join(ROOT, "fnprof")
 LOAD = os.path.join(HERE, ".output", "profload")
 
-# (profile, load, ops, what one op is, which events to divide by)
+# (profile, load, ops, what one op is, which events to divide by, fnprof's other arguments)
 CASES = [
-    ("heap", "alloc", 400000, "malloc(64)+free pair", "allocation calls"),
-    ("offcpu", "switch", 40000, "pipe round trip on one CPU: 2 switches", "waits"),
-    ("mutex", "mutex", 20000, "lock, 20 us held, unlock; 4 threads", "futex waits"),
+    ("heap", "alloc", 400000, "malloc(64)+free pair", "allocation calls", []),
+    ("offcpu", "switch", 40000, "pipe round trip on one CPU: 2 switches", "waits", []),
+    ("mutex", "mutex", 20000, "lock, 20 us held, unlock; 4 threads", "futex waits", []),
+    # --max-overhead 5: every probe in would cost ~100% (free's alone ~35%: it goes in bursts too) ...
+    ("heap", "alloc2", 1000000, "malloc+free, 2 us of work", "allocation calls", ["--max-overhead", "5"]),
+    # ... and ~4% (free's alone ~1.5%: it stays in; the allocations' probes come in bursts)
+    ("heap", "alloc50", 40000, "malloc+free, 50 us of work", "allocation calls", ["--max-overhead", "5"]),
 ]
 
 
@@ -62,14 +66,14 @@ def bpf_prog_times(pid):
     return {p["id"]: (p.get("run_time_ns", 0), p.get("run_cnt", 0)) for p in progs if p["id"] in ids}
 
 
-def run_load(load, ops, profile=None):
+def run_load(load, ops, profile=None, args=()):
     """ns per op of one run, and with a profile: its last JSON report and its BPF programs' time (ns)."""
     cmd = [LOAD, load, str(ops)]
     rep, bpf_ns = None, None
     if profile:
         d = tempfile.mkdtemp()
         out = os.path.join(d, "r.json")
-        p = subprocess.Popen([FNPROF, "--profile", profile, "--json", "-o", out, "--"] + cmd,
+        p = subprocess.Popen([FNPROF, "--profile", profile] + list(args) + ["--json", "-o", out, "--"] + cmd,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The programs' own run time, read while fnprof holds them (they go with it).
         times = {}
@@ -92,11 +96,11 @@ def run_load(load, ops, profile=None):
     return float(m.group(1)), rep, bpf_ns
 
 
-def bench_case(profile, load, ops, repeats):
+def bench_case(profile, load, ops, repeats, args):
     base, prof, events, bpf_per_event = [], [], [], []
     for _ in range(repeats):
         base.append(run_load(load, ops)[0])
-        ns, rep, bpf_ns = run_load(load, ops, profile)
+        ns, rep, bpf_ns = run_load(load, ops, profile, args)
         prof.append(ns)
         events.append(rep["events"] if rep else 0)
         if rep and rep["events"] and bpf_ns:
@@ -104,7 +108,8 @@ def bench_case(profile, load, ops, repeats):
     b, p = statistics.median(base), statistics.median(prof)
     ev = statistics.median(events)
     extra_ns = (p - b) * ops
-    return {"profile": profile, "load": load, "ops": ops, "base_ns": b, "prof_ns": p,
+    return {"profile": " ".join([profile] + list(args)), "load": load, "ops": ops, "base_ns": b, "prof_ns": p,
+            "slowdowns": [100 * (x - b) / b for x in prof],
             "slowdown_pct": 100 * (p - b) / b, "events": ev,
             "per_event_ns": extra_ns / ev if ev else None,
             "bpf_per_event_ns": statistics.median(bpf_per_event) if bpf_per_event else None}
@@ -115,16 +120,19 @@ def table(rows):
              "(bench/profiles.py: bench/targets/profload.c untraced and under fnprof --profile KIND, "
              "interleaved, medians; the target times its own loop; cost per event = extra time / events fnprof "
              "saw; BPF per event = the run time of fnprof's BPF programs (kernel.bpf_stats_enabled) / events, "
-             "without the probes' traps)",
+             "without the probes' traps; with --max-overhead the probes are in for part of the run only, so the "
+             "cost per event is not the probes' but the slowdown's, and the slowdown column gives each run's too)",
              "",
              "| profile | load (one op) | ops | untraced ns/op | profiled ns/op | slowdown | events seen | cost per event | BPF per event |",
              "|---------|---------------|-----|----------------|----------------|----------|-------------|----------------|---------------|"]
-    for r, (_, _, _, what, evname) in zip(rows, CASES):
+    for r, (_, _, _, what, evname, args) in zip(rows, CASES):
         per = f"{r['per_event_ns'] / 1000:.2f} us per {evname[:-1] if evname.endswith('s') else evname}" \
             if r["per_event_ns"] is not None else "-"
         bpf = f"{r['bpf_per_event_ns']:.0f} ns" if r["bpf_per_event_ns"] else "-"
         lines.append(f"| {r['profile']} | {r['load']} ({what}) | {r['ops']} | {r['base_ns']:.0f} | "
-                     f"{r['prof_ns']:.0f} | {r['slowdown_pct']:+.0f}% | {r['events']:.0f} | {per} | {bpf} |")
+                     f"{r['prof_ns']:.0f} | {r['slowdown_pct']:+.1f}%"
+                     + (f" ({', '.join(f'{x:+.1f}' for x in r['slowdowns'])})" if args else "")
+                     + f" | {r['events']:.0f} | {per} | {bpf} |")
     return "\n".join(lines) + "\n"
 
 
@@ -153,7 +161,7 @@ def main():
     if old is not None:
         open(stats, "w").write("1")
     try:
-        rows = [bench_case(p, l, n // 4 if a.quick else n, reps) for p, l, n, _, _ in CASES]
+        rows = [bench_case(p, l, n // 4 if a.quick else n, reps, args) for p, l, n, _, _, args in CASES]
     finally:
         if old is not None:
             open(stats, "w").write(old)

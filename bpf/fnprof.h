@@ -213,6 +213,7 @@ enum prof_drop {
 	PDROP_NO_WAKER,     /* mutex: a wait whose waker was not seen (charged to "[waker unknown]") */
 	PDROP_SEEN,         /* events seen (switches in, futex waits, allocations) */
 	PDROP_KEPT,         /* of them sampled and counted */
+	PDROP_FREED,        /* heap: frees (and reallocs' old blocks) seen */
 	PDROP_NR,
 };
 

@@ -6,7 +6,9 @@
  * sampled with its stacks, weighted S / (1 - e^(-S/rate)) so that totals are
  * unbiased, and its pointer, seen at the return, is kept until freed.
  * Calls that are not sampled cost the probes and a per-CPU countdown; every
- * free costs a lookup in the map of sampled pointers.
+ * free costs a lookup in the map of sampled pointers. Under --max-overhead
+ * the allocation probes come and go in bursts (user/duty.c); free's and
+ * realloc's entry probes stay, so that sampled blocks are not freed unseen.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,6 +19,13 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u64 rate = 512 * 1024;
+/*
+ * --max-overhead (duty.c): whether allocations are sampled now, and the
+ * burst a pending sample belongs to; a sample whose return probe was taken
+ * out before it ran is stale in the next burst.
+ */
+__u32 allocs_on = 1;
+__u32 burst = 0;
 
 /* Exponential intervals -ln(U) * rate, drawn by user space. */
 struct {
@@ -46,6 +55,7 @@ struct pending {
 	struct prof_key key;
 	__u64 size;
 	__u64 memptr;   /* posix_memalign: where the pointer will be */
+	__u32 burst;
 };
 
 struct {
@@ -86,15 +96,19 @@ static __always_inline bool sample_now(__u64 size)
 	return true;
 }
 
-static __always_inline void on_alloc(void *ctx, __u64 size, __u64 memptr)
+/* watched: the call's entry probe is a watch probe (realloc's), already counted as a free. */
+static __always_inline void on_alloc(void *ctx, __u64 size, __u64 memptr, bool watched)
 {
-	struct pending p = { .size = size, .memptr = memptr };
+	struct pending p = { .size = size, .memptr = memptr, .burst = burst };
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 
 	if (!ours())
 		return;
+	/* Between bursts only realloc's entry probe is in: its cost is a free's. */
+	if (!allocs_on && watched)
+		return;
 	pbump(PDROP_SEEN);
-	if (!size || !sample_now(size))
+	if (!allocs_on || !size || !sample_now(size))
 		return;
 	pkey_here(ctx, &p.key, 0, false);
 	/* At the first instruction the caller's frame is not linked yet: its return address is at [sp]. */
@@ -137,6 +151,10 @@ static __always_inline void on_return(__u64 ptr, bool via_memptr)
 
 	if (!p)
 		return;
+	if (p->burst != burst) {
+		bpf_map_delete_elem(&pendings, &tid);
+		return;
+	}
 	if (via_memptr && (ptr || bpf_probe_read_user(&ptr, sizeof(ptr), (void *)p->memptr)))
 		ptr = 0;   /* posix_memalign failed (non-zero return) or its pointer is unreadable */
 	l.key = p->key;
@@ -154,7 +172,10 @@ static __always_inline void on_return(__u64 ptr, bool via_memptr)
 
 static __always_inline void on_free(__u64 ptr)
 {
-	if (ptr && ours())
+	if (!ours())
+		return;
+	pbump(PDROP_FREED);
+	if (ptr)
 		bpf_map_delete_elem(&live, &ptr);
 }
 
@@ -162,14 +183,14 @@ static __always_inline void on_free(__u64 ptr)
 SEC("uprobe")
 int BPF_KPROBE(malloc_enter, __u64 size)
 {
-	on_alloc(ctx, size, 0);
+	on_alloc(ctx, size, 0, false);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(calloc_enter, __u64 n, __u64 size)
 {
-	on_alloc(ctx, n * size, 0);
+	on_alloc(ctx, n * size, 0, false);
 	return 0;
 }
 
@@ -178,21 +199,21 @@ int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
 {
 	/* The old block is gone (or, rarely, kept on failure: then no longer counted in use). */
 	on_free(ptr);
-	on_alloc(ctx, size, 0);
+	on_alloc(ctx, size, 0, true);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(aligned_alloc_enter, __u64 align, __u64 size)
 {
-	on_alloc(ctx, size, 0);
+	on_alloc(ctx, size, 0, false);
 	return 0;
 }
 
 SEC("uprobe")
 int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
 {
-	on_alloc(ctx, size, memptr);
+	on_alloc(ctx, size, memptr, false);
 	return 0;
 }
 

@@ -73,5 +73,9 @@ def test_asan_profiles_all_kinds_pprof():
         check(len(os.listdir(d)) == 4, f"files: {os.listdir(d)}")
         p = run_asan(["--profile", "heap", "--per-thread", "--", target("heap"), "8", "0.4"])
         check(p.returncode == 0 and "thread " in p.stderr, p.stderr[-2000:])
+        # The duty cycle's thread, attaching and detaching while reports read the maps.
+        p = run_asan(["--profile", "heap", "--max-overhead", "5", "-i", "0.3", "--", target("heap"), "rate", "1.5",
+                      "300"])
+        check(p.returncode == 0 and "~ estimated" in p.stderr and "in use: unknown" in p.stderr, p.stderr[-2000:])
     finally:
         shutil.rmtree(d)

@@ -138,7 +138,8 @@ def test_profile_option_errors():
     for args, msg in ((["--profile", "bogus"], "invalid --profile"),
                       (["--profile", "offcpu", "--offcpu-rate", "0"], "invalid --offcpu-rate"),
                       (["--profile", "heap", "--heap-rate", "12X"], "invalid --heap-rate"),
-                      (["--profile", "offcpu", "--folded", "/tmp/x"], "--folded")):
+                      (["--profile", "offcpu", "--folded", "/tmp/x"], "--folded"),
+                      (["--profile", "offcpu", "--max-overhead", "5"], "the heap profile")):
         p = run_fnprof(args + ["--", "true"])
         check(p.returncode == 2 and msg in p.stderr, f"{args}: exit {p.returncode}: {p.stderr}")
 
@@ -180,9 +181,14 @@ def test_heap_every_entry_point_at_rate_one_byte():
     check(k["alloc_objects"] == 32 and k["alloc_space"] == 8 * MIB, f"keep_live: {k}")
     # The probes' cost, measured at start on fnprof's own allocator, and the estimate from it.
     c = reps[-1]["probe_cost"]
-    check(c and 100 < c["per_event_ns"] < 100000, f"probe cost per allocation: {c}")
-    check(abs(c["estimate_ns"] - c["per_event_ns"] * reps[-1]["events"]) <= 1e-3 * c["estimate_ns"] + 1,
-          f"estimate: {c}")
+    check(c and 100 < c["per_event_ns"] < 100000 and 100 < c["per_free_ns"] < 100000,
+          f"probe cost per allocation and per free: {c}")
+    r = reps[-1]
+    # Every allocation of the target is seen, and every free (realloc's old blocks among them).
+    check(r["events"] >= 5 + 32 and r["frees"] >= 5 + 32, f"events {r['events']}, frees {r['frees']}")
+    check(r["estimated"] is False and r["overhead"] is None, "estimated without --max-overhead")
+    want = c["per_event_ns"] * r["events"] + c["per_free_ns"] * r["frees"]
+    check(abs(c["estimate_ns"] - want) <= 1e-3 * want + 1, f"estimate: {c}")
 
 
 def test_heap_pid_mode_thread_started_later_pprof():
@@ -201,6 +207,77 @@ def test_heap_pid_mode_thread_started_later_pprof():
         check("alloc_big" in top and "alloc_small" in top, top)
     finally:
         shutil.rmtree(d)
+
+
+def pprof_cum_bytes(path, index):
+    """Each function's cumulative value of sample type index in the pprof file, in bytes."""
+    top = pprof_top(path, f"-sample_index={index}", "-unit=B", "-cum", "-nodecount=1000")
+    cum = {}
+    for line in top.splitlines():
+        m = re.match(r"\s*\S+\s+\S+%\s+\S+%\s+(\d+)B\s+\S+%\s+(\S+)$", line)
+        if m:
+            cum[m.group(2)] = int(m.group(1))
+    return cum, top
+
+
+def heap_under_budget(spin_us, args):
+    """heap rate (work blocks with and without allocations, SPIN_US of work in each) for 4 s under
+    --max-overhead 5, attached with -p: the target's truth, fnprof's reports and its pprof file's
+    cumulative alloc_space per function."""
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "heap.pb.gz")
+        # The target measures its reference speed for 1 s, says ready, and starts once the probes are in.
+        with Target("heap", "rate", 4, spin_us) as tg:
+            reps, _ = profiled("heap", ["--max-overhead", "5", "--heap-rate", "8K", "--pprof", path] + args,
+                               pid=tg.pid, timeout=120)
+            out, _ = tg.stop()
+        cum, top = pprof_cum_bytes(path, "alloc_space")
+        return truth(out, "heap_rate"), reps, cum, top
+    finally:
+        shutil.rmtree(d)
+
+
+def check_heap_estimate(t, reps, cum, top):
+    """The probes' cost within the budget by the target's own clock, the share they saw as the target
+    saw it, and the run's allocations extrapolated within 25% (ratio of the sites 3 +- 0.6)."""
+    rep = reps[-1]
+    over = rep["overhead"]
+    check(t["slowdown"] <= 0.055, f"the probes slowed the target by {100 * t['slowdown']:.2f}% (budget 5%)")
+    check(0.03 < t["probed"] < 0.9, f"malloc probed in {100 * t['probed']:.0f}% of the blocks: no duty cycle")
+    check(rep["estimated"] is True and over["over_budget"] is False and over["budget_pct"] == 5, f"{over}")
+    check(abs(over["run_fraction"] - t["probed"]) <= 0.1,
+          f"share seen {over['run_fraction']:.3f}, blocks with malloc probed {t['probed']:.3f}")
+    big, small = cum.get("alloc_big", 0), cum.get("alloc_small", 0)
+    check(abs(big - t["big"]) <= 0.25 * t["big"] and abs(small - t["small"]) <= 0.25 * t["small"],
+          f"alloc_space estimated big {big / MIB:.1f} MiB, small {small / MIB:.1f} MiB; truth "
+          f"{t['big'] / MIB:.1f}, {t['small'] / MIB:.1f}:\n{top}")
+    check(small and abs(big / small - 3) <= 0.6, f"sites 3:1 read {big / max(small, 1):.2f}")
+
+
+def test_heap_max_overhead_free_watched_in_use_lower_bound():
+    # 1.5 ms of work per round of 67 allocations: every probe in would cost ~4.5%, over 5% x the
+    # 0.7 margin; free's probe alone ~1.6%. So the allocations' probes come in bursts, free's stays.
+    t, reps, cum, top = heap_under_budget(1500, ["-i", "1"])
+    check_heap_estimate(t, reps, cum, top)
+    mid = reps[1]
+    check(mid["inuse_view"] == "lower_bound", f"in use: {mid.get('inuse_view')}")
+    # keep_live's 8 MiB was allocated as the probes came in, in the first burst: all of it seen.
+    live = fn(mid, "keep_live")["total"]["inuse_space"]
+    check(abs(live - t["live"]) <= 0.15 * t["live"], f"keep_live in use {live / MIB:.2f} MiB")
+
+
+def test_heap_max_overhead_free_over_budget_in_use_unknown():
+    # 0.3 ms of work per round: free's probe alone (~5%) costs more than the budget, so it goes in bursts
+    # too, and what is in use cannot be known: null, not a wrong figure; the pprof file has no
+    # in-use types.
+    t, reps, cum, top = heap_under_budget(300, [])
+    check_heap_estimate(t, reps, cum, top)
+    rep = reps[-1]
+    check(rep["inuse_view"] == "unknown" and "free" in rep["unknown_why"], f"in use: {rep.get('inuse_view')}")
+    check(rep["totals"]["inuse_space"] is None and fn(rep, "alloc_big")["total"]["inuse_space"] is None,
+          f"in use given: {rep['totals']}")
+    check("Type: alloc_space" in top, top)
 
 
 # --- mutex -----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * process (libc's malloc, calloc, realloc, free, posix_memalign, memalign
  * and aligned_alloc; C++'s operator new calls malloc).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 
 #include "arch.h"
 #include "clock.h"
+#include "duty.h"
 #include "heap.skel.h"
 #include "log.h"
 #include "prof_src.h"
@@ -38,10 +40,18 @@ static const struct prof_desc heap_desc = {
 	.period_type = { "space", "bytes" },
 };
 
+/*
+ * The probes in two groups: the allocations' (in bursts under --max-overhead)
+ * and the watch group, free's and realloc's entry probes (in throughout).
+ */
 struct heap {
 	struct heap_bpf *skel;
-	struct uprobe_set links;
+	struct uprobe_set links[DUTY_NR];
+	struct uprobe_site *sites[DUTY_NR];
+	size_t nr_sites[DUTY_NR];
 	struct probe_list pl;
+	struct duty *duty;           /* --max-overhead, else NULL */
+	double budget_pct;
 };
 
 static const char *const specs[] = {
@@ -83,44 +93,81 @@ static __u64 free_offset(const struct probe *p)
 	return p->offset + (n > 0 ? arch_free_probe_offset(b, n) : 0);
 }
 
-/* The sites of allocator function p: its return probe first, so that no sampled call misses its return. */
-static size_t sites_of(struct heap *h, const struct probe *p, pid_t pid, struct uprobe_site *out)
+/*
+ * The sites of allocator function p, into their groups: its return probe
+ * first, so that no sampled call misses its return; free's and realloc's
+ * entry probes watch the frees.
+ */
+static void sites_of(struct heap *h, const struct probe *p, pid_t pid)
 {
 	struct bpf_program *ret = return_prog(h->skel, p->name);
-	size_t n = 0;
+	bool watch = !strcmp(p->name, "free") || !strcmp(p->name, "realloc");
+	struct uprobe_site *s;
 
-	if (ret)
-		out[n++] = (struct uprobe_site){ .prog = ret, .path = p->open_path, .pid = pid, .offset = p->offset,
-						 .retprobe = true, .what = p->name, .object = p->object };
-	out[n++] = (struct uprobe_site){ .prog = entry_prog(h->skel, p->name), .path = p->open_path, .pid = pid,
-					 .offset = strcmp(p->name, "free") ? p->offset : free_offset(p),
-					 .what = p->name, .object = p->object };
-	return n;
+	if (ret) {
+		s = &h->sites[DUTY_MAIN][h->nr_sites[DUTY_MAIN]++];
+		*s = (struct uprobe_site){ .prog = ret, .path = p->open_path, .pid = pid, .offset = p->offset,
+					   .retprobe = true, .what = p->name, .object = p->object };
+	}
+	s = &h->sites[watch ? DUTY_WATCH : DUTY_MAIN][h->nr_sites[watch ? DUTY_WATCH : DUTY_MAIN]++];
+	*s = (struct uprobe_site){ .prog = entry_prog(h->skel, p->name), .path = p->open_path, .pid = pid,
+				   .offset = strcmp(p->name, "free") ? p->offset : free_offset(p),
+				   .what = p->name, .object = p->object };
 }
 
-/* The allocator's functions in the target: its libc, found as -f libc:NAME would find it. */
+static int attach_group(void *ctx, enum duty_group g)
+{
+	struct heap *h = ctx;
+
+	return uprobes_attach(&h->links[g], h->sites[g], h->nr_sites[g]);
+}
+
+static void detach_group(void *ctx, enum duty_group g)
+{
+	uprobes_detach(&((struct heap *)ctx)->links[g]);
+}
+
+/*
+ * The allocator's functions in the target: its libc, found as -f libc:NAME
+ * would find it. The allocations' probes go in first: realloc's entry may
+ * sample a call, whose return probe must be there.
+ */
 static int attach_allocator(struct heap *h, const struct prof_conf *c, pid_t pid)
 {
 	const struct resolve_conf rc = {
 		.funcs = specs, .nr_funcs = sizeof(specs) / sizeof(specs[0]), .cmd = c->cmd, .exit_mode = EXIT_NONE,
 	};
-	struct uprobe_site *sites;
-	size_t i, n = 0;
-	int err;
+	size_t i;
+	int g, err;
 
 	if (resolve_probes(&rc, pid, &h->pl)) {
 		log_err("the heap profile probes the target's C library (libc.so.6, malloc and free) and found none: "
 			"a static executable, or libc not among its libraries");
 		return -ENOENT;
 	}
-	sites = calloc(2 * h->pl.nr, sizeof(*sites));
-	if (!sites)
-		return -ENOMEM;
+	for (g = 0; g < DUTY_NR; g++)
+		if (!(h->sites[g] = calloc(2 * h->pl.nr, sizeof(*h->sites[g]))))
+			return -ENOMEM;
 	for (i = 0; i < h->pl.nr; i++)
-		n += sites_of(h, &h->pl.probes[i], pid, sites + n);
-	err = uprobes_attach(&h->links, sites, n);
-	free(sites);
-	return err;
+		sites_of(h, &h->pl.probes[i], pid);
+	err = attach_group(h, DUTY_MAIN);
+	return err ? err : attach_group(h, DUTY_WATCH);
+}
+
+/* Takes the probes out and frees them; the BPF object stays. */
+static void free_probes(struct heap *h)
+{
+	int g;
+
+	duty_stop(h->duty);
+	h->duty = NULL;
+	for (g = 0; g < DUTY_NR; g++) {
+		uprobes_free(&h->links[g]);
+		free(h->sites[g]);
+		h->sites[g] = NULL;
+		h->nr_sites[g] = 0;
+	}
+	probe_list_free(&h->pl);
 }
 
 /* Random exponential intervals of mean rate, the weight table, and a first interval per CPU. */
@@ -159,9 +206,8 @@ static void heap_stop(struct prof_src *s)
 {
 	struct heap *h = s->priv;
 
-	uprobes_free(&h->links);
+	free_probes(h);
 	heap_bpf__destroy(h->skel);
-	probe_list_free(&h->pl);
 	free(h);
 }
 
@@ -178,9 +224,9 @@ static int heap_load(struct heap *h, const struct prof_conf *c, pid_t pid)
 	h->skel->rodata->target_tgid = pid;
 	h->skel->rodata->per_thread = c->per_thread;
 	h->skel->rodata->rate = c->heap_rate;
-	h->links.multi = uprobes_multi_supported();
+	h->links[DUTY_MAIN].multi = h->links[DUTY_WATCH].multi = uprobes_multi_supported();
 	bpf_object__for_each_program(prog, h->skel->obj)
-		uprobes_prepare(prog, h->links.multi);
+		uprobes_prepare(prog, h->links[DUTY_MAIN].multi);
 	err = heap_bpf__load(h->skel);
 	if (err) {
 		log_err("failed to load the heap BPF programs: %s", strerror(-err));
@@ -192,19 +238,43 @@ static int heap_load(struct heap *h, const struct prof_conf *c, pid_t pid)
 	return err;
 }
 
+/*
+ * libc's own malloc and free, which the probes are on: a sanitizer's build
+ * of fnprof calls its own allocator under those names.
+ */
+struct libc_alloc {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+};
+
+static struct libc_alloc libc_alloc(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	struct libc_alloc a = { malloc, free };
+
+	if (libc && dlsym(libc, "malloc") && dlsym(libc, "free")) {
+		a.malloc = (void *(*)(size_t))dlsym(libc, "malloc");
+		a.free = (void (*)(void *))dlsym(libc, "free");
+	}
+	if (libc)
+		dlclose(libc);
+	return a;
+}
+
 /* ns per malloc(64)+free pair, the fastest of three timings of n pairs. */
 static double time_pairs(int n)
 {
+	struct libc_alloc a = libc_alloc();
 	double best = 1e300, t;
 	int r, i;
 
 	for (r = 0; r < 3; r++) {
 		t = monotonic_s();
 		for (i = 0; i < n; i++) {
-			void *p = malloc(64);
+			void *p = a.malloc(64);
 
 			__asm__ volatile("" : : "r"(p) : "memory");  /* a real allocation, not optimized away */
-			free(p);
+			a.free(p);
 		}
 		t = (monotonic_s() - t) * 1e9 / n;
 		best = t < best ? t : best;
@@ -213,39 +283,123 @@ static double time_pairs(int n)
 }
 
 /*
- * What the probes add to one allocation call and its free, measured on
- * fnprof's own allocator: the same probes attached to this process (rate
- * 4 GiB: nothing sampled), timed against the same loop without them. 0 if
- * the measure failed (it is only shown, never needed).
+ * What the probes add to one allocation call (cost[DUTY_MAIN]) and to one
+ * free (cost[DUTY_WATCH]), measured on fnprof's own allocator: the same
+ * probes attached to this process (rate 4 GiB: nothing sampled), free's
+ * alone and then all, timed against the same loop without them. Zeros if
+ * the measure failed. Returns 0 or -errno.
  */
-static double measure_cost(const struct prof_conf *c)
+static int measure_cost(const struct prof_conf *c, double cost[DUTY_NR])
 {
 	struct prof_conf self = *c;
 	struct heap h = {};
-	double base, probed = 0;
+	double base, watch = 0, all = 0;
+	int err;
 
 	self.cmd = NULL;
 	self.heap_rate = 1ULL << 32;
 	base = time_pairs(5000);
-	if (!heap_load(&h, &self, getpid()) && !attach_allocator(&h, &self, getpid()))
-		probed = time_pairs(5000);
-	uprobes_free(&h.links);
+	err = heap_load(&h, &self, getpid());
+	if (!err)
+		err = attach_allocator(&h, &self, getpid());
+	if (!err) {
+		detach_group(&h, DUTY_MAIN);
+		watch = time_pairs(5000);
+		err = attach_group(&h, DUTY_MAIN);
+	}
+	if (!err)
+		all = time_pairs(5000);
+	free_probes(&h);
 	heap_bpf__destroy(h.skel);
-	probe_list_free(&h.pl);
-	return probed > base ? probed - base : 0;
+	cost[DUTY_WATCH] = watch > base ? watch - base : 0;
+	cost[DUTY_MAIN] = all > watch ? all - watch : 0;
+	return err;
+}
+
+/* Each group's events so far, all CPUs: allocations, and frees. */
+static void events_seen(void *ctx, __u64 ev[DUTY_NR])
+{
+	struct heap *h = ctx;
+	int c, nr = libbpf_num_possible_cpus();
+	__u64 v[nr > 0 ? nr : 1];
+	__u32 k[DUTY_NR] = { [DUTY_MAIN] = PDROP_SEEN, [DUTY_WATCH] = PDROP_FREED };
+	int g;
+
+	for (g = 0; g < DUTY_NR; g++) {
+		ev[g] = 0;
+		if (!bpf_map_lookup_elem(bpf_map__fd(h->skel->maps.pdrops), &k[g], v))
+			for (c = 0; c < nr; c++)
+				ev[g] += v[c];
+	}
+}
+
+/* A new burst's samples are its own: one left pending by the last burst is dropped. */
+static void set_sampling(void *ctx, bool on)
+{
+	struct heap *h = ctx;
+
+	if (on)
+		__atomic_add_fetch(&h->skel->bss->burst, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->skel->data->allocs_on, on, __ATOMIC_RELAXED);
+}
+
+static const struct duty_ops heap_duty_ops = {
+	.attach = attach_group, .detach = detach_group, .events = events_seen, .sampling = set_sampling,
+};
+
+static bool heap_duty(struct prof_src *s, struct prof_duty *out)
+{
+	struct heap *h = s->priv;
+	struct duty_figures f;
+
+	if (!h->duty)
+		return false;
+	duty_take(h->duty, &f);
+	*out = (struct prof_duty){
+		.share = f.share, .run_share = f.run_share, .budget_pct = h->budget_pct, .bursts = f.bursts,
+		.cost_pct = 100 * f.probe_ns / (f.work_ns > 1e4 ? f.work_ns : 1e4), .work_unknown = f.work_unknown,
+		.snapshot_lost = f.watch_lost ? "free's probe alone cost more than the budget, so it was out "
+						"between bursts: blocks freed then were not seen" : NULL,
+	};
+	return true;
+}
+
+/* --max-overhead: the allocation probes in bursts within the budget. 0 or -errno. */
+static int start_duty(struct heap *h, const struct prof_conf *c, pid_t pid, const double cost[DUTY_NR])
+{
+	struct duty_conf dc = { .budget_pct = c->max_overhead_pct, .pid = pid, .ops = &heap_duty_ops, .ctx = h };
+	int g;
+
+	if (!c->max_overhead_pct)
+		return 0;
+	for (g = 0; g < DUTY_NR; g++) {
+		if (cost[g] <= 0) {
+			log_err("--max-overhead: the heap probes' cost could not be measured, so it cannot be bounded");
+			return -EINVAL;
+		}
+		dc.cost_ns[g] = cost[g];
+	}
+	h->budget_pct = c->max_overhead_pct;
+	return duty_start(&dc, &h->duty);
 }
 
 int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 {
 	struct heap *h = calloc(1, sizeof(*h));
-	struct prof_src s = { .desc = &heap_desc, .priv = h, .stop = heap_stop };
+	struct prof_src s = { .desc = &heap_desc, .priv = h, .stop = heap_stop, .duty = heap_duty };
+	double cost[DUTY_NR] = {};
 	int err;
 
 	if (!h)
 		return -ENOMEM;
 	err = heap_load(h, c, pid);
+	/* Measured before the target's probes go in: the duty cycle accounts for them from then on. */
+	if (!err && (measure_cost(c, cost) || !cost[DUTY_MAIN]))
+		log_debug("heap: the probes' cost could not be measured");
 	if (!err)
 		err = attach_allocator(h, c, pid);
+	if (!err)
+		err = start_duty(h, c, pid, cost);
 	if (err) {
 		heap_stop(&s);
 		return err;
@@ -256,7 +410,8 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	s.live_fd = bpf_map__fd(h->skel->maps.live);
 	s.kstacks_fd = -1;
 	s.period = c->heap_rate;
-	s.event_cost_ns = measure_cost(c);
+	s.event_cost_ns = cost[DUTY_MAIN];
+	s.free_cost_ns = cost[DUTY_WATCH];
 	snprintf(s.note, sizeof(s.note), "one sample per %llu %s on average",
 		 (unsigned long long)(c->heap_rate % 1024 ? c->heap_rate : c->heap_rate / 1024),
 		 c->heap_rate % 1024 ? "bytes" : "KiB");

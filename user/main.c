@@ -306,7 +306,7 @@ static int start_profiles(struct run *r)
 	struct prof_conf c = {
 		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
 		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
-		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd,
+		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd, .max_overhead_pct = r->o->heap_overhead_pct,
 	};
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))

@@ -467,9 +467,16 @@ static int cross_check(struct opts *o)
 		return usage_error("--pprof '%s': name too long", o->pprof_path);
 	if (o->pprof_path && o->sample)
 		o->pprof_path = o->cpu_pprof;
-	if (o->max_overhead_pct && !o->nr_funcs)
-		return usage_error("--max-overhead bounds the cost of tracing -f functions%s",
-				   o->profiles & 1U << PROF_HEAP ? " (not yet the heap profile's: see README, Profiles)" : "");
+	if (o->max_overhead_pct && !o->nr_funcs && !(o->profiles & 1U << PROF_HEAP))
+		return usage_error("--max-overhead bounds the cost of tracing -f functions and of the heap profile");
+	/* Both: each holds half of the budget. */
+	if (o->max_overhead_pct && o->profiles & 1U << PROF_HEAP) {
+		if (o->nr_funcs)
+			o->max_overhead_pct /= 2;
+		o->heap_overhead_pct = o->max_overhead_pct;
+		if (!o->nr_funcs)
+			o->max_overhead_pct = 0;
+	}
 	if (o->follow_forks && !o->nr_funcs)
 		return usage_error("--follow-forks traces the -f functions in fork children: add -f FUNC");
 	/* Probes attached in bursts would not be inherited by the children forked while detached. */

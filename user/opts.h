@@ -41,7 +41,8 @@ struct opts {
 	bool verbose;              /* -v */
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
-	double max_overhead_pct;   /* --max-overhead: 0 = trace every call */
+	double max_overhead_pct;   /* --max-overhead: 0 = trace every call (with the heap profile too: half of it) */
+	double heap_overhead_pct;  /* the heap profile's share of --max-overhead; 0 = none */
 	enum exit_mode exit_mode;  /* --exit, --entry-only */
 	/* sampling (issue: sampling profiler) */
 	bool sample;               /* --sample, or implied when no -f is given */

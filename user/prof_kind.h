@@ -34,6 +34,7 @@ struct prof_conf {
 	__u64 offcpu_rate_ns;      /* --offcpu-rate */
 	__u64 heap_rate;           /* --heap-rate, bytes */
 	char **cmd;                /* launch mode: the command (its libraries are found before they map) */
+	double max_overhead_pct;   /* --max-overhead, for the heap profile's probes; 0: none */
 };
 
 /*

@@ -30,6 +30,16 @@ struct prof_desc {
 	const char *default_type;                /* what pprof shows first; NULL: the last type */
 };
 
+/* --max-overhead: the share of the target's work the probes saw, for the report to scale by. */
+struct prof_duty {
+	double share, run_share;  /* since the last report, and over the run, in (0, 1] */
+	double budget_pct;        /* --max-overhead */
+	double cost_pct;          /* the probes' estimated cost over the run, % of the target's own work */
+	bool work_unknown;        /* the target's own work could not be told from the probes' cost */
+	unsigned int bursts;
+	const char *snapshot_lost; /* why the snapshot values (in use) are unknown; NULL: they are known */
+};
+
 struct prof_src {
 	const struct prof_desc *desc;
 	int stacks_fd, counts_fd, drops_fd;
@@ -38,8 +48,11 @@ struct prof_src {
 	__u64 period;         /* pprof period: the rate */
 	char note[128];       /* the report's first line adds this ("rate 100 us") */
 	double event_cost_ns; /* what the probes add to the target per event seen, measured; 0: not known */
+	double free_cost_ns;  /* heap: the same per free seen (PDROP_FREED) */
 	void *priv;
 	void (*arm)(struct prof_src *s);   /* NULL if nothing to do */
+	/* NULL, or false: the probes saw everything; else the share they saw (taking it starts a new interval). */
+	bool (*duty)(struct prof_src *s, struct prof_duty *out);
 	void (*stop)(struct prof_src *s);
 };
 

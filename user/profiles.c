@@ -25,11 +25,14 @@
 #define NR_STACKS 16384   /* the stack maps' size (prof.bpf.h) */
 #define MAX_FRAMES (2 * FNPROF_STACK_DEPTH + 1)
 
-/* A stack's frames, symbolized once: leaf first. */
-/* One counted stack: its values since the start, and in the interval being reported. */
+/*
+ * One counted stack: its values since the start as counted, in the interval
+ * being reported, and since the start as reported (scaled to the whole run
+ * when the probes saw only a share of it: --max-overhead).
+ */
 struct entry {
 	struct prof_key key;
-	double total[PROF_NR_VALUES], delta[PROF_NR_VALUES];
+	double total[PROF_NR_VALUES], delta[PROF_NR_VALUES], out[PROF_NR_VALUES];
 };
 
 struct caller {
@@ -56,6 +59,8 @@ struct prof {
 	size_t nr_prev;
 	__u64 drops_prev[PDROP_NR];
 	double run_s;
+	bool dutied;                       /* src.duty said the probes saw a share: duty holds it */
+	struct prof_duty duty;
 };
 
 struct profiles {
@@ -216,19 +221,41 @@ static struct entry *add_live(struct prof *p, struct entry *e, size_t *nr)
 	return e;
 }
 
-/* Values since the last report: the current ones less those seen then; states as they are now. */
+/*
+ * Values since the last report: the current ones less those seen then;
+ * states as they are now. Under a duty cycle, an interval's values over the
+ * share of it the probes saw, and the run's (the pprof file's) over the
+ * run's share: an interval's own share may be a sliver of a burst, whose few
+ * samples it blows up, so the run's figures are not the intervals' sum.
+ * States are not scaled: what is in use now was allocated at moments a
+ * share does not describe (all at start, within the first burst, say); what
+ * the probes saw of it is a lower bound.
+ */
 static void compute_deltas(struct prof *p, struct entry *e, size_t nr)
 {
 	const struct prof_desc *d = p->src.desc;
+	double share = p->dutied ? p->duty.share : 1, run_share = p->dutied ? p->duty.run_share : 1;
 	size_t i;
 	int v;
 
 	for (i = 0; i < nr; i++) {
 		const struct entry *o = p->nr_prev ? bsearch(&e[i], p->prev, p->nr_prev, sizeof(*e), cmp_key) : NULL;
 
-		for (v = 0; v < d->nr_values; v++)
-			e[i].delta[v] = e[i].total[v] - (o && !d->snapshot[v] ? o->total[v] : 0);
+		for (v = 0; v < d->nr_values; v++) {
+			if (d->snapshot[v]) {
+				e[i].delta[v] = e[i].out[v] = e[i].total[v];
+				continue;
+			}
+			e[i].delta[v] = (e[i].total[v] - (o ? o->total[v] : 0)) / share;
+			e[i].out[v] = e[i].total[v] / run_share;
+		}
 	}
+}
+
+/* Whether value v is unknown: a state whose events were not all seen. */
+static bool value_lost(const struct prof *p, int v)
+{
+	return p->dutied && p->duty.snapshot_lost && p->src.desc->snapshot[v];
 }
 
 static void read_drops(struct prof *p, __u64 *now)
@@ -448,6 +475,12 @@ static const char *fmt_value(const struct pprof_type *t, double v, char *buf, si
 	return buf;
 }
 
+/* Value v of profile p, or "-" where it is unknown. */
+static const char *fmt_of(const struct prof *p, int v, double x, char *buf, size_t size)
+{
+	return value_lost(p, v) ? "-" : fmt_value(&p->src.desc->types[v], x, buf, size);
+}
+
 static void print_drops(FILE *out, const __u64 *d)
 {
 	if (d[PDROP_USTACK] || d[PDROP_KSTACK] || d[PDROP_COUNTS_FULL] || d[PDROP_STATE])
@@ -460,6 +493,27 @@ static void print_drops(FILE *out, const __u64 *d)
 			(unsigned long long)d[PDROP_NO_WAKER]);
 }
 
+/* The probes' cost, at their cost per event measured at start. */
+static double cost_ns(const struct prof *p, const __u64 *d)
+{
+	return d[PDROP_SEEN] * p->src.event_cost_ns + d[PDROP_FREED] * p->src.free_cost_ns;
+}
+
+static void print_cost(const struct prof *p, FILE *out, const __u64 *d)
+{
+	if (!p->src.event_cost_ns)
+		return;
+	fprintf(out, "probe cost (estimate): ~%.1f ms added to the target, %llu %s at ~%.2f us each", cost_ns(p, d) / 1e6,
+		(unsigned long long)d[PDROP_SEEN], p->src.desc->what, p->src.event_cost_ns / 1e3);
+	if (p->src.free_cost_ns)
+		fprintf(out, ", %llu frees at ~%.2f us", (unsigned long long)d[PDROP_FREED], p->src.free_cost_ns / 1e3);
+	fprintf(out, " (measured at start on fnprof's own %s)", p->src.free_cost_ns ? "allocator" : "events");
+	if (p->dutied)
+		fprintf(out, "; ~%.1f%% of its own work over the run, budget %g%% (--max-overhead)", p->duty.cost_pct,
+			p->duty.budget_pct);
+	fputc('\n', out);
+}
+
 static void print_header(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
 			 const __u64 *d, bool final)
 {
@@ -470,16 +524,28 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
 		final ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
 		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, fmt_value(r, t->sum[desc->rank], a, sizeof(a)),
-		s->type, fmt_value(s, t->sum[desc->second], b, sizeof(b)));
+		s->type, fmt_of(p, desc->second, t->sum[desc->second], b, sizeof(b)));
 	if (desc->label_key)
 		fprintf(out, " (%s %s, %s %s)", desc->labels[0], fmt_value(r, t->by_label[0][desc->rank], b, sizeof(b)),
 			desc->labels[1], fmt_value(r, t->by_label[1][desc->rank], c, sizeof(c)));
 	fputc('\n', out);
-	if (p->src.event_cost_ns)
-		fprintf(out, "probe cost (estimate): ~%.1f ms added to the target, %llu %s at ~%.2f us each "
-			     "(measured at start on fnprof's own %s)\n", d[PDROP_SEEN] * p->src.event_cost_ns / 1e6,
-			(unsigned long long)d[PDROP_SEEN], desc->what, p->src.event_cost_ns / 1e3,
-			desc->kind == PROF_HEAP ? "allocations, with their frees" : "events");
+	print_cost(p, out, d);
+	if (!p->dutied)
+		return;
+	if (p->duty.work_unknown)
+		fprintf(out, "~ the target's own work could not be told from the probes' cost (it did little but "
+			     "allocate): counts and sizes are those seen, a lower bound (--max-overhead %g)\n",
+			p->duty.budget_pct);
+	else
+		fprintf(out, "~ estimated: the probes saw %.1f%% of the target's work (--max-overhead %g, %u bursts); "
+			     "counts and sizes extrapolated\n", 100 * p->duty.share, p->duty.budget_pct, p->duty.bursts);
+	if (p->duty.snapshot_lost)
+		fprintf(out, "in use: unknown (%s)\n", p->duty.snapshot_lost);
+	else if (desc->kind == PROF_HEAP)
+		fprintf(out, "in use: a lower bound (only blocks allocated during the bursts are tracked)\n");
+	if (final && p->duty.cost_pct > p->duty.budget_pct)
+		fprintf(out, "warning: the probes slowed the target by ~%.1f%%, over the budget: a burst and its "
+			     "detach cost more than a run this short allows\n", p->duty.cost_pct);
 }
 
 /* A thread's name now, or "exited" (the report at the end may come after its threads are gone). */
@@ -527,20 +593,53 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 			continue;
 		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %12s %12s\n", f->func, base_name(f->object),
 			f->self[rk] * pct, f->total[rk] * pct, fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)),
-			fmt_value(&desc->types[sc], f->total[sc], b, sizeof(b)));
+			fmt_of(p, sc, f->total[sc], b, sizeof(b)));
 	}
 	print_drops(out, d);
 	fflush(out);
 }
 
-static void json_values(struct json *j, const char *key, const struct prof_desc *d, const double *v)
+static void json_values(struct json *j, const char *key, const struct prof *p, const double *v)
 {
+	const struct prof_desc *d = p->src.desc;
 	int i;
 
 	json_obj_begin(j, key);
-	for (i = 0; i < d->nr_values; i++)
-		json_f64(j, d->types[i].type, v[i]);
+	for (i = 0; i < d->nr_values; i++) {
+		if (value_lost(p, i))
+			json_null(j, d->types[i].type);
+		else
+			json_f64(j, d->types[i].type, v[i]);
+	}
 	json_obj_end(j);
+}
+
+/* --max-overhead: what the probes saw and cost; null without it. */
+static void json_duty(struct json *j, const struct prof *p)
+{
+	json_bool(j, "estimated", p->dutied);
+	if (!p->dutied) {
+		json_null(j, "overhead");
+		return;
+	}
+	if (p->duty.work_unknown)
+		json_null(j, "attached_fraction");
+	else
+		json_f64(j, "attached_fraction", p->duty.share);
+	json_obj_begin(j, "overhead");
+	json_f64(j, "budget_pct", p->duty.budget_pct);
+	json_f64(j, "pct_of_work", p->duty.cost_pct);
+	if (p->duty.work_unknown)
+		json_null(j, "run_fraction");
+	else
+		json_f64(j, "run_fraction", p->duty.run_share);
+	json_u64(j, "bursts", p->duty.bursts);
+	json_bool(j, "over_budget", p->duty.cost_pct > p->duty.budget_pct);
+	json_obj_end(j);
+	if (p->src.desc->kind == PROF_HEAP)
+		json_str(j, "inuse_view", p->duty.snapshot_lost ? "unknown" : "lower_bound");
+	if (p->duty.snapshot_lost)
+		json_str(j, "unknown_why", p->duty.snapshot_lost);
 }
 
 static void json_drops(struct json *j, const __u64 *d)
@@ -566,19 +665,24 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
+	if (desc->kind == PROF_HEAP)
+		json_u64(&j, "frees", d[PDROP_FREED]);
 	if (p->src.event_cost_ns) {
 		json_obj_begin(&j, "probe_cost");
 		json_f64(&j, "per_event_ns", p->src.event_cost_ns);
-		json_f64(&j, "estimate_ns", d[PDROP_SEEN] * p->src.event_cost_ns);
+		if (p->src.free_cost_ns)
+			json_f64(&j, "per_free_ns", p->src.free_cost_ns);
+		json_f64(&j, "estimate_ns", cost_ns(p, d));
 		json_obj_end(&j);
 	} else {
 		json_null(&j, "probe_cost");
 	}
-	json_values(&j, "totals", desc, t->sum);
+	json_duty(&j, p);
+	json_values(&j, "totals", p, t->sum);
 	if (desc->label_key) {
 		json_obj_begin(&j, desc->label_key);
-		json_values(&j, desc->labels[0], desc, t->by_label[0]);
-		json_values(&j, desc->labels[1], desc, t->by_label[1]);
+		json_values(&j, desc->labels[0], p, t->by_label[0]);
+		json_values(&j, desc->labels[1], p, t->by_label[1]);
 		json_obj_end(&j);
 	}
 	json_arr_begin(&j, "functions");
@@ -590,8 +694,8 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 		json_str(&j, "object", f->object);
 		if (ps->c.per_thread)
 			json_u64(&j, "tid", f->tid);
-		json_values(&j, "self", desc, f->self);
-		json_values(&j, "total", desc, f->total);
+		json_values(&j, "self", p, f->self);
+		json_values(&j, "total", p, f->total);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -609,6 +713,7 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 
 	e = add_live(p, read_counts(p, &nr), &nr);
 	read_drops(p, drops);
+	p->dutied = p->src.duty && p->src.duty(&p->src, &p->duty);
 	for (k = 0; k < PDROP_NR; k++)
 		d[k] = drops[k] - p->drops_prev[k];
 	compute_deltas(p, e, nr);
@@ -649,9 +754,18 @@ static const char *frame_name(const struct frame_info *f, char *buf, size_t size
 	return buf;
 }
 
+/* The values the pprof file has: all, or those before the unknown states (which come last). */
+static int known_values(const struct prof *p)
+{
+	int v;
+
+	for (v = 0; v < p->src.desc->nr_values && !value_lost(p, v); v++)
+		;
+	return v;
+}
+
 static int pprof_entry(struct profiles *ps, struct prof *p, struct pprof *pp, const struct entry *e)
 {
-	const struct prof_desc *d = p->src.desc;
 	const struct frame_info *fr[MAX_FRAMES];
 	__u64 ips[MAX_FRAMES], locs[MAX_FRAMES], v[PROF_NR_VALUES];
 	char name[PATH_MAX + 2];
@@ -661,15 +775,16 @@ static int pprof_entry(struct profiles *ps, struct prof *p, struct pprof *pp, co
 	for (i = 0; i < n; i++)
 		locs[i] = pprof_location(pp, ips[i], frame_name(fr[i], name, sizeof(name)), fr[i]->object,
 					 fr[i]->map_start, fr[i]->map_limit, fr[i]->map_pgoff);
-	for (i = 0; i < d->nr_values; i++)
-		v[i] = (__u64)llround(e->total[i]);
-	return pprof_sample_values(pp, locs, n, v, d->label_key, d->label_key ? d->labels[e->key.label & 1] : NULL);
+	for (i = 0; i < known_values(p); i++)
+		v[i] = (__u64)llround(e->out[i]);
+	return pprof_sample_values(pp, locs, n, v, p->src.desc->label_key,
+				   p->src.desc->label_key ? p->src.desc->labels[e->key.label & 1] : NULL);
 }
 
 static int write_pprof(struct profiles *ps, struct prof *p, const char *path)
 {
 	const struct prof_desc *d = p->src.desc;
-	struct pprof *pp = pprof_new_types(d->types, d->nr_values, d->period_type, p->src.period,
+	struct pprof *pp = pprof_new_types(d->types, known_values(p), d->period_type, p->src.period,
 					   (__u64)(p->run_s * 1e9));
 	unsigned char *data = NULL;
 	struct frame_info exe;

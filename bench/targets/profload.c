@@ -5,6 +5,8 @@
  *   profload alloc N    malloc(64) + free, N times (every call hits the heap probes)
  *   profload switch N   two threads on one CPU ping-pong over a pipe N times (2 context switches each)
  *   profload mutex N    4 threads take one mutex N times in all, holding it ~20 us (futex waits)
+ *   profload alloc2 N   malloc(64) + free and ~2 us of work, N times (for --max-overhead)
+ *   profload alloc50 N  the same with ~50 us of work
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -35,6 +37,22 @@ static void alloc_loop(void)
 
 		__asm__ volatile("" : : "r"(p) : "memory");
 		free(p);
+	}
+}
+
+/* malloc+free and us microseconds of spinning on the clock, n times. */
+static void alloc_work_loop(long us)
+{
+	unsigned long long end;
+	long i;
+
+	for (i = 0; i < n; i++) {
+		char *p = malloc(64);
+
+		__asm__ volatile("" : : "r"(p) : "memory");
+		free(p);
+		for (end = now_ns() + us * 1000; now_ns() < end;)
+			sink++;
 	}
 }
 
@@ -113,6 +131,10 @@ int main(int argc, char **argv)
 		switch_loop();
 	else if (!strcmp(argv[1], "mutex"))
 		mutex_loop();
+	else if (!strcmp(argv[1], "alloc2"))
+		alloc_work_loop(2);
+	else if (!strcmp(argv[1], "alloc50"))
+		alloc_work_loop(50);
 	else
 		return 2;
 	printf("result ns_per_op=%.1f\n", (double)(now_ns() - t0) / n);

@@ -9,8 +9,18 @@
  * them. With "thread", all that is done by a thread started 0.5 s after
  * "ready" (time for fnprof to attach with -p).
  * Prints "ready" first, then "truth heap big=B small=S live=L calls=N".
+ *
+ * heap rate SECONDS SPIN_US: the cost of the heap profile's probes, for
+ * --max-overhead. Blocks of round_trip() and SPIN_US of work alternate with
+ * blocks of the same work alone, each timed in thread CPU time: their ratio
+ * before any probe (1 s, then "ready") and after malloc's first byte has
+ * become a breakpoint (then keep_live(), and SECONDS of blocks) gives the
+ * slowdown. Prints "truth heap_rate slowdown=F big=B small=S live=L
+ * probed=P blocks=N": B and S allocated after the breakpoint, P the share of
+ * blocks that ran with malloc's breakpoint in.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +106,98 @@ NOINLINE void other_paths(void)
 
 static double mib;
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void spin_us(double us)
+{
+	double end = cpu_s() + us / 1e6;
+
+	while (cpu_s() < end)
+		;
+}
+
+/* The CPU time of blocks with allocations (a) and without (b), alternating, for seconds. */
+struct blocks {
+	double a, b;
+	unsigned long n, probed;
+};
+
+static void run_blocks(struct blocks *r, double seconds, double spin, const volatile unsigned char *entry,
+		       unsigned char orig)
+{
+	double end = mono_s() + seconds, t;
+
+	while (mono_s() < end) {
+		bool in = *entry != orig;
+
+		t = cpu_s();
+		round_trip();
+		spin_us(spin);
+		r->a += cpu_s() - t;
+		t = cpu_s();
+		spin_us(spin);
+		r->b += cpu_s() - t;
+		r->n++;
+		r->probed += in && *entry != orig;
+	}
+}
+
+#define FREE_BYTES 8
+
+static bool changed(const volatile unsigned char *code, const unsigned char *orig)
+{
+	int i;
+
+	for (i = 0; i < FREE_BYTES; i++)
+		if (code[i] != orig[i])
+			return true;
+	return false;
+}
+
+static int rate_mode(double seconds, double spin)
+{
+	/* malloc's first byte: a uprobe makes it a breakpoint in this process's view of libc. */
+	const volatile unsigned char *entry = (const volatile unsigned char *)(void *)malloc;
+	const volatile unsigned char *free_code = (const volatile unsigned char *)(void *)free;
+	unsigned char orig = *entry, free_orig[FREE_BYTES];
+	struct blocks ref = {}, run = {};
+	double deadline, r0;
+	int i;
+
+	for (i = 0; i < FREE_BYTES; i++)
+		free_orig[i] = free_code[i];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	run_blocks(&ref, 1, spin, entry, orig);
+	printf("ready\n");
+	/* free's probes go in after the allocations': once one of its first bytes changes, all are in. */
+	for (deadline = mono_s() + 30; (*entry == orig || !changed(free_code, free_orig)) && mono_s() < deadline;)
+		spin_us(100);
+	big_bytes = small_bytes = 0;
+	keep_live();
+	run_blocks(&run, seconds, spin, entry, orig);
+	r0 = ref.a / ref.b;
+	printf("truth heap_rate slowdown=%.5f big=%llu small=%llu live=%d probed=%.4f blocks=%lu r0=%.4f r1=%.4f\n",
+	       (run.a + run.b) / (r0 * run.b + run.b) - 1, big_bytes, small_bytes, KEEP_BLOCK * KEEP_NR,
+	       run.n ? (double)run.probed / run.n : 0, run.n, r0, run.a / run.b);
+	for (i = 0; i < KEEP_NR; i++)
+		free(kept[i]);
+	return 0;
+}
+
 static void *work(void *arg)
 {
 	unsigned long long rounds = mib * (1 << 20) / (16 << 10), i;
@@ -117,6 +219,8 @@ int main(int argc, char **argv)
 	pthread_t t;
 	int i;
 
+	if (argc > 3 && !strcmp(argv[1], "rate"))
+		return rate_mode(atof(argv[2]), atof(argv[3]));
 	mib = argc > 1 ? atof(argv[1]) : 64;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready\n");
