@@ -110,8 +110,9 @@ static void start_burst(struct duty *d, double now)
 	if (!err)
 		err = d->c.ops->attach(d->c.ctx, DUTY_MAIN);
 	if (err) {
-		/* The target is gone, or the kernel refuses: stay out, and say so once. */
-		log_err("--max-overhead: cannot attach the probes again (%s): no more bursts", strerror(-err));
+		/* The kernel refuses (or the target is gone: nothing to say): stay out, and say so once. */
+		if (proc_alive(d->c.pid))
+			log_err("--max-overhead: cannot attach the probes again (%s): no more bursts", strerror(-err));
 		d->broken = true;
 		return;
 	}

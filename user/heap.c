@@ -380,6 +380,9 @@ static int start_duty(struct heap *h, const struct prof_conf *c, pid_t pid, cons
 		dc.cost_ns[g] = cost[g];
 	}
 	h->budget_pct = c->max_overhead_pct;
+	/* From now on the duty thread reports an attach that fails (and keeps quiet when the target is gone). */
+	for (g = 0; g < DUTY_NR; g++)
+		h->links[g].quiet = true;
 	return duty_start(&dc, &h->duty);
 }
 
