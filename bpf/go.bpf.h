@@ -241,7 +241,7 @@ static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
 	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
 	if (!t->entry_ns || t->out_ns)
 		return;
-	if (in_entry_probe_of(prev, t->ip, t->entry_ns, now))
+	if (in_entry_probe_of(prev, t->ip, ARCH_FIRST_INSN_SPAN, t->entry_ns, now))
 		t->out_ns = now;
 	else
 		t->entry_ns = 0;

@@ -824,7 +824,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		parent = NULL;
 	/* Time switched out before the function's first instruction ran is the entry probes'. */
 	off = ts->probe_off_cum - f->probe_off0;
-	c.wall = now - f->start_ns;
+	/* A paired call's start may lie ahead (fn_mid): a reading under 0 is taken as 0. */
+	c.wall = now > f->start_ns ? now - f->start_ns : 0;
 	c.wall -= off < c.wall ? off : c.wall;
 	c.runq = ts->runq_cum - f->runq0;
 	c.blocked = ts->blocked_cum - f->blocked0;
@@ -867,6 +868,38 @@ int BPF_KRETPROBE(fn_exit)
 	return fn_return(ctx, false);
 }
 
+/*
+ * SITE_PAIR: the twin of a single-stepped entry, on the next instruction,
+ * itself single-stepped. From the entry's timestamp to this one is one
+ * step (A, with the entry's return path and this probe's trap); from here
+ * to the return, another step and the function (B). The step's cost moves
+ * by microseconds from one moment to the next here, but two steps of one
+ * call, microseconds apart, cost the same: B - A is the function and a
+ * constant the calibration measures. The frame's start is moved so that
+ * the return reads B - A + PAIR_OFFSET_NS, without the time switched out
+ * inside either probe (off_A now, the rest at the return).
+ */
+SEC("uprobe")
+int BPF_KPROBE(fn_mid)
+{
+	__u64 now = bpf_ktime_get_ns(), a, off;
+	__u32 id = bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_ID_MASK;
+	struct thread_state *ts = probe_thread(ctx, false);
+	struct fn_frame *f;
+
+	if (!ts || !ts->depth || ts->gen != generation)
+		return 0;
+	f = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	if (f->id != id || f->flags & FRAME_PAIRED || now < f->start_ns)
+		return 0;
+	f->flags |= FRAME_PAIRED;
+	off = ts->probe_off_cum - f->probe_off0;
+	a = now - f->start_ns;
+	/* return - start' - (off_A + off_B) = (B - off_B) - (A - off_A) + PAIR_OFFSET_NS */
+	f->start_ns = now + a - 2 * off - PAIR_OFFSET_NS;
+	return 0;
+}
+
 /* --exit=ret: a uprobe on each ret instruction of the function. */
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_ret)
@@ -892,26 +925,30 @@ int BPF_KPROBE(fn_exit_ret)
  * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
  * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 start_ns, __u64 now)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __u64 start_ns,
+					      __u64 now)
 {
 	struct pt_regs *regs;
 	__u64 ip, xol;
 
-	if (now - start_ns > PROBE_WINDOW_NS)
+	/* Signed: a paired call's start may lie ahead (fn_mid). */
+	if ((__s64)(now - start_ns) > PROBE_WINDOW_NS)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
 		return false;
 	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - fn_ip < ARCH_FIRST_INSN_SPAN || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+	return ip - fn_ip < span || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
 }
 
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 
-	return in_entry_probe_of(prev, top->ip, top->start_ns, now);
+	/* A paired call has two probes' return paths: its first two instructions' bytes. */
+	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
+				 ARCH_FIRST_INSN_SPAN, top->start_ns, now);
 }
 
 /*

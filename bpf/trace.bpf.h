@@ -48,6 +48,15 @@ struct fn_frame {
  * that finds this frame still on top knows it is dead.
  */
 #define FRAME_TAIL_DONE 2U
+/* Its entry's twin probe (fn_mid) has timed the first step: start_ns is moved (see fn_mid). */
+#define FRAME_PAIRED 4U
+/*
+ * What a paired call's reading carries besides the function: the twin
+ * probes' difference is around -0.5 us here (the uretprobe's set-up is in
+ * the first interval only), and a stall in the first interval makes it more
+ * negative still; the calibration's stepped-pair case measures the sum.
+ */
+#define PAIR_OFFSET_NS 6000
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {

@@ -45,13 +45,24 @@ int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
  * Bytes at the start of a function that its entry probe may skip, so that
  * the probe lands on an instruction the kernel emulates or optimizes
  * instead of one it must single-step (~10 us here): an endbr64 (a hint nop,
- * as every function of a -fcf-protection build starts; it cannot fault and
- * changes nothing the timing or the return address needs) followed by a
- * push or a 5-byte nop, when no branch of the function goes to the
- * instruction after it. code: the whole function, len bytes, at vaddr. 0
- * when none (or the code does not decode cleanly).
+ * as every function of a -fcf-protection build starts), and then at most one
+ * instruction that works on registers only and leaves the stack pointer
+ * alone (`mov %rdi,%rbx`: it cannot fault, and the return address stays at
+ * [sp] for the uretprobe), when a push or a 5-byte nop follows and no branch
+ * of the function goes there. code: the whole function, len bytes, at
+ * vaddr. 0 when none (or the code does not decode cleanly).
  */
 size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr);
+/*
+ * Where a single-stepped entry's twin goes (SITE_PAIR): the instruction
+ * after the one at site (the entry probe's place), when the site's goes on
+ * to it, the kernel single-steps it too, and no branch of the function goes
+ * there. Its probe times the first step of every call, in the target, at
+ * that moment: the call's second step is taken to cost the same. Offset
+ * from the function's start, or 0; *on_ret: the twin is on a ret (whose
+ * step costs otherwise: SITE_PAIR_RET).
+ */
+size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site, bool *on_ret);
 
 /*
  * fnprof's own empty functions for the calibration, written in assembly so
@@ -63,6 +74,8 @@ size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr);
  */
 void fnprof_calib_emulated(void);
 void fnprof_calib_stepped(void);
+void fnprof_calib_pair(void);
+void fnprof_calib_pair_ret(void);
 void fnprof_calib_nop5(void);
 void fnprof_calib_ret(void);
 void fnprof_calib_entry_only(void);

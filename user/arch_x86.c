@@ -25,33 +25,161 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return SITE_STEPPED;
 }
 
+/* The function's code decoded whole, or NULL (then nothing about it can be trusted). */
+static cs_insn *decode_all(csh *h, const unsigned char *code, size_t len, __u64 vaddr, size_t *n)
+{
+	cs_insn *in = NULL;
+	size_t i, used = 0;
+
+	*n = 0;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, h) != CS_ERR_OK)
+		return NULL;
+	cs_option(*h, CS_OPT_DETAIL, CS_OPT_ON);
+	*n = cs_disasm(*h, code, len, vaddr, 0, &in);
+	for (i = 0; i < *n; i++)
+		used += in[i].size;
+	if (used == len && *n)
+		return in;
+	cs_free(in, *n);
+	cs_close(h);
+	*n = 0;
+	return NULL;
+}
+
+static void decode_free(csh *h, cs_insn *in, size_t n)
+{
+	cs_free(in, n);
+	cs_close(h);
+}
+
+/* Whether a jump or call of the function goes to addr: a probe there would fire mid-function. */
+static bool branch_to(csh h, const cs_insn *in, size_t n, __u64 addr)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const cs_x86 *x = &in[i].detail->x86;
+
+		if ((cs_insn_group(h, &in[i], CS_GRP_JUMP) || cs_insn_group(h, &in[i], CS_GRP_CALL)) &&
+		    x->op_count == 1 && x->operands[0].type == X86_OP_IMM && (__u64)x->operands[0].imm == addr)
+			return true;
+	}
+	return false;
+}
+
+/* Not a change of control: execution goes on at the next instruction. */
+static bool straight(csh h, const cs_insn *in)
+{
+	static const int groups[] = { CS_GRP_JUMP, CS_GRP_CALL, CS_GRP_RET, CS_GRP_INT, CS_GRP_IRET,
+				      CS_GRP_PRIVILEGE, CS_GRP_BRANCH_RELATIVE };
+	size_t i;
+
+	for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (cs_insn_group(h, in, groups[i]))
+			return false;
+	return in->id != X86_INS_SYSCALL && in->id != X86_INS_SYSENTER && in->id != X86_INS_UD2 &&
+	       in->id != X86_INS_HLT;
+}
+
+/*
+ * An instruction the entry probe may run before it: straight, registers only
+ * (lea computes an address without reading it), so it cannot fault, and it
+ * leaves the stack pointer as it was, so that the return address is still
+ * at [sp] where the uretprobe takes it.
+ */
+static bool skippable(csh h, const cs_insn *in)
+{
+	cs_regs rd, wr;
+	uint8_t nr, nw, i;
+	const cs_x86 *x = &in->detail->x86;
+
+	if (!straight(h, in) || in->id == X86_INS_DIV || in->id == X86_INS_IDIV ||
+	    cs_regs_access(h, in, rd, &nr, wr, &nw) != CS_ERR_OK)
+		return false;
+	for (i = 0; i < nw; i++)
+		if (wr[i] == X86_REG_RSP || wr[i] == X86_REG_ESP || wr[i] == X86_REG_SP)
+			return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && in->id != X86_INS_LEA)
+			return false;
+	return true;
+}
+
 size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr)
 {
 	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	const size_t skip = sizeof(endbr64);
-	cs_insn *in = NULL;
-	size_t n, i, used = 0;
-	bool ok = true;
+	size_t n, skip = 0, i = 0;
+	cs_insn *in;
 	csh h;
 
-	if (len <= skip || memcmp(code, endbr64, skip) || site_kind_of(code + skip, len - skip) == SITE_STEPPED)
+	in = decode_all(&h, code, len, vaddr, &n);
+	if (!in)
 		return 0;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-		return 0;
-	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-	n = cs_disasm(h, code, len, vaddr, 0, &in);
-	/* A jump or call to the probe's new place would fire it mid-function, as a call. */
-	for (i = 0; i < n && ok; i++) {
-		const cs_x86 *x = &in[i].detail->x86;
-
-		used += in[i].size;
-		if ((cs_insn_group(h, &in[i], CS_GRP_JUMP) || cs_insn_group(h, &in[i], CS_GRP_CALL)) &&
-		    x->op_count == 1 && x->operands[0].type == X86_OP_IMM && (__u64)x->operands[0].imm == vaddr + skip)
-			ok = false;
+	/* An endbr64 (a hint nop, as every function of a -fcf-protection build starts). */
+	if (len > sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)) && n > 1) {
+		skip = in[0].size;
+		i = 1;
 	}
-	cs_free(in, n);
-	cs_close(&h);
-	return ok && used == len ? skip : 0;
+	/* Then one plain instruction before a push or a 5-byte nop: `mov %rdi,%rbx; push %rbp`. */
+	if (i + 1 < n && site_kind_of(code + skip, len - skip) == SITE_STEPPED && skippable(h, &in[i]) &&
+	    site_kind_of(code + skip + in[i].size, len - skip - in[i].size) != SITE_STEPPED)
+		skip += in[i].size;
+	if (skip && (site_kind_of(code + skip, len - skip) == SITE_STEPPED || branch_to(h, in, n, vaddr + skip)))
+		skip = 0;
+	decode_free(&h, in, n);
+	return skip;
+}
+
+/*
+ * A twin's instruction: one of the common ones every kernel that has
+ * uprobes steps out of line (no VEX encoding, no system call, nothing the
+ * kernel might refuse and so fail the whole attach).
+ */
+static bool twin_ok(csh h, const cs_insn *in)
+{
+	static const unsigned int ids[] = {
+		X86_INS_MOV, X86_INS_MOVABS, X86_INS_MOVZX, X86_INS_MOVSX, X86_INS_MOVSXD, X86_INS_LEA,
+		X86_INS_ADD, X86_INS_SUB, X86_INS_AND, X86_INS_OR, X86_INS_XOR, X86_INS_CMP, X86_INS_TEST,
+		X86_INS_INC, X86_INS_DEC, X86_INS_NEG, X86_INS_NOT, X86_INS_SHL, X86_INS_SHR, X86_INS_SAR,
+		X86_INS_IMUL, X86_INS_MOVAPS, X86_INS_MOVUPS, X86_INS_MOVDQA, X86_INS_MOVDQU, X86_INS_MOVQ,
+		X86_INS_MOVD, X86_INS_PXOR, X86_INS_XORPS,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (in->id == ids[i])
+			return straight(h, in) && !(in->detail->x86.prefix[0] == X86_PREFIX_LOCK);
+	return false;
+}
+
+size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site, bool *on_ret)
+{
+	size_t n, i, off = 0, at = 0;
+	cs_insn *in;
+	csh h;
+
+	if (site >= len || site_kind_of(code + site, len - site) != SITE_STEPPED)
+		return 0;
+	in = decode_all(&h, code, len, vaddr, &n);
+	if (!in)
+		return 0;
+	for (i = 0; i < n && off < site; i++)
+		off += in[i].size;
+	/*
+	 * The site's instruction goes on to the next, a plain one the kernel
+	 * single-steps too (twin_ok: a twin on a syscall, stepped out of line,
+	 * crashed the target here), and no branch goes there.
+	 */
+	*on_ret = false;
+	if (off == site && i + 1 < n && straight(h, &in[i]) &&
+	    (twin_ok(h, &in[i + 1]) || (in[i + 1].id == X86_INS_RET && in[i + 1].size == 1))) {
+		*on_ret = in[i + 1].id == X86_INS_RET;
+		at = site + in[i].size;
+		if (site_kind_of(code + at, len - at) != SITE_STEPPED || branch_to(h, in, n, vaddr + at))
+			at = 0;
+	}
+	decode_free(&h, in, n);
+	return at;
 }
 
 #define CALIB_FN(name, body) \
@@ -61,6 +189,8 @@ size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr)
 __asm__(".text\n"
 	CALIB_FN(fnprof_calib_emulated, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_stepped, "\tlea 0x1(%rdi),%rax\n\tret\n")
+	CALIB_FN(fnprof_calib_pair, "\tlea 0x1(%rdi),%rax\n\tlea 0x2(%rdi),%rax\n\tret\n")
+	CALIB_FN(fnprof_calib_pair_ret, "\tlea 0x3(%rdi),%rax\n\tret\n")
 	CALIB_FN(fnprof_calib_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));

@@ -27,6 +27,8 @@ static const struct {
 	[CAL_EMULATED] = { fnprof_calib_emulated, SITE_EMULATED, EXIT_URETPROBE, "emulated" },
 	[CAL_STEPPED] = { fnprof_calib_stepped, SITE_STEPPED, EXIT_URETPROBE, "single-stepped" },
 	[CAL_NOP5] = { fnprof_calib_nop5, SITE_NOP5, EXIT_URETPROBE, "nop5" },
+	[CAL_PAIR] = { fnprof_calib_pair, SITE_PAIR, EXIT_URETPROBE, "stepped-pair" },
+	[CAL_PAIR_RET] = { fnprof_calib_pair_ret, SITE_PAIR_RET, EXIT_URETPROBE, "stepped-pair-ret" },
 	[CAL_RET] = { fnprof_calib_ret, SITE_EMULATED, EXIT_RET, "ret-exit" },
 	[CAL_ENTRY_ONLY] = { fnprof_calib_entry_only, SITE_EMULATED, EXIT_NONE, "entry-only" },
 };
@@ -43,7 +45,7 @@ static const struct {
 /* Calls of case k per calibration. */
 static unsigned int case_calls(int k)
 {
-	return k == CAL_STEPPED || k == CAL_RET ? CALIB_CALLS_STEPPED : CALIB_CALLS;
+	return k == CAL_STEPPED || site_paired(k) || k == CAL_RET ? CALIB_CALLS_STEPPED : CALIB_CALLS;
 }
 /*
  * Each case's calls are made in rounds, the cases in turn, so that they are
@@ -117,6 +119,9 @@ int calib_self_probes(struct probe probes[CAL_NR], __u32 first_id)
 			.main_exe = true, .offset = (uintptr_t)cases[k].fn - m->start + m->pgoff,
 			.id = first_id + k, .kind = cases[k].kind, .exit = cases[k].exit,
 		};
+		/* The pair's twin: on the second instruction, after the 4-byte lea. */
+		if (site_paired(p->kind))
+			p->pair_off = 4;
 		if (p->exit == EXIT_RET) {
 			p->exits = malloc(sizeof(*p->exits));
 			p->nr_exits = p->exits ? 1 : 0;
@@ -330,7 +335,17 @@ static double bias_of(const double *v, const struct probe *p)
 
 double calib_bias(const struct calibration *c, const struct probe *p)
 {
-	return bias_of(c->mean_ns, p);
+	double b;
+
+	if (!site_paired(p->kind))
+		return bias_of(c->mean_ns, p);
+	/*
+	 * A paired reading's noise goes both ways (a stall in the first step
+	 * reads low, in the second high), where the trimmed mean cuts the high
+	 * side only: the median is its centre.
+	 */
+	b = c->bias_ns[p->kind] + exit_delta(c->mean_ns, p->exit);
+	return p->exit == EXIT_NONE || b < 0 ? 0 : b;
 }
 
 double calib_bias_median(const struct calibration *c, const struct probe *p)

@@ -20,6 +20,8 @@ enum calib_case {
 	CAL_EMULATED = SITE_EMULATED,
 	CAL_STEPPED = SITE_STEPPED,
 	CAL_NOP5 = SITE_NOP5,
+	CAL_PAIR = SITE_PAIR,
+	CAL_PAIR_RET = SITE_PAIR_RET,
 	CAL_RET,          /* emulated entry, exit probed on the ret instruction */
 	CAL_ENTRY_ONLY,   /* emulated entry, no exit probe */
 	CAL_NR,

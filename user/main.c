@@ -209,6 +209,8 @@ static struct resolve_conf resolve_conf_of(const struct run *r)
 		.funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs, .cmd = r->o->cmd, .exit_mode = r->o->exit_mode,
 		.counters = r->o->events != NULL, .followed = r->followed[0] ? r->followed : NULL,
 		.system_wide = r->o->system_wide,
+		/* The twin's reading is the function plus a constant, meaningless without the correction. */
+		.step_pair = !r->o->step_single && !r->o->raw,
 	};
 }
 

@@ -50,6 +50,8 @@ static const char usage_text[] =
 "      --exit=MODE        how returns are seen: auto (default), uretprobe, or ret (uprobes on\n"
 "                         the ret instructions: safe with C++ exceptions, Rust, Go)\n"
 "      --entry-only       count calls only (no return probes, no latency)\n"
+"      --stepped=MODE     single-stepped entries: pair (default: a twin probe on the next\n"
+"                         instruction times each call's step) or single (one probe, cheaper)\n"
 "      --max-overhead PCT keep the probes' cost under PCT% of the target's CPU time: attach\n"
 "                         them in bursts and extrapolate (figures marked as estimates)\n"
 "\n"
@@ -109,7 +111,7 @@ enum {
 	OPT_HIST = 256, OPT_JSON, OPT_LIST, OPT_SAMPLE, OPT_PPROF, OPT_FOLDED,
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
-	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG,
+	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG, OPT_STEPPED,
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +135,7 @@ static const struct option long_opts[] = {
 	{ "list-events", no_argument, NULL, OPT_LIST_EVENTS },
 	{ "calibrate", no_argument, NULL, OPT_CALIBRATE },
 	{ "raw", no_argument, NULL, OPT_RAW },
+	{ "stepped", required_argument, NULL, OPT_STEPPED },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{ "exit", required_argument, NULL, OPT_EXIT },
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
@@ -336,6 +339,11 @@ static int parse_one(int c, const char *arg, struct opts *o)
 			return usage_error("invalid --exit '%s' (auto, uretprobe or ret)", arg);
 		break;
 	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
+	case OPT_STEPPED:
+		if (strcmp(arg, "pair") && strcmp(arg, "single"))
+			return usage_error("invalid --stepped '%s' (pair or single)", arg);
+		o->step_single = !strcmp(arg, "single");
+		break;
 	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
 	case OPT_NO_DEBUGINFOD: o->no_debuginfod = true; break;
 	case OPT_CALL_GRAPH:

@@ -41,6 +41,7 @@ struct opts {
 	bool verbose;              /* -v */
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
+	bool step_single;          /* --stepped=single: no twin probes for single-stepped entries */
 	double max_overhead_pct;   /* --max-overhead: 0 = trace every call (with the heap profile too: half of it) */
 	double heap_overhead_pct;  /* the heap profile's share of --max-overhead; 0 = none */
 	enum exit_mode exit_mode;  /* --exit, --entry-only */

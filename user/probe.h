@@ -27,8 +27,17 @@ enum site_kind {
 	SITE_EMULATED,   /* push %reg: emulated in the trap, no single step */
 	SITE_STEPPED,    /* any other instruction: executed out of line, single-stepped */
 	SITE_NOP5,       /* 5-byte nop: optimized into a call on recent kernels */
+	SITE_PAIR,       /* single-stepped, and so is the next instruction: a second probe there
+			  * times each call's first step, and the call is read without its steps */
+	SITE_PAIR_RET,   /* the same, the next instruction being the function's ret */
 	SITE_NR,
 };
+
+/* Whether a site of kind k has a twin probe. */
+static inline bool site_paired(enum site_kind k)
+{
+	return k == SITE_PAIR || k == SITE_PAIR_RET;
+}
 
 /* Static names, "?" for values out of range. */
 const char *site_kind_name(enum site_kind k);
@@ -43,6 +52,8 @@ struct probe {
 	__u64 size;
 	__u64 offset;     /* file offset of the function's start */
 	__u32 entry_skip; /* bytes after offset where its entry probe and uretprobe go (arch_entry_skip) */
+	__u32 pair_off;   /* SITE_PAIR*: bytes after offset where the twin probe goes (arch_pair_offset) */
+	bool pair_ret;    /* the twin is on the function's ret (SITE_PAIR_RET) */
 	__u32 id;         /* index: the BPF attach cookie */
 	enum site_kind kind;
 	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */

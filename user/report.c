@@ -699,6 +699,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 		json_str(j, "cpu_unknown", g.cpu_unknown);
 	json_str(j, "site", site_kind_name(p->kind));
 	json_u64(j, "entry_skip_bytes", p->entry_skip);
+	json_u64(j, "pair_offset_bytes", p->pair_off);
 	json_str(j, "exit", exit_mode_name(p->exit));
 	json_f64(j, "bias_ns", g.bias_ns);
 	json_obj_begin(j, "bias_range_ns");

@@ -450,7 +450,31 @@ static void place_entry(struct probe *p)
 		log_debug("%s: entry probe %u bytes in, past its endbr64", p->name, p->entry_skip);
 	p->kind = code && n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
 		  site_kind_of(code, 0);
+	/* A twin for a single-stepped entry, if the function allows one (used or not: pair_entry). */
+	p->pair_off = n == (ssize_t)p->size && p->size == len ?
+		      arch_pair_offset(code, len, p->addr, p->entry_skip, &p->pair_ret) : 0;
 	free(code);
+}
+
+/*
+ * A single-stepped entry with a twin probe (SITE_PAIR), read without its
+ * steps: where a return is timed (not --entry-only), not for Go functions
+ * (their calls are kept per goroutine, by other programs).
+ */
+static void pair_entry(struct resolver *r, struct probe *p)
+{
+	int i;
+
+	/* A twin on a ret that is an exit probe's place too: the two programs' order is the kernel's. */
+	for (i = 0; p->pair_ret && p->exit == EXIT_RET && i < p->nr_exits; i++)
+		if (p->exits[i] == p->offset + p->pair_off)
+			p->pair_off = 0;
+	if (!r->o->step_pair || p->kind != SITE_STEPPED || !p->pair_off || p->go || p->exit == EXIT_NONE) {
+		p->pair_off = 0;
+		return;
+	}
+	p->kind = p->pair_ret ? SITE_PAIR_RET : SITE_PAIR;
+	log_debug("%s: single-stepped entry, timed by a twin probe %u bytes in", p->name, p->pair_off);
 }
 
 /* The cold part gcc split off function s (NAME.cold, NAME.cold.N), or NULL. */
@@ -599,6 +623,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	place_entry(p);
 	pl->nr++;
 	choose_exit(r, p, s, st);
+	pair_entry(r, p);
 	return 0;
 }
 

@@ -18,6 +18,7 @@ struct resolve_conf {
 	enum exit_mode exit_mode;  /* --exit, --entry-only: EXIT_AUTO chooses per function */
 	bool system_wide;          /* no process: the objects as the host sees them (pid is 0) */
 	bool counters;             /* -e: per-thread counts, which Go functions cannot have */
+	bool step_pair;            /* single-stepped entries paired with a twin probe where they can be */
 	const char *followed;      /* a script followed through exec: /proc/PID/exe of the child, stopped
 				    * right after it exec'd the program to trace (its main executable), or NULL */
 };

@@ -168,6 +168,20 @@ static bool probes_at_ret(const struct tracer *t)
 	return false;
 }
 
+/* Whether a probe to attach has a paired entry (fn_mid). */
+static bool probes_paired(const struct tracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->pl->nr; i++)
+		if (site_paired(t->pl->probes[i].kind))
+			return true;
+	for (i = 0; i < t->nr_total - t->nr_probes; i++)
+		if (t->self_mask & 1U << i && site_paired(t->self[i].kind))
+			return true;
+	return false;
+}
+
 static bool traces_go(const struct probe_list *pl)
 {
 	size_t i;
@@ -214,6 +228,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	bpf_program__set_autoload(skel->progs.fn_mid, probes_paired(t));
+	uprobes_prepare(skel->progs.fn_mid, t->links.multi);
 	skel->rodata->go_calls = traces_go(t->pl);
 	/* The goroutine programs are verified only for Go functions. */
 	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
@@ -338,8 +354,9 @@ static __u32 entry_flags(const struct probe *p)
 
 /*
  * The probes of probes[0..nr) in process pid into one set: every exit first,
- * then every entry, so that a call entered while attaching has no frame
- * rather than one whose return is never seen. cookie: the process's
+ * then every twin of a paired entry, then every entry, so that a call
+ * entered while attaching has no frame rather than one whose return is
+ * never seen (or whose first step is not timed). cookie: the process's
  * statistics slot and flags, for every probe.
  */
 static int attach_functions(struct tracer *t, struct uprobe_set *set, const struct probe *probes, size_t nr,
@@ -350,7 +367,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	int err;
 
 	for (i = 0; i < nr; i++)
-		cap += 2 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
+		cap += 3 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
 	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
@@ -361,6 +378,11 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
 		sites[n++] = go_exit_site(t, pid);
+	/* The paired entries' twins before the entries: no call's entry is in without its twin. */
+	for (i = 0; i < nr; i++)
+		if (site_paired(probes[i].kind))
+			sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_mid, probes[i].offset + probes[i].pair_off,
+					     cookie | probes[i].id);
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
 				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));

@@ -161,6 +161,53 @@ static void entry_skips_endbr64(void)
 	CHECK(arch_entry_skip(f, 3, BASE) == 0);
 }
 
+static void entry_skips_a_plain_instruction_before_a_push(void)
+{
+	/* mov %rdi,%rbx; push %rbp; pop %rbp; ret: the probe goes on the push */
+	static const unsigned char mov_push[] = { 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xc3 };
+	/* endbr64; mov %rdi,%rbx; push %rbp; pop %rbp; ret */
+	static const unsigned char endbr_mov_push[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xc3 };
+	/* mov %rdi,%rsp would move the return address away from the uretprobe: stays */
+	static const unsigned char sets_rsp[] = { 0x48, 0x89, 0xfc, 0x55, 0x5d, 0xc3 };
+	/* mov (%rdi),%rax can fault: stays */
+	static const unsigned char loads[] = { 0x48, 0x8b, 0x07, 0x55, 0x5d, 0xc3 };
+	/* mov %rdi,%rbx; push %rbp; pop %rbp; jmp back to the push: it would fire as a call */
+	static const unsigned char loop[] = { 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xeb, 0xfc, 0xc3 };
+
+	CHECK(arch_entry_skip(mov_push, sizeof(mov_push), BASE) == 3);
+	CHECK(arch_entry_skip(endbr_mov_push, sizeof(endbr_mov_push), BASE) == 7);
+	CHECK(arch_entry_skip(sets_rsp, sizeof(sets_rsp), BASE) == 0);
+	CHECK(arch_entry_skip(loads, sizeof(loads), BASE) == 0);
+	CHECK(arch_entry_skip(loop, sizeof(loop), BASE) == 0);
+}
+
+static void pair_twin_on_a_second_stepped_instruction(void)
+{
+	/* movq $0,-8(%rsp); mov -8(%rsp),%rax; ret (bt's target_nop at -O2): the twin at 9 */
+	static const unsigned char nop[] = { 0x48, 0xc7, 0x44, 0x24, 0xf8, 0, 0, 0, 0, 0x48, 0x8b, 0x44, 0x24, 0xf8, 0xc3 };
+	/* mov $0x6e,%eax; syscall; ret (getppid): a twin on the syscall crashed the target */
+	static const unsigned char sys[] = { 0xb8, 0x6e, 0, 0, 0, 0x0f, 0x05, 0xc3 };
+	/* mov %rdi,%rax; push %rbx; ...: the second one is emulated, no twin */
+	static const unsigned char push2[] = { 0x48, 0x89, 0xf8, 0x53, 0x5b, 0xc3 };
+	/* test %edi,%edi; je +0 ...: a branch after the entry, no twin */
+	static const unsigned char branch[] = { 0x85, 0xff, 0x74, 0x00, 0xc3 };
+	/* mov %rdi,%rax; add $1,%rax; jmp back to the add: the twin would fire again */
+	static const unsigned char loop[] = { 0x48, 0x89, 0xf8, 0x48, 0x83, 0xc0, 0x01, 0xeb, 0xfa, 0xc3 };
+
+	/* lea 0x1(%rdi,%rdi,2),%rax; ret (work's tiny): the twin on the ret */
+	static const unsigned char lea_ret[] = { 0x48, 0x8d, 0x44, 0x3f, 0x01, 0xc3 };
+	bool on_ret = true;
+
+	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 0, &on_ret) == 9 && !on_ret);
+	CHECK(arch_pair_offset(lea_ret, sizeof(lea_ret), BASE, 0, &on_ret) == 5 && on_ret);
+	CHECK(arch_pair_offset(sys, sizeof(sys), BASE, 0, &on_ret) == 0);
+	CHECK(arch_pair_offset(push2, sizeof(push2), BASE, 0, &on_ret) == 0);
+	CHECK(arch_pair_offset(branch, sizeof(branch), BASE, 0, &on_ret) == 0);
+	CHECK(arch_pair_offset(loop, sizeof(loop), BASE, 0, &on_ret) == 0);
+	/* A site further in (past an endbr64, say): offsets from the function's start. */
+	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 9, &on_ret) == 14 && on_ret);
+}
+
 int main(void)
 {
 	RUN(jump_table_is_not_an_exit);
@@ -174,5 +221,7 @@ int main(void)
 	RUN(direct_jump_out_needs_entry_height);
 	RUN(garbage_is_refused);
 	RUN(entry_skips_endbr64);
+	RUN(entry_skips_a_plain_instruction_before_a_push);
+	RUN(pair_twin_on_a_second_stepped_instruction);
 	UNIT_EXIT();
 }
