@@ -7,6 +7,7 @@
  *
  * Usage: work MODE ARGS...
  *   spin US N          N calls of spin_us(US)
+ *   stepspin US N      N calls of spin_stepped(US): spin_us behind two single-stepped instructions
  *   sleep US N         N calls of sleep_us(US)
  *   count N            N calls of tiny(), prints their sum
  *   recurse DEPTH N    N calls of recurse(DEPTH)
@@ -115,6 +116,14 @@ NOINLINE void spin_us(unsigned int us)
 		;
 	record(&t_spin, w0, c0);
 }
+
+/*
+ * spin_us behind two instructions the kernel single-steps (mov, lea): a
+ * stepped-pair entry, its twin on the lea; it tail-calls spin_us.
+ */
+void spin_stepped(unsigned int us);
+__asm__(".text\n.globl spin_stepped\n.type spin_stepped,@function\nspin_stepped:\n"
+	"\tmov %edi,%eax\n\tlea 0(%rax),%edi\n\tjmp spin_us\n.size spin_stepped, .-spin_stepped\n");
 
 NOINLINE void sleep_us(unsigned int us)
 {
@@ -335,6 +344,9 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "spin")) {
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
 			spin_us(arg(argc, argv, 2));
+	} else if (!strcmp(mode, "stepspin")) {
+		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
+			spin_stepped(arg(argc, argv, 2));
 	} else if (!strcmp(mode, "sleep")) {
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
 			sleep_us(arg(argc, argv, 2));
