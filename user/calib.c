@@ -167,17 +167,23 @@ void calib_figures(struct calibration *c)
 	}
 }
 
-/* One round of case k: its median widens the case's range. */
-static void note_round(struct calibration *c, int k, const struct fn_stats *st)
+static void widen(double *lo, double *hi, double v)
+{
+	if (isnan(*lo) || v < *lo)
+		*lo = v;
+	if (isnan(*hi) || v > *hi)
+		*hi = v;
+}
+
+/* One round of case k: its median widens the case's range, and its cost per call the cost's. */
+static void note_round(struct calibration *c, int k, const struct fn_stats *st, double cost)
 {
 	double m = hist_percentile(st->hist, st->wall_min, st->wall_max, 50, 0);
 
+	widen(&c->cost_lo[k], &c->cost_hi[k], cost);
 	if (cases[k].exit == EXIT_NONE)
 		return;
-	if (isnan(c->round_lo[k]) || m < c->round_lo[k])
-		c->round_lo[k] = m;
-	if (isnan(c->round_hi[k]) || m > c->round_hi[k])
-		c->round_hi[k] = m;
+	widen(&c->round_lo[k], &c->round_hi[k], m);
 }
 
 /* One calibration's calls, pooled into c. */
@@ -185,6 +191,7 @@ static int calib_run(struct tracer *t, struct calibration *c)
 {
 	struct fn_stats *st = calloc(1, sizeof(*st));
 	int r, k, err = st ? 0 : -ENOMEM;
+	double per;
 
 	for (k = 0; k < CAL_NR && !err; k++)
 		if (c->cases & 1U << k)
@@ -198,14 +205,15 @@ static int calib_run(struct tracer *t, struct calibration *c)
 			 * measured, outside and inside the interval, is the probes' own time.
 			 */
 			err = tracer_calibration_stats(t, k, st);  /* clears what came before */
-			c->time_ns[k] += time_calls(cases[k].fn, case_calls(k) / CALIB_ROUNDS) * (case_calls(k) / CALIB_ROUNDS);
+			per = time_calls(cases[k].fn, case_calls(k) / CALIB_ROUNDS);
+			c->time_ns[k] += per * (case_calls(k) / CALIB_ROUNDS);
 			if (!err)
 				err = tracer_calibration_stats(t, k, st);
 			if (!err && st->calls < case_calls(k) / CALIB_ROUNDS)
 				err = -EIO;
 			if (!err) {
 				fn_stats_merge(&c->pooled[k], st);
-				note_round(c, k, st);
+				note_round(c, k, st, per);
 			}
 		}
 	}
@@ -226,7 +234,7 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 	memset(c, 0, sizeof(*c));
 	c->cases = mask & CALIB_ALL;
 	for (k = 0; k < CAL_NR; k++)
-		c->round_lo[k] = c->round_hi[k] = NAN;
+		c->round_lo[k] = c->round_hi[k] = c->cost_lo[k] = c->cost_hi[k] = NAN;
 	err = calib_run(t, c);
 	c->valid = !err;
 	for (k = 0; k < CAL_NR; k++) {
@@ -376,6 +384,17 @@ static double cost_of(const double *v, const struct probe *p)
 double calib_cost(const struct calibration *c, const struct probe *p)
 {
 	return cost_of(c->cost_ns, p);
+}
+
+void calib_cost_range(const struct calibration *c, const struct probe *p, double *lo, double *hi)
+{
+	*lo = *hi = calib_cost(c, p);
+	if (isnan(c->cost_lo[p->kind]) || (p->exit != EXIT_URETPROBE && isnan(c->cost_lo[p->exit == EXIT_RET ? CAL_RET :
+									 CAL_ENTRY_ONLY])))
+		return;
+	*lo = cost_of(c->cost_lo, p);
+	*hi = cost_of(c->cost_hi, p);
+	*hi = *hi < *lo ? *lo : *hi;
 }
 
 double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s)

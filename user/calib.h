@@ -51,6 +51,8 @@ struct calibration {
 	 * another). NaN before a round. The error bar of the bias.
 	 */
 	double round_lo[CAL_NR], round_hi[CAL_NR];
+	/* The same for the whole cost per call (one round's time over its calls). */
+	double cost_lo[CAL_NR], cost_hi[CAL_NR];
 };
 
 struct tracer;
@@ -111,6 +113,8 @@ double calib_bias_median(const struct calibration *c, const struct probe *p);
 void calib_bias_range(const struct calibration *c, const struct probe *p, double *lo, double *hi);
 /* The cost per call of its probes to the traced program. */
 double calib_cost(const struct calibration *c, const struct probe *p);
+/* The range that cost took over the calibrations' rounds: *lo, *hi (calib_cost's when not known). */
+void calib_cost_range(const struct calibration *c, const struct probe *p, double *lo, double *hi);
 /*
  * The same, bounded by what the traced calls s show: the probes cannot have
  * cost a call more than its whole measured interval (the function's own time

@@ -48,16 +48,21 @@ const char *report_drop_key(unsigned int i)
 
 void report_prepare(struct report *r)
 {
-	double calls = 0, cost = 0, bias = 0;
+	double calls = 0, cost = 0, bias = 0, l, h;
 	size_t i;
 
-	r->cost_avg = r->bias_avg = 0;
+	r->cost_avg = r->bias_avg = r->cost_lo = r->cost_hi = 0;
 	if (!r->cal)
 		return;
 	for (i = 0; i < r->pl->nr; i++) {
 		calls += r->stats[i].calls;
 		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
 		bias += r->stats[i].calls * calib_bias(r->cal, &r->pl->probes[i]);
+		if (!r->stats[i].calls)
+			continue;
+		calib_cost_range(r->cal, &r->pl->probes[i], &l, &h);
+		r->cost_lo = !r->cost_lo || l < r->cost_lo ? l : r->cost_lo;
+		r->cost_hi = h > r->cost_hi ? h : r->cost_hi;
 	}
 	if (calls) {
 		r->cost_avg = cost / calls;
@@ -99,7 +104,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
-	fig->bias_lo = fig->bias_hi = NAN;
+	fig->bias_lo = fig->bias_hi = fig->avg_lo = fig->avg_hi = NAN;
 	if (r->cal)
 		calib_bias_range(r->cal, p, &fig->bias_lo, &fig->bias_hi);
 	fig->calls = s->calls * est;
@@ -117,6 +122,13 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	oncpu = sub0(s->wall_sum - fig->offcpu_total, inside);
 	fig->oncpu_total = oncpu;
 	fig->wall_avg = sub0(s->wall_sum, inside) / n;
+	if (!isnan(fig->bias_lo)) {
+		/* The raw average less the descendants' probes at their dearest, and its own bias at its highest. */
+		fig->avg_lo = sub0((double)s->wall_sum / n, fig->bias_hi + s->desc_calls * r->cost_hi / n);
+		fig->avg_hi = sub0((double)s->wall_sum / n, fig->bias_lo + s->desc_calls * r->cost_lo / n);
+		fig->avg_lo = fig->avg_lo < fig->wall_avg ? fig->avg_lo : fig->wall_avg;
+		fig->avg_hi = fig->avg_hi > fig->wall_avg ? fig->avg_hi : fig->wall_avg;
+	}
 	fig->oncpu_avg = oncpu / n;
 	fig->offcpu_avg = fig->offcpu_total / n;
 	fig->runq_avg = s->runq_sum / n;
@@ -302,18 +314,19 @@ static void print_overhead(const struct report *r, FILE *f)
 }
 
 /*
- * Where the probes' own time moved by more than UNCERTAIN_NS between the
- * calibrations' rounds (a single-stepped entry on a virtual machine), a
- * function's average is only known within the range that moves it by: say
- * so rather than print a confident figure.
+ * Where the probes' time moved by more than UNCERTAIN_NS between the
+ * calibrations' rounds (a single-stepped entry on a virtual machine; or
+ * thousands of traced calls beneath each call, each of whose probes' cost
+ * moved a little), a function's average is only known within the range
+ * that moves it by: say so rather than print a confident figure.
  */
 #define UNCERTAIN_NS 300.0
 
 static void print_uncertain(const struct report *r, FILE *f)
 {
 	struct fn_figures g;
-	char name[256], b[4][16];
-	double own;
+	char name[256], b[5][16];
+	double desc;
 	size_t i;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
@@ -321,15 +334,18 @@ static void print_uncertain(const struct report *r, FILE *f)
 		const struct probe *p = &r->pl->probes[i];
 
 		fn_figures_compute(r, s, &g);
-		if (!g.timed || isnan(g.bias_lo) || g.bias_hi - g.bias_lo <= UNCERTAIN_NS)
+		if (!g.timed || isnan(g.avg_lo) || g.avg_hi - g.avg_lo <= UNCERTAIN_NS)
 			continue;
-		/* The raw average less the traced descendants' probe time: what its own bias comes off. */
-		own = (double)s->wall_sum / s->calls - (g.bias_ns - calib_bias(r->cal, p));
-		fprintf(f, "uncertain: %s AVG %s, between %s and %s: its probes' own time (%s entry) moved by %s "
-			   "during the calibrations\n", probe_display_name(p, name, sizeof(name)),
-			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(sub0(own, g.bias_hi), b[1], 16),
-			fmt_ns(sub0(own, g.bias_lo), b[2], 16), site_kind_name(p->kind),
-			fmt_ns(g.bias_hi - g.bias_lo, b[3], 16));
+		fprintf(f, "uncertain: %s AVG %s, between %s and %s: ", probe_display_name(p, name, sizeof(name)),
+			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(g.avg_lo, b[1], 16), fmt_ns(g.avg_hi, b[2], 16));
+		desc = s->desc_calls * (r->cost_hi - r->cost_lo) / s->calls;
+		if (g.bias_hi - g.bias_lo >= desc)
+			fprintf(f, "its probes' own time (%s entry) moved by %s during the calibrations\n",
+				site_kind_name(p->kind), fmt_ns(g.bias_hi - g.bias_lo, b[3], 16));
+		else
+			fprintf(f, "%.1f traced calls beneath each of its calls, whose probes cost %s to %s each "
+				   "(by kind, during the calibrations)\n", (double)s->desc_calls / s->calls,
+				fmt_ns(r->cost_lo, b[3], 16), fmt_ns(r->cost_hi, b[4], 16));
 	}
 }
 
@@ -705,6 +721,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_obj_begin(j, "bias_range_ns");
 	json_f64(j, "min", g.bias_lo);
 	json_f64(j, "max", g.bias_hi);
+	json_obj_end(j);
+	json_obj_begin(j, "avg_range_ns");
+	json_f64(j, "min", g.avg_lo);
+	json_f64(j, "max", g.avg_hi);
 	json_obj_end(j);
 	json_obj_begin(j, "raw_wall_ns");
 	json_f64(j, "avg", s->calls ? (double)s->wall_sum / s->calls : 0);

@@ -29,6 +29,12 @@ struct report {
 	const struct events *evs;   /* -e counters, or NULL */
 	const struct calibration *cal; /* probe bias to subtract, or NULL (--raw) */
 	double cost_avg, bias_avg;  /* per traced call, over all functions (set by report_prepare) */
+	/*
+	 * What a traced call's probes cost, at the calibration rounds' cheapest
+	 * of the kinds called, and their dearest: the descendants' calls are
+	 * counted, not their kinds, so either may be all of them.
+	 */
+	double cost_lo, cost_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
 	double self_wall_s;         /* the time it was spent over (for a total: since fnprof started) */
@@ -58,6 +64,9 @@ struct fn_figures {
 	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
 	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
 	double shift_ns;            /* what the percentiles, min and max are lowered by (typical bias) */
+	double avg_lo, avg_hi;      /* the range the average lies in: its own probes' bias range and the
+				       traced calls beneath, at their probes' cheapest and dearest (NaN:
+				       not known) */
 	const char *cpu_unknown;    /* why on/off-CPU time and CPU% are unknown (Go), or NULL */
 };
 

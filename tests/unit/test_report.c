@@ -135,6 +135,43 @@ static void uncertain_bias_shown(void)
 	CHECK(strstr(buf, "uncertain") == NULL);
 }
 
+/*
+ * Traced calls beneath each call, whose probes' cost moved between 200 ns and
+ * 2 us over the calibrations (the kinds called are not told apart): the
+ * average lies in the range that spread makes, and the table says so.
+ */
+static void uncertain_descendants_shown(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+	char buf[4096] = "";
+	FILE *out;
+
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 100;
+	cal.round_lo[CAL_EMULATED] = 90;
+	cal.round_hi[CAL_EMULATED] = 110;
+	cal.cost_ns[CAL_EMULATED] = 300;
+	cal.cost_lo[CAL_EMULATED] = 200;
+	cal.cost_hi[CAL_EMULATED] = 2000;
+	st.desc_calls = 8;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(r.cost_lo == 200 && r.cost_hi == 2000);
+	fn_figures_compute(&r, &st, &f);
+	/* raw 1000 ns a call, 2 beneath it: between 1000 - 110 - 4000 (0) and 1000 - 90 - 400 */
+	CHECK(f.avg_lo == 0 && f.avg_hi == 510);
+	CHECK(f.avg_lo <= f.wall_avg && f.wall_avg <= f.avg_hi);
+	out = fmemopen(buf, sizeof(buf) - 1, "w");
+	CHECK(out != NULL);
+	if (!out)
+		return;
+	report_print_table(&r, out, false);
+	fclose(out);
+	CHECK(strstr(buf, "between 0ns and 510ns: 2.0 traced calls beneath each of its calls, whose probes cost "
+			  "200ns to 2.00us each") != NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -188,6 +225,7 @@ int main(void)
 	RUN(raw_averages);
 	RUN(bias_subtracted);
 	RUN(uncertain_bias_shown);
+	RUN(uncertain_descendants_shown);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
 	RUN(untimed_and_unknown);
