@@ -95,6 +95,20 @@ static void bias_subtracted(void)
 	CHECK(NEAR(f.proc_pct, 100.0 * 2000 / 6000));
 }
 
+/* The table r prints, into buf (size bytes, NUL-terminated). 0, or -1 if it could not be captured. */
+static int table_of(struct report *r, char *buf, size_t size)
+{
+	FILE *out;
+
+	memset(buf, 0, size);
+	out = fmemopen(buf, size - 1, "w");
+	if (!out)
+		return -1;
+	report_print_table(r, out, false);
+	fclose(out);
+	return 0;
+}
+
 /*
  * The probes' own time moved by 3 us between the calibration's rounds (a
  * single step here): the figures carry that range, and the table says that
@@ -106,7 +120,6 @@ static void uncertain_bias_shown(void)
 	struct calibration cal = { .valid = true };
 	struct fn_figures f;
 	char buf[4096] = "";
-	FILE *out;
 
 	probe.kind = SITE_STEPPED;
 	cal.mean_ns[CAL_STEPPED] = cal.bias_ns[CAL_STEPPED] = 500;
@@ -116,22 +129,11 @@ static void uncertain_bias_shown(void)
 	report_prepare(&r);
 	fn_figures_compute(&r, &st, &f);
 	CHECK(f.bias_lo == 300 && f.bias_hi == 3300 && f.wall_avg == 500);
-	out = fmemopen(buf, sizeof(buf) - 1, "w");
-	CHECK(out != NULL);
-	if (!out)
-		return;
-	report_print_table(&r, out, false);
-	fclose(out);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
 	/* raw average 1000 ns: between 1000 - 3300 (0) and 1000 - 300 */
 	CHECK(strstr(buf, "uncertain: x:f AVG 500ns, between 0ns and 700ns") != NULL);
 	cal.round_hi[CAL_STEPPED] = 500;
-	memset(buf, 0, sizeof(buf));
-	out = fmemopen(buf, sizeof(buf) - 1, "w");
-	CHECK(out != NULL);
-	if (!out)
-		return;
-	report_print_table(&r, out, false);
-	fclose(out);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
 	CHECK(strstr(buf, "uncertain") == NULL);
 }
 
@@ -146,7 +148,6 @@ static void uncertain_descendants_shown(void)
 	struct calibration cal = { .valid = true };
 	struct fn_figures f;
 	char buf[4096] = "";
-	FILE *out;
 
 	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 100;
 	cal.round_lo[CAL_EMULATED] = 90;
@@ -162,12 +163,7 @@ static void uncertain_descendants_shown(void)
 	/* raw 1000 ns a call, 2 beneath it: between 1000 - 110 - 4000 (0) and 1000 - 90 - 400 */
 	CHECK(f.avg_lo == 0 && f.avg_hi == 510);
 	CHECK(f.avg_lo <= f.wall_avg && f.wall_avg <= f.avg_hi);
-	out = fmemopen(buf, sizeof(buf) - 1, "w");
-	CHECK(out != NULL);
-	if (!out)
-		return;
-	report_print_table(&r, out, false);
-	fclose(out);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
 	CHECK(strstr(buf, "between 0ns and 510ns: 2.0 traced calls beneath each of its calls, whose probes cost "
 			  "200ns to 2.00us each") != NULL);
 }
