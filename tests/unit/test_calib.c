@@ -29,8 +29,8 @@ static void pool(struct calibration *c)
 		s->hist[hist_bucket_of(120)] = 490;
 		s->hist[hist_bucket_of(5000)] = 10;
 		/* the single-stepping cases make half as many calls */
-		c->time_ns[k] = (k == CAL_STEPPED || k == CAL_PAIR || k == CAL_PAIR_RET || k == CAL_RET ? 500.0 : 1000.0) *
-				(k + 1) * 100;
+		c->time_ns[k] = (k == CAL_PAIR || k == CAL_PAIR_RET ? 200.0 : k == CAL_STEPPED || k == CAL_RET ? 500.0 :
+				 1000.0) * (k + 1) * 100;
 	}
 }
 
