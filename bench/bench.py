@@ -1051,9 +1051,9 @@ def main():
     if ONLY:
         return 0
     path = os.path.join(HERE, "results.md")
+    kept = kept_measurements(path)   # before open(path, "w") empties the file
     with open(path, "w") as f:
-        f.write("# fnprof benchmark results\n\nProduced by `make bench` (bench/run.sh).\n\n" + report
-                + kept_measurements(path))
+        f.write("# fnprof benchmark results\n\nProduced by `make bench` (bench/run.sh).\n\n" + report + kept)
     return 0
 
 
