@@ -19,7 +19,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototy
 	-Wpointer-arith -Wformat=2 -Wundef -Wno-unused-parameter
 CFLAGS ?= -g -O2
 ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser
-LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lm
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h

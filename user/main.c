@@ -36,6 +36,7 @@
 #include "report.h"
 #include "resolve.h"
 #include "steps.h"
+#include "uprobe_warm.h"
 #include "sample.h"
 #include "sanitize.h"
 #include "stats.h"
@@ -868,6 +869,13 @@ int main(int argc, char **argv)
 	log_setup_libbpf();
 	launch_save_signals(&r.sigs);
 	setup_signals();
+	/*
+	 * Then at once: the first registration's wait overlaps everything else
+	 * (uprobe_warm.h). Not before a command is forked: glibc's first thread
+	 * sets up signal 33 (setxid), which a command would not inherit ignored.
+	 */
+	if (o.nr_funcs && o.pid && !o.list && !o.list_events && !o.calibrate)
+		uprobe_warm_early();
 	r.o = &o;
 	/* --list needs no privileges, but never runs setuid either: it reads files and starts commands. */
 	if (o.list ? check_not_setuid() : check_system())
@@ -880,6 +888,7 @@ int main(int argc, char **argv)
 	err = run(&r);
 	steps_mark("final report");
 	cleanup(&r);
+	uprobe_warm_discard();
 	steps_mark("detach and clean-up");
 	if (log_verbose)
 		steps_print(stderr);

@@ -93,7 +93,9 @@ static void *warm_thread(void *arg)
 	return NULL;
 }
 
-struct uprobe_warm *uprobe_warm_start(void)
+static struct uprobe_warm *early;
+
+static struct uprobe_warm *start_thread(void)
 {
 	struct uprobe_warm *w = calloc(1, sizeof(*w));
 
@@ -106,6 +108,20 @@ struct uprobe_warm *uprobe_warm_start(void)
 		close(w->stop_fd);
 	free(w);
 	return NULL;
+}
+
+struct uprobe_warm *uprobe_warm_start(void)
+{
+	struct uprobe_warm *w = early;
+
+	early = NULL;
+	return w ? w : start_thread();
+}
+
+void uprobe_warm_early(void)
+{
+	if (!early)
+		early = start_thread();
 }
 
 void uprobe_warm_stop(struct uprobe_warm *w)
@@ -125,4 +141,10 @@ void uprobe_warm_free(struct uprobe_warm *w)
 	pthread_join(w->thread, NULL);
 	close(w->stop_fd);
 	free(w);
+}
+
+void uprobe_warm_discard(void)
+{
+	uprobe_warm_free(early);
+	early = NULL;
 }

@@ -17,8 +17,22 @@
 
 struct uprobe_warm;
 
-/* Starts the thread; NULL if it cannot (nothing is lost but the head start). */
+/*
+ * Starts the thread; NULL if it cannot (nothing is lost but the head start).
+ * After uprobe_warm_early(), hands over the thread started then.
+ */
 struct uprobe_warm *uprobe_warm_start(void);
+
+/*
+ * Starts the thread now, for the next uprobe_warm_start() to take: main()
+ * calls it as soon as it knows probes will be attached, so that the wait
+ * overlaps the resolving of the functions too (with the target's CPU busy,
+ * the wait was all of the attach time, and funclatency's is no longer).
+ */
+void uprobe_warm_early(void);
+
+/* Stops and frees a thread that uprobe_warm_early() started and nothing took. */
+void uprobe_warm_discard(void);
 
 /*
  * Tells the thread to stop registering (the target's probes are in); it
