@@ -7,5 +7,7 @@ make -s -C . all
 python3 bench.py "$@"
 # Issue 12: stacks without frame pointers, unwinding cost, symbols from a big debug file.
 python3 prod.py
+# Issue 15: attach time with the target's CPU busy, against funclatency.
+python3 attach_busy.py
 # Issue 16: what the offcpu, mutex and heap profiles cost the target.
 exec python3 profiles.py
