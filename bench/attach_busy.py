@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from results_section import write_section
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 FNPROF = os.path.join(os.path.dirname(HERE), "fnprof")
 BT = os.path.join(HERE, ".output", "bt_fp")
@@ -64,19 +66,6 @@ def table(res, rounds):
     return "\n".join(lines) + "\n"
 
 
-def write_results(text):
-    path = os.path.join(HERE, "results.md")
-    begin, end = "<!-- attach-busy -->", "<!-- /attach-busy -->"
-    old = open(path).read() if os.path.exists(path) else ""
-    block = f"{begin}\n{text}{end}\n"
-    if begin in old and end in old:
-        new = old[:old.index(begin)] + block + old[old.index(end) + len(end) + 1:]
-    else:
-        new = old.rstrip("\n") + "\n\n" + block
-    with open(path, "w") as f:
-        f.write(new)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
@@ -100,7 +89,7 @@ def main():
         t.wait()
     text = table(res, a.rounds)
     print(text)
-    write_results(text)
+    write_section("attach-busy", text)
 
 
 if __name__ == "__main__":

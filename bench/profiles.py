@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+from results_section import write_section
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 FNPROF = os.path.join(ROOT, "fnprof")
@@ -136,19 +138,6 @@ def table(rows):
     return "\n".join(lines) + "\n"
 
 
-def write_results(text):
-    path = os.path.join(HERE, "results.md")
-    begin, end = "<!-- profiles -->", "<!-- /profiles -->"
-    old = open(path).read() if os.path.exists(path) else ""
-    block = f"{begin}\n{text}{end}\n"
-    if begin in old and end in old:
-        new = old[:old.index(begin)] + block + old[old.index(end) + len(end) + 1:]
-    else:
-        new = old.rstrip("\n") + "\n\n" + block
-    with open(path, "w") as f:
-        f.write(new)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 5)))
@@ -168,7 +157,7 @@ def main():
     text = table(rows)
     print(text)
     print(f"profiles bench: {time.time() - t0:.0f} s")
-    write_results(text)
+    write_section("profiles", text)
 
 
 if __name__ == "__main__":
