@@ -233,6 +233,7 @@ def test_debuginfod_server():
         # As if run with sudo by user nobody: the download belongs to that user (and the command
         # runs as nobody: its directory must be readable).
         os.chmod(d, 0o755)
+        os.chown(cache, 65534, 65534)
         sudo = "SUDO_USER=nobody SUDO_UID=65534 SUDO_GID=65534"
         args = f"-f outer -f inner --json -o {out} -- {exe} nest {CALLS}"
         p = run_in_netns(DEBUGINFOD_SCRIPT.format(port=free_port(), dir=srv, bid=build_id(exe), cache=cache,
@@ -244,6 +245,38 @@ def test_debuginfod_server():
         check(os.stat(cached[0]).st_uid == 65534, f"{cached[0]} owned by uid {os.stat(cached[0]).st_uid}")
     finally:
         for x in (d, srv, cache):
+            shutil.rmtree(x)
+
+
+def test_debuginfod_under_sudo_root_writes_nothing_the_user_chose():
+    # Under sudo the cache is the user's to redirect: a DEBUGINFOD_CACHE_PATH naming a root-owned
+    # directory, or a symlink <cache>/<build-id> -> a root-owned directory. Root must neither
+    # write there nor give anything there to the user (that was a root escalation).
+    if not shutil.which("debuginfod") or not shutil.which("curl"):
+        raise Skip("no debuginfod or curl (Debian debuginfod, curl): make test-deps")
+    d, srv, rootdir, cache, victim = (tempfile.mkdtemp() for _ in range(5))
+    try:
+        exe, dbg = split(target("work_nofp"), d)
+        subprocess.run(["objcopy", "--remove-section=.gnu_debuglink", exe], check=True)
+        os.rename(dbg, os.path.join(srv, "prog.debug"))
+        os.chmod(d, 0o755)
+        for x in (rootdir, victim):
+            os.chmod(x, 0o755)
+        os.chown(cache, 65534, 65534)
+        os.symlink(victim, os.path.join(cache, build_id(exe)))
+        sudo = "SUDO_USER=nobody SUDO_UID=65534 SUDO_GID=65534"
+        for c in (rootdir, cache):
+            p = run_in_netns(DEBUGINFOD_SCRIPT.format(port=free_port(), dir=srv, bid=build_id(exe), cache=c,
+                                                      fnprof=FNPROF, args=f"-f outer -- {exe} nest 10", env=sudo,
+                                                      pre=""))
+            # No download (the user cannot write there): a warning, then no symbols for prog.
+            check(p.returncode == 1 and "is stripped" in p.stderr, f"cache {c}: exit {p.returncode}: {p.stderr[-1500:]}")
+        for x in (rootdir, victim):
+            st = os.lstat(x)
+            check(st.st_uid == 0 and st.st_gid == 0, f"{x} given to uid {st.st_uid} gid {st.st_gid}")
+            check(not os.listdir(x), f"root wrote into {x}: {os.listdir(x)}")
+    finally:
+        for x in (d, srv, rootdir, cache, victim):
             shutil.rmtree(x)
 
 

@@ -7,15 +7,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
@@ -26,15 +32,19 @@
 
 #define DEBUG_DIR "/usr/lib/debug"
 
-/* The module's state: its settings, and debuginfod's client once it is needed. */
+/*
+ * The module's state: its settings, and debuginfod's client once it is
+ * needed. lock: downloads come from the main thread and the HTTP server's.
+ */
 static struct {
 	struct debuginfo_conf conf;
+	pthread_mutex_t lock;
 	debuginfod_client *client;
-	bool client_tried, unreachable;
+	bool client_tried, usable, unreachable;
 	const char *fetching;     /* object being downloaded, for the progress line */
 	struct timespec started;
 	bool progress_shown;
-} dbg;
+} dbg = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 void debuginfo_configure(const struct debuginfo_conf *c)
 {
@@ -56,27 +66,35 @@ bool debuginfo_build_id(Elf *elf, char *buf, size_t size)
 
 /*
  * Opens the regular file path read-only as process pid sees it, without
- * escaping its root. O_NONBLOCK: a FIFO planted where a debug file is looked
- * for must not hang fnprof; only regular files are kept.
+ * escaping its root. Looked at first through an O_PATH descriptor: a device
+ * node or a FIFO planted where a debug file is looked for is never opened
+ * (a watchdog, a tty, a hang); only a regular file is opened, through that
+ * very descriptor.
  */
 static int open_in_root(pid_t pid, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK, .resolve = RESOLVE_IN_ROOT };
-	char root[64];
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	char root[64], self[64];
 	struct stat st;
-	int rfd, fd;
+	int rfd, pfd, fd;
 
 	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
-	fd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	fd = fd < 0 ? -errno : fd;
+	pfd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	pfd = pfd < 0 ? -errno : pfd;
 	close(rfd);
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-		close(fd);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
+		close(pfd);
 		return -EINVAL;
 	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = fd < 0 ? -errno : fd;
+	close(pfd);
 	return fd;
 }
 
@@ -177,22 +195,10 @@ static int progress(debuginfod_client *c, long done, long total)
 	return 0;
 }
 
-/*
- * Under sudo, the invoking user's cache ($XDG_CACHE_HOME or ~/.cache of that
- * user), unless DEBUGINFOD_CACHE_PATH says otherwise; a quick timeout unless
- * DEBUGINFOD_TIMEOUT does: a profiler should not wait 90 s for a server.
- */
+/* A quick timeout unless DEBUGINFOD_TIMEOUT says otherwise: a profiler should not wait 90 s for a server. */
 static void client_env(void)
 {
-	const char *user = getenv("SUDO_USER");
-	struct passwd *pw = user ? getpwnam(user) : NULL;
-	char cache[PATH_MAX];
-
 	setenv("DEBUGINFOD_TIMEOUT", "10", 0);
-	if (pw && !getenv("DEBUGINFOD_CACHE_PATH")) {
-		snprintf(cache, sizeof(cache), "%s/.cache/debuginfod_client", pw->pw_dir);
-		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
-	}
 }
 
 /*
@@ -223,78 +229,248 @@ static int load_debuginfod(void)
 	return -ENOENT;
 }
 
-static debuginfod_client *client(void)
+/* Whether downloads are wanted and libdebuginfod is there; decided once, in fnprof itself. */
+static bool debuginfod_usable(void)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 
 	if (dbg.client_tried)
-		return dbg.client;
+		return dbg.usable;
 	dbg.client_tried = true;
 	if (dbg.conf.no_debuginfod || !urls || !*urls) {
 		if (!urls && getenv("SUDO_USER"))
 			log_debug("no DEBUGINFOD_URLS: sudo drops it, keep it with sudo --preserve-env=DEBUGINFOD_URLS");
-		return NULL;
+		return false;
 	}
-	if (load_debuginfod())
-		return NULL;
-	client_env();
-	dbg.client = dl.begin();
-	if (dbg.client)
-		dl.set_progressfn(dbg.client, progress);
+	dbg.usable = !load_debuginfod();
+	return dbg.usable;
+}
+
+/* The client, made on first use in the process that downloads (fnprof, or its child under sudo). */
+static debuginfod_client *client(void)
+{
+	if (!dbg.client) {
+		client_env();
+		dbg.client = dl.begin();
+		if (dbg.client)
+			dl.set_progressfn(dbg.client, progress);
+	}
 	return dbg.client;
 }
 
-/* Gives a file that root wrote into the invoking user's cache back to that user. */
-static void chown_to_sudo_user(const char *file)
-{
-	static const char *const settings[] = { "cache_clean_interval_s", "max_unused_age_s" };
-	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
-	const char *cache = getenv("DEBUGINFOD_CACHE_PATH");
-	char dir[PATH_MAX], *slash;
-	size_t i;
+/* --- under sudo: the cache is the user's, so only the user writes it --- */
 
-	if (!uid || !gid || !cache)
-		return;
-	/* The file, its build-id directory, the cache root, and the settings files in it. */
-	snprintf(dir, sizeof(dir), "%s", file);
-	while (strlen(dir) >= strlen(cache) && !lchown(dir, atoi(uid), atoi(gid)) && (slash = strrchr(dir, '/')))
-		*slash = 0;
-	for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-		snprintf(dir, sizeof(dir), "%s/%s", cache, settings[i]);
-		if (lchown(dir, atoi(uid), atoi(gid)))
-			log_debug("cannot give %s to %s: %s", dir, getenv("SUDO_USER"), strerror(errno));
-	}
+/*
+ * Under sudo the cache (~/.cache/debuginfod_client of the invoking user, or
+ * DEBUGINFOD_CACHE_PATH) is a directory that user controls: root writing
+ * there follows the user's symlinks (a root escalation). So each download
+ * and each reopen of a cached file runs in a child that has become the user,
+ * and hands back only a descriptor. 1 and the ids under sudo, 0 when not,
+ * -EPERM when SUDO_UID/SUDO_GID are set but unusable (no downloads then).
+ */
+static int sudo_ids(uid_t *uid, gid_t *gid)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	char *end1 = NULL, *end2 = NULL;
+	unsigned long lu, lg;
+
+	if (geteuid() != 0 || (!u && !g))
+		return 0;
+	errno = 0;
+	lu = u ? strtoul(u, &end1, 10) : 0;
+	lg = g ? strtoul(g, &end2, 10) : 0;
+	if (!u || !g || errno || *end1 || *end2 || end1 == u || end2 == g || lu >= (uid_t)-1 || lg >= (gid_t)-1)
+		return -EPERM;
+	if (lu == 0)
+		return 0;  /* root ran sudo: nothing to hand over */
+	*uid = lu;
+	*gid = lg;
+	return 1;
 }
 
-static int by_debuginfod(const char *id, const char *path, char *found, size_t size)
+/* Becomes uid:gid for good, and checks that root cannot be had back. 0 or -errno. */
+static int become_user(uid_t uid, gid_t gid)
 {
-	debuginfod_client *c = dbg.unreachable ? NULL : client();
+	const char *user = getenv("SUDO_USER");
+	struct passwd *pw = user ? getpwnam(user) : NULL;
+	char cache[PATH_MAX];
+
+	if (setgroups(1, &gid) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return -errno;
+	if (setuid(0) == 0 || geteuid() == 0)
+		return -EPERM;
+	/* The user's own cache, as libdebuginfod run by that user would choose it. */
+	if (pw && pw->pw_uid == uid && !getenv("DEBUGINFOD_CACHE_PATH")) {
+		snprintf(cache, sizeof(cache), "%s/.cache/debuginfod_client", pw->pw_dir);
+		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	}
+	return 0;
+}
+
+/* What a child sends back: its result (an fd goes along as SCM_RIGHTS) and "found". */
+struct job_result {
+	int err;
+	char found[PATH_MAX];
+};
+
+static void send_result(int sock, int fd, const char *found)
+{
+	struct job_result r = { .err = fd < 0 ? fd : 0 };
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct iovec iov = { .iov_base = &r, .iov_len = sizeof(r) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	snprintf(r.found, sizeof(r.found), "%s", found);
+	if (fd >= 0) {
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
+		_exit(1);
+}
+
+/* The child's answer: an fd or -errno; found filled. A child that died without one: -EIO. */
+static int recv_result(int sock, char *found, size_t size)
+{
+	struct job_result r;
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
+	struct iovec iov = { .iov_base = &r, .iov_len = sizeof(r) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd = -1;
+
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (n == (ssize_t)sizeof(r) && fd >= 0 && !r.err) {
+		r.found[sizeof(r.found) - 1] = 0;
+		snprintf(found, size, "%s", r.found);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)sizeof(r) && r.err < 0 ? r.err : -EIO;
+}
+
+typedef int (*job_fn)(const char *arg, char *found, size_t size);
+
+/* Runs fn(arg) in a child that has become uid:gid; the fd it opened, or -errno. */
+static int run_as_user(job_fn fn, const char *arg, uid_t uid, gid_t gid, char *found, size_t size)
+{
+	int sv[2], fd, err;
+	pid_t child;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	child = fork();
+	if (child == 0) {
+		close(sv[0]);
+		err = become_user(uid, gid);
+		/* After the change of user, which clears it: the child goes when fnprof does. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = err ? err : fn(arg, found, size);
+		send_result(sv[1], fd, found);
+		_exit(0);
+	}
+	close(sv[1]);
+	fd = child < 0 ? -errno : recv_result(sv[0], found, size);
+	close(sv[0]);
+	while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR)
+		;
+	return fd;
+}
+
+/* fn(arg) as the invoking user under sudo, else right here. found is set ("" when nothing). */
+static int run_job(job_fn fn, const char *arg, char *found, size_t size)
+{
+	uid_t uid;
+	gid_t gid;
+	int sudo = sudo_ids(&uid, &gid);
+
+	found[0] = 0;
+	if (sudo < 0) {
+		log_warn("SUDO_UID '%s' or SUDO_GID '%s' is not a usable user: no debuginfod downloads",
+			 getenv("SUDO_UID") ?: "", getenv("SUDO_GID") ?: "");
+		return -EPERM;
+	}
+	return sudo ? run_as_user(fn, arg, uid, gid, found, size) : fn(arg, found, size);
+}
+
+/* A job: downloads (or finds in the cache) the debug file of build-id arg. found: the cache file. */
+static int download(const char *id, char *found, size_t size)
+{
+	debuginfod_client *c = client();
 	char *file = NULL;
 	int fd;
 
 	if (!c)
-		return -ENOENT;
-	dbg.fetching = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	dbg.progress_shown = false;
-	clock_gettime(CLOCK_MONOTONIC, &dbg.started);
+		return -ENOMEM;
 	fd = dl.find_debuginfo(c, (const unsigned char *)id, 0, &file);
 	if (dbg.progress_shown && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
-	if (fd >= 0) {
-		snprintf(found, size, "debuginfod:%s", file);
-		chown_to_sudo_user(file);
-		free(file);
-		return fd;
+	if (fd >= 0)
+		snprintf(found, size, "%s", file);
+	free(file);
+	return fd;
+}
+
+/* A job: opens a file of the cache again (a path the user may have changed since: regular files only). */
+static int open_cached(const char *path, char *found, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	snprintf(found, size, "%s", path);
+	return fd < 0 ? -errno : fd;
+}
+
+/* An fd from a job, kept only if it is a regular file: what the user handed over may be anything. */
+static int regular_only(int fd)
+{
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -EINVAL;
 	}
-	if (fd == -ENOENT) {
-		log_debug("debuginfod has no debug info for %s (build-id %s)", path, id);
+	return fd;
+}
+
+static int by_debuginfod(const char *id, const char *path, char *found, size_t size)
+{
+	char file[PATH_MAX];
+	int fd;
+
+	pthread_mutex_lock(&dbg.lock);
+	if (dbg.unreachable || !debuginfod_usable()) {
+		pthread_mutex_unlock(&dbg.lock);
 		return -ENOENT;
 	}
-	/* Anything but "not there" is the servers' trouble: say it once, then go on without them. */
-	dbg.unreachable = true;
-	log_warn("debuginfod (DEBUGINFOD_URLS=%s) failed for %s: %s; going on without it "
-		 "(--no-debuginfod turns it off)", getenv("DEBUGINFOD_URLS"), path, strerror(-fd));
-	return -ENOENT;
+	dbg.fetching = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	dbg.progress_shown = false;
+	clock_gettime(CLOCK_MONOTONIC, &dbg.started);
+	fd = regular_only(run_job(download, id, file, sizeof(file)));
+	if (fd >= 0) {
+		snprintf(found, size, "debuginfod:%s", file);
+	} else if (fd == -ENOENT) {
+		log_debug("debuginfod has no debug info for %s (build-id %s)", path, id);
+	} else if (fd != -EPERM) {
+		/* Anything but "not there" is the servers' trouble: say it once, then go on without them. */
+		dbg.unreachable = true;
+		log_warn("debuginfod (DEBUGINFOD_URLS=%s) failed for %s: %s; going on without it "
+			 "(--no-debuginfod turns it off)", getenv("DEBUGINFOD_URLS"), path, strerror(-fd));
+	}
+	pthread_mutex_unlock(&dbg.lock);
+	return fd >= 0 ? fd : -ENOENT;
 }
 
 int debuginfo_open(Elf *elf, const char *path, pid_t pid, char *found, size_t size)
@@ -315,11 +491,9 @@ int debuginfo_open(Elf *elf, const char *path, pid_t pid, char *found, size_t si
 
 int debuginfo_reopen(const char *found, pid_t pid)
 {
-	int fd;
+	char again[PATH_MAX];
 
-	if (!strncmp(found, "debuginfod:", 11)) {
-		fd = open(found + 11, O_RDONLY | O_CLOEXEC);
-		return fd < 0 ? -errno : fd;
-	}
+	if (!strncmp(found, "debuginfod:", 11))
+		return regular_only(run_job(open_cached, found + 11, again, sizeof(again)));
 	return open_in_root(pid, found);
 }
