@@ -188,6 +188,27 @@ def test_object_truncated_while_read():
         shutil.rmtree(d)
 
 
+def test_library_truncated_after_use_no_sigbus():
+    # The target dlopens a library with DWARF, runs it, then truncates the file and goes on in its
+    # own code. fnprof had the DWARF mapped (inlined frames) and libdwfl its CFI: the next read
+    # beyond the new end was a SIGBUS (exit 135) and the report was lost.
+    d = tempfile.mkdtemp(prefix="fnprof-trunclib-")
+    try:
+        for graph in ("fp", "dwarf"):
+            lib = os.path.join(d, f"lib-{graph}.so")
+            shutil.copy2(os.path.join(BIN, "libtarget.so"), lib)
+            p = run_with_timeout([FNPROF, "--sample", "--call-graph", graph, "-i", "0.5", "--json", "--",
+                                  target("trunclib"), lib, "1", "1"], text=True)
+            check(p.returncode == 0, f"{graph}: exit {p.returncode} (135 is SIGBUS): {p.stderr[-800:]}")
+            names = [{f["name"] for f in r.get("functions", [])} for r in json_reports(p.stderr)]
+            check(any("lib_spin" in n for n in names), f"{graph}: lib_spin never reported: {names}")
+            check(any(x.startswith("own_spin") for n in names for x in n),
+                  f"{graph}: nothing sampled after the truncation: {names[-2:]}")
+            check("truncated" in p.stdout, f"{graph}: the target did not truncate: {p.stdout}")
+    finally:
+        shutil.rmtree(d)
+
+
 # --- item 7: caps on symbol count and name length ---------------------------------------------------
 
 def hostile_elf(path, nr_syms, name_len):

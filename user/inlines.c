@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Inlined-call chains with libdw: dwarf_getscopes at an address, its DW_TAG_inlined_subroutine scopes. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,41 +13,61 @@
 #include "inlines.h"
 
 struct inlines {
-	int fd;
+	Elf *elf;
 	Dwarf *dw;
 	char **names;          /* interned "name (inlined)" */
 	size_t nr_names, cap_names;
 };
 
-/* A Dwarf with .debug_info from fd, or NULL. */
-static Dwarf *dwarf_of(int fd)
+/*
+ * A Dwarf with .debug_info from fd, or NULL. Read into memory (ELF_C_READ:
+ * pread, no mapping): a target that truncates the file later cannot make
+ * fnprof die of SIGBUS, and one that does it now makes a read error. *elfp:
+ * the Elf under it, which the caller ends after the Dwarf.
+ */
+static Dwarf *dwarf_of(int fd, Elf **elfp)
 {
-	Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	Dwarf_Off off;
 	size_t hsize;
 
 	if (dw && dwarf_nextcu(dw, 0, &off, &hsize, NULL, NULL, NULL)) {
 		dwarf_end(dw);  /* no compile unit: stripped of its debug info */
-		return NULL;
+		dw = NULL;
 	}
+	if (!dw && elf)
+		elf_end(elf);
+	*elfp = dw ? elf : NULL;
+	return dw;
+}
+
+/* The DWARF of fd, which is closed: all is in memory once read. */
+static Dwarf *dwarf_of_fd(int fd, Elf **elfp)
+{
+	Dwarf *dw;
+
+	*elfp = NULL;
+	if (fd < 0)
+		return NULL;
+	dw = dwarf_of(fd, elfp);
+	close(fd);
 	return dw;
 }
 
 /* The object's own DWARF, else its debug file's (where the symbols found it). */
-struct inlines *inlines_open(const char *open_path, const char *debug_file, pid_t pid)
+struct inlines *inlines_open(int fd, const char *debug_file, pid_t pid)
 {
 	struct inlines *in = calloc(1, sizeof(*in));
 
-	if (!in)
+	if (!in) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
-	in->fd = open(open_path, O_RDONLY | O_CLOEXEC);
-	in->dw = in->fd >= 0 ? dwarf_of(in->fd) : NULL;
-	if (!in->dw && debug_file) {
-		if (in->fd >= 0)
-			close(in->fd);
-		in->fd = debuginfo_reopen(debug_file, pid);
-		in->dw = in->fd >= 0 ? dwarf_of(in->fd) : NULL;
 	}
+	in->dw = dwarf_of_fd(fd, &in->elf);
+	if (!in->dw && debug_file)
+		in->dw = dwarf_of_fd(debuginfo_reopen(debug_file, pid), &in->elf);
 	if (!in->dw) {
 		inlines_close(in);
 		return NULL;
@@ -64,8 +83,8 @@ void inlines_close(struct inlines *in)
 		return;
 	if (in->dw)
 		dwarf_end(in->dw);
-	if (in->fd >= 0)
-		close(in->fd);
+	if (in->elf)
+		elf_end(in->elf);
 	for (i = 0; i < in->nr_names; i++)
 		free(in->names[i]);
 	free(in->names);

@@ -14,11 +14,13 @@
 struct inlines;
 
 /*
- * The DWARF of the object fnprof opens at open_path, else of its debug file
- * debug_file (as symtab.debug_file names it, inside the root of pid; may be
- * NULL). NULL when neither has any: no inlined frames for that object then.
+ * The DWARF of the object open at fd (taken: closed here; -1: none), else of
+ * its debug file debug_file (as symtab.debug_file names it, inside the root
+ * of pid; may be NULL). Read into memory at once, so that a file truncated
+ * later changes nothing. NULL when neither has any: no inlined frames for
+ * that object then.
  */
-struct inlines *inlines_open(const char *open_path, const char *debug_file, pid_t pid);
+struct inlines *inlines_open(int fd, const char *debug_file, pid_t pid);
 void inlines_close(struct inlines *in);
 
 /*

@@ -153,9 +153,10 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 /*
  * Without map_files (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the path
  * inside the target's root, read only if it is the mapped file (device and
- * inode). The path is the target's choice: never opened on the host.
+ * inode). The path is the target's choice: never opened on the host. *obj:
+ * the file, still open, for its DWARF.
  */
-static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st)
+static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st, int *obj)
 {
 	char path[64];
 	struct stat sb;
@@ -167,22 +168,33 @@ static int load_in_root(struct symbolizer *s, const struct mapping *m, struct sy
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = symtab_load(path, st);
 	}
-	close(fd);
+	if (err)
+		close(fd);
+	else
+		*obj = fd;
 	return err;
 }
 
-/* Reads the object's symbols through the mapping itself (no path lookup), else inside the target's root. */
-static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m)
+/*
+ * Reads the object's symbols through the mapping itself (no path lookup),
+ * else inside the target's root. *obj: the object's file, open (the caller
+ * closes it), for its DWARF; -1 where there is none (the vDSO).
+ */
+static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m, int *obj)
 {
 	struct symtab *st = NULL;
 	char path[64];
 
+	*obj = -1;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", s->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	if (!strcmp(m->path, "[vdso]") ? load_vdso(s, m, &st) :
-	    symtab_load_target(path, m->path, s->pid, &st) && load_in_root(s, m, &st))
-		return NULL;
-	return st;
+	if (!strcmp(m->path, "[vdso]"))
+		return load_vdso(s, m, &st) ? NULL : st;
+	if (!symtab_load_target(path, m->path, s->pid, &st)) {
+		*obj = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		return st;
+	}
+	return load_in_root(s, m, &st, obj) ? NULL : st;
 }
 
 /* The object mapped at m, its symbols read on first sight. NULL only when out of memory. */
@@ -190,6 +202,7 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 {
 	struct object *o;
 	size_t i;
+	int fd;
 
 	for (i = 0; i < s->nr_objs; i++)
 		if (!strcmp(s->objs[i].path, m->path))
@@ -200,10 +213,12 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	*o = (struct object){ .path = strdup(m->path) };
 	if (!o->path)
 		return NULL;
-	o->st = read_symtab(s, m);
-	/* Its DWARF is opened now too: the mapping, through which the file is opened, goes with the process. */
+	o->st = read_symtab(s, m, &fd);
+	/* Its DWARF is read now too: the mapping, through which the file is opened, goes with the process. */
 	if (o->st && m->path[0] == '/')
-		o->inl = inlines_open(o->st->path, o->st->debug_file, s->pid);
+		o->inl = inlines_open(fd, o->st->debug_file, s->pid);
+	else if (fd >= 0)
+		close(fd);
 	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
 	s->nr_objs++;
 	return o;

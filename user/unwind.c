@@ -22,6 +22,7 @@
 #include "fnprof.h"
 #include "log.h"
 #include "procmaps.h"
+#include "sigbus.h"
 #include "unwind.h"
 
 struct unwinder {
@@ -41,6 +42,7 @@ struct unwinder {
 	int n, max;
 	bool ran_off;             /* a read above the copy's end */
 	unsigned int nr_logged;
+	unsigned int nr_truncated; /* walks dropped: a mapped object shrank under libdwfl */
 };
 
 /* Objects are given to libdwfl with their fds: it never looks them up by name. */
@@ -248,7 +250,10 @@ struct unwinder *unwinder_new(pid_t pid)
 	u->pid = pid;
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ_MMAP, NULL) : NULL;
+	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ, NULL) : NULL;
+	if (sigbus_guard_init())
+		log_warn("unwinding: cannot catch SIGBUS (%s): a target that truncates a mapped object can stop fnprof",
+			 strerror(errno));
 	/* The objects are reported at the first sample: a command about to be launched has not exec'd yet. */
 	return u;
 }
@@ -307,14 +312,18 @@ static int walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, in
 	return dwfl_getthread_frames(u->dwfl, s->tid, on_frame, u);
 }
 
-int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
+/*
+ * walk() with the objects re-read first where needed, in a SIGBUS guard:
+ * libdwfl maps the objects, and a target may truncate one under it. Then
+ * the walk is dropped (frames read from zeros), said once, and the objects
+ * are reported again (libelf sees the new size and refuses what is gone).
+ */
+static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max)
 {
 	__u64 ip = s->regs[16];
+	unsigned long mark = sigbus_guard_begin();
 	int err;
 
-	*truncated = false;
-	if (max <= 0 || !ip)
-		return 0;
 	/* An ip in no object known: something was mapped since (exec, dlopen); look again, 20 times a second at most. */
 	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && now_s() - u->last_report > 0.05)
 		report_objects(u);
@@ -324,6 +333,28 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 		report_objects(u);
 		err = walk(u, s, ips, max);
 	}
+	if (sigbus_guard_end(mark)) {
+		if (!u->nr_truncated++)
+			log_warn("unwinding: an object of process %d was truncated while fnprof read it: "
+				 "stacks through it are cut at the sampled address", u->pid);
+		u->digest = 0;
+		u->last_report = 0;
+		u->n = 0;
+		u->ran_off = false;
+		return -1;
+	}
+	return err;
+}
+
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
+{
+	__u64 ip = s->regs[16];
+	int err;
+
+	*truncated = false;
+	if (max <= 0 || !ip)
+		return 0;
+	err = guarded_walk(u, s, ips, max);
 	/* Why walks stop short, for -v: the first few only, there is one per sample. */
 	if (err && u->n < max && u->nr_logged++ < 10)
 		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx: %s", u->n, (unsigned long long)ip,
