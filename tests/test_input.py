@@ -209,6 +209,37 @@ def test_library_truncated_after_use_no_sigbus():
         shutil.rmtree(d)
 
 
+def test_outputs_never_replace_an_existing_file():
+    # As root, --pprof, --folded and --svg renamed over any file there and reset its mode to 0644
+    # (a 0600 file became gzip data). Like -o: an existing file is an error before tracing, and one
+    # that appears during the run is left alone too.
+    d = tempfile.mkdtemp(prefix="fnprof-out-")
+    try:
+        for flag in ("-o", "--pprof", "--folded", "--svg"):
+            path = os.path.join(d, flag.strip("-") + ".keep")
+            with open(path, "w") as f:
+                f.write("precious\n")
+            os.chmod(path, 0o600)
+            p = run_with_timeout([FNPROF, "--sample", flag, path, "--", target("work"), "count", "1"], text=True)
+            check(p.returncode == 1 and "exists already" in p.stderr, f"{flag}: exit {p.returncode}: {p.stderr[-500:]}")
+            check(open(path).read() == "precious\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o600,
+                  f"{flag}: the file was changed")
+        late = os.path.join(d, "late.pb.gz")
+        fp = subprocess.Popen([FNPROF, "--sample", "--pprof", late, "--", target("burn"), "1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.3)
+        with open(late, "w") as f:
+            f.write("made during the run\n")
+        _, err = fp.communicate(timeout=60)
+        check(fp.returncode != 0 and "exists" in err, f"late file: exit {fp.returncode}: {err[-500:]}")
+        check(open(late).read() == "made during the run\n", "a file made during the run was replaced")
+        p = run_fnprof(["--sample", "--pprof", os.path.join(d, "x"), "--folded", os.path.join(d, "x"), "--",
+                        target("work"), "count", "1"])
+        check(p.returncode == 2 and "--pprof and --folded name the same file" in p.stderr, p.stderr[-300:])
+    finally:
+        shutil.rmtree(d)
+
+
 # --- item 7: caps on symbol count and name length ---------------------------------------------------
 
 def hostile_elf(path, nr_syms, name_len):

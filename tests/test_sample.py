@@ -116,18 +116,23 @@ def test_folded_format():
         shutil.rmtree(d)
 
 
-def test_output_files_replace_symlinks_not_follow():
+def test_output_files_refuse_symlinks_never_follow():
+    # Planted symlinks are existing files: refused before sampling, neither followed nor replaced.
     d = tempfile.mkdtemp()
     try:
         victim = os.path.join(d, "victim")
         open(victim, "w").write("keep me\n")
         for name in ("cpu.folded", "cpu.pb.gz"):
             os.symlink(victim, os.path.join(d, name))
-        sampled(["--folded", os.path.join(d, "cpu.folded"), "--pprof", os.path.join(d, "cpu.pb.gz")],
-                target("burn"), 0.5)
+        p = run_fnprof(["--folded", os.path.join(d, "cpu.folded"), "--pprof", os.path.join(d, "cpu.pb.gz"),
+                        "--", target("burn"), "0.5"])
+        check(p.returncode == 1 and "exists already" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")
         check(open(victim).read() == "keep me\n", "a planted symlink was followed")
         for name in ("cpu.folded", "cpu.pb.gz"):
-            check(not os.path.islink(os.path.join(d, name)), f"{name} is still the symlink")
+            check(os.path.islink(os.path.join(d, name)), f"{name}, the symlink, was replaced")
+            os.unlink(os.path.join(d, name))
+        sampled(["--folded", os.path.join(d, "cpu.folded"), "--pprof", os.path.join(d, "cpu.pb.gz")],
+                target("burn"), 0.5)
         check(sorted(os.listdir(d)) == ["cpu.folded", "cpu.pb.gz", "victim"], f"leftovers: {os.listdir(d)}")
     finally:
         shutil.rmtree(d)

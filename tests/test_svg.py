@@ -180,16 +180,20 @@ def test_heatmap_columns_are_the_intervals():
         shutil.rmtree(d)
 
 
-def test_svg_replaces_a_symlink_not_follows():
+def test_svg_refuses_a_symlink_never_follows():
+    # A planted symlink is an existing file: refused before tracing, neither followed nor replaced.
     d = tempfile.mkdtemp()
     try:
         victim, path = os.path.join(d, "victim"), os.path.join(d, "run.svg")
         open(victim, "w").write("keep me\n")
         os.symlink(victim, path)
         p = run_fnprof(["--svg", path, "--", target("burn"), "1"])
-        check(p.returncode == 0, p.stderr[-2000:])
+        check(p.returncode == 1 and "exists already" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")
         check(open(victim).read() == "keep me\n", "a planted symlink was followed")
-        check(not os.path.islink(path), "run.svg is still the symlink")
+        check(os.path.islink(path), "run.svg, the symlink, was replaced")
+        os.unlink(path)
+        p = run_fnprof(["--svg", path, "--", target("burn"), "1"])
+        check(p.returncode == 0, p.stderr[-2000:])
         ET.parse(path)
         p = run_fnprof(["--svg", os.path.join(d, "no", "such", "dir.svg"), "--", target("burn"), "0.5"])
         check(p.returncode == 1 and "cannot write the pictures" in p.stderr, f"exit {p.returncode}: {p.stderr[-500:]}")

@@ -30,6 +30,7 @@
 #include "debuginfo.h"
 #include "log.h"
 #include "opts.h"
+#include "outfile.h"
 #include "pictures.h"
 #include "proc.h"
 #include "profiles.h"
@@ -126,11 +127,31 @@ static void setup_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+#define EXISTS_ALREADY "it exists already (fnprof writes a new file: remove it or pick another name)"
+
+/* The files written at the end (--pprof, --folded, --svg): new ones, as -o's, checked before tracing. */
+static int claim_outputs(const struct opts *o)
+{
+	const char *const paths[] = { o->pprof_path, o->folded_path, o->svg_path };
+	const char *const what[] = { "the pprof profile", "the folded stacks", "the pictures" };
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		if (paths[i] && outfile_claim(paths[i])) {
+			log_err("cannot write %s to %s: " EXISTS_ALREADY, what[i], paths[i]);
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 static int open_output(struct run *r)
 {
 	int fd;
 
 	r->out = stderr;
+	if (claim_outputs(r->o))
+		return EXIT_FAIL;
 	if (!r->o->output)
 		return 0;
 	/* A new file: never an existing one, never through a planted symlink. */
@@ -138,8 +159,7 @@ static int open_output(struct run *r)
 	r->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!r->out) {
 		log_err("cannot write the report to %s: %s", r->o->output,
-			errno == EEXIST ? "it exists already (fnprof writes a new file: remove it or pick another name)"
-					: strerror(errno));
+			errno == EEXIST ? EXISTS_ALREADY : strerror(errno));
 		return EXIT_FAIL;
 	}
 	return 0;

@@ -439,6 +439,21 @@ static int cross_check_export(struct opts *o)
 	return -1;
 }
 
+/* Two of -o, --pprof, --folded, --svg naming one file: each would replace the other. */
+static int same_output_twice(const struct opts *o)
+{
+	const char *const paths[] = { o->output, o->pprof_path, o->folded_path, o->svg_path };
+	const char *const flags[] = { "-o", "--pprof", "--folded", "--svg" };
+	size_t i, j, n = sizeof(paths) / sizeof(paths[0]);
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (paths[i] && paths[j] && !strcmp(paths[i], paths[j]))
+				return usage_error("%s and %s name the same file '%s': give each its own", flags[i],
+						   flags[j], paths[i]);
+	return 0;
+}
+
 /* Checks that need every option: what goes together, what excludes what. */
 static int cross_check(struct opts *o)
 {
@@ -448,9 +463,8 @@ static int cross_check(struct opts *o)
 		return usage_error("give either -p PID or -- COMMAND, not both");
 	if (!o->pid && !o->cmd && check_system_wide(o))
 		return EXIT_USAGE;
-	/* The pictures are renamed over their path at the end: that would replace the report. */
-	if (o->svg_path && o->output && !strcmp(o->svg_path, o->output))
-		return usage_error("--svg and -o name the same file '%s': give each its own", o->output);
+	if (same_output_twice(o))
+		return EXIT_USAGE;
 	if (o->list && !o->nr_funcs)
 		return usage_error("--list needs at least one -f pattern");
 	if (!o->nr_funcs && !o->profiles)
