@@ -288,22 +288,30 @@ static int sudo_ids(uid_t *uid, gid_t *gid)
 	return 1;
 }
 
-/* Becomes uid:gid for good, and checks that root cannot be had back. 0 or -errno. */
-static int become_user(uid_t uid, gid_t gid)
+/*
+ * The user's own cache, as libdebuginfod run by that user would choose it
+ * (unless DEBUGINFOD_CACHE_PATH says): looked up before the fork, since the
+ * password database may need NSS modules loaded, not safe in a forked child.
+ */
+static void user_cache(uid_t uid, char *cache, size_t size)
 {
 	const char *user = getenv("SUDO_USER");
 	struct passwd *pw = user ? getpwnam(user) : NULL;
-	char cache[PATH_MAX];
 
+	cache[0] = 0;
+	if (pw && pw->pw_uid == uid && !getenv("DEBUGINFOD_CACHE_PATH"))
+		snprintf(cache, size, "%s/.cache/debuginfod_client", pw->pw_dir);
+}
+
+/* Becomes uid:gid for good, and checks that root cannot be had back. 0 or -errno. */
+static int become_user(uid_t uid, gid_t gid, const char *cache)
+{
 	if (setgroups(1, &gid) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 		return -errno;
 	if (setuid(0) == 0 || geteuid() == 0)
 		return -EPERM;
-	/* The user's own cache, as libdebuginfod run by that user would choose it. */
-	if (pw && pw->pw_uid == uid && !getenv("DEBUGINFOD_CACHE_PATH")) {
-		snprintf(cache, sizeof(cache), "%s/.cache/debuginfod_client", pw->pw_dir);
+	if (*cache)
 		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
-	}
 	return 0;
 }
 
@@ -367,15 +375,17 @@ typedef int (*job_fn)(const char *arg, char *found, size_t size);
 /* Runs fn(arg) in a child that has become uid:gid; the fd it opened, or -errno. */
 static int run_as_user(job_fn fn, const char *arg, uid_t uid, gid_t gid, char *found, size_t size)
 {
+	char cache[PATH_MAX];
 	int sv[2], fd, err;
 	pid_t child;
 
+	user_cache(uid, cache, sizeof(cache));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	child = fork();
 	if (child == 0) {
 		close(sv[0]);
-		err = become_user(uid, gid);
+		err = become_user(uid, gid, cache);
 		/* After the change of user, which clears it: the child goes when fnprof does. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		fd = err ? err : fn(arg, found, size);
