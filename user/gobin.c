@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gobin.h"
+#include "safeopen.h"
 
 static const char buildinfo_magic[14] = "\xff Go buildinf:";
 
@@ -290,7 +291,7 @@ int go_pclntab_funcs(Elf *elf, go_func_fn fn, void *arg)
 
 bool go_file(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open_regular(AT_FDCWD, path, 0);
 	size_t size;
 	bool go = false;
 	Elf *elf;

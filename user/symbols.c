@@ -15,6 +15,7 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "ehframe.h"
+#include "safeopen.h"
 #include "symbols.h"
 
 /* Where the object is for the target, to look for its debug file there; NULL path: don't. */
@@ -454,18 +455,7 @@ static int load_elf(Elf *elf, const struct target_obj *t, const char *path, stru
 
 int symtab_open(const char *path)
 {
-	struct stat st;
-	int fd;
-
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -ENODEV;
-	}
-	return fd;
+	return open_regular(AT_FDCWD, path, 0);
 }
 
 /* Whether the file was truncated or rewritten while it was read: what was read may be cut short. */

@@ -1,0 +1,123 @@
+"""Files a target chooses, which fnprof reads as root (security issue, items 5, 6, 7, 10, 11): sparse
+files claiming gigabytes, a .go.buildinfo whose addresses wrap, device nodes and FIFOs where an object
+should be, a .gopclntab built to be slow. Each test failed on the code before the fix."""
+import ctypes
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+
+from harness import (BIN, FNPROF, ROOT, Skip, ElfWriter, check, run_fnprof, target)
+
+GIB = 1 << 30
+NO_ADMIN = ["setpriv", "--bounding-set=-sys_admin,-checkpoint_restore",
+            "--inh-caps=-sys_admin,-checkpoint_restore"]
+
+
+def run_with_timeout(args, timeout=30, **kw):
+    """Runs a command; a hang is a failure with a message, not a harness crash."""
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"hung (over {timeout} s): {args}")
+
+
+def limit_memory():
+    # 1 GiB of address space: a file that makes fnprof allocate what it claims fails at once, never swaps.
+    resource.setrlimit(resource.RLIMIT_AS, (GIB, GIB))
+
+
+def sparse_object(d, section, sh_type, claim=2 * GIB - 8):
+    """An object whose section claims 2 GiB of a file that holds 4 KiB (ftruncate: a sparse file).
+    2 GiB - 8: a whole number of symbols, or libelf refuses the table itself."""
+    w = ElfWriter()
+    # .text comes first: its address is BASE + 0x80; .dynsym names dyn_fn there.
+    w.add(".text", ElfWriter.PROGBITS, b"\xc3" * 64, flags=ElfWriter.ALLOC | ElfWriter.EXEC)
+    dynstr = w.add(".dynstr", ElfWriter.STRTAB, b"\0dyn_fn\0")
+    w.add(".dynsym", ElfWriter.DYNSYM, b"\0" * 24 + ElfWriter.sym(1, ElfWriter.BASE + 0x80, 16),
+          link=dynstr, entsize=24)
+    strtab = w.add(".strtab", ElfWriter.STRTAB, b"\0big_fn\0")
+    w.add(section, sh_type, claim=claim, link=strtab if sh_type == ElfWriter.SYMTAB else 0,
+          entsize=24 if sh_type == ElfWriter.SYMTAB else 0)
+    path = os.path.join(d, "libsparse.so")
+    w.write(path)
+    check(os.stat(path).st_blocks * 512 < 1 << 20, "the crafted file is not sparse")
+    return path
+
+
+# --- items 7 and 11: device nodes and FIFOs where an object should be ---------------------------
+
+def test_fifo_as_system_wide_object_refused():
+    # Without -p: fnprof opened the FIFO with a blocking open() and waited for a writer forever.
+    d = tempfile.mkdtemp(prefix="fnprof-fifo-")
+    try:
+        fifo = os.path.join(d, "fifo.so")
+        os.mkfifo(fifo)
+        p = run_with_timeout([FNPROF, "-f", f"{fifo}:f", "-d", "1"], timeout=20)
+        check(p.returncode == 1 and f"cannot open {fifo}: not a regular file" in p.stderr,
+              f"exit {p.returncode}: {p.stderr[-800:]}")
+    finally:
+        shutil.rmtree(d)
+
+
+IN_OPEN = 0x20
+
+
+class OpenWatch:
+    """Names of the entries of a directory that anyone opened (inotify IN_OPEN): an O_PATH open, which
+    runs no driver's open and waits on no FIFO, is not one."""
+
+    def __init__(self, d):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        check(self.fd >= 0 and self.libc.inotify_add_watch(self.fd, d.encode(), IN_OPEN) >= 0, "inotify")
+
+    def opened(self):
+        names = set()
+        try:
+            buf = os.read(self.fd, 1 << 16)
+        except BlockingIOError:
+            return names
+        while buf:
+            _, mask, _, n = struct.unpack("iIII", buf[:16])
+            if mask & IN_OPEN:
+                names.add(buf[16:16 + n].rstrip(b"\0").decode())
+            buf = buf[16 + n:]
+        return names
+
+    def close(self):
+        os.close(self.fd)
+
+
+def test_device_planted_at_deleted_mapping_never_opened():
+    # The target maps a library, deletes it and puts a character device at "PATH (deleted)", the name
+    # /proc/PID/maps gives the mapping. Without map_files (no CAP_SYS_ADMIN), the symbolizer looks that
+    # path up in the target's root: it opened the device (as root, without O_NOCTTY) before it checked
+    # what it was. Here the device is /dev/null's (1, 3); inotify sees any open of it.
+    if not shutil.which("setpriv"):
+        raise Skip("setpriv not installed")
+    d = tempfile.mkdtemp(prefix="fnprof-dev-")
+    lib = os.path.join(d, "libtarget.so")
+    shutil.copy2(os.path.join(BIN, "libtarget.so"), lib)
+    proc = subprocess.Popen([target("uselib"), "1000000", "loop"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, LD_PRELOAD=lib))
+    watch = None
+    try:
+        check("ready" in proc.stdout.readline(), "target did not start")
+        os.unlink(lib)
+        planted = lib + " (deleted)"
+        os.mknod(planted, 0o666 | 0o020000, os.makedev(1, 3))
+        watch = OpenWatch(d)
+        p = run_with_timeout(NO_ADMIN + [FNPROF, "-p", str(proc.pid), "--sample", "-d", "1", "--json"])
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-800:]}")
+        opened = watch.opened()
+        check(os.path.basename(planted) not in opened, f"fnprof opened the planted device: {opened}")
+    finally:
+        if watch:
+            watch.close()
+        proc.terminate()
+        proc.communicate(timeout=10)
+        shutil.rmtree(d)
