@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfcheck.h"
 #include "gobin.h"
 #include "safeopen.h"
 
@@ -299,7 +300,7 @@ bool go_file(const char *path)
 	if (fd < 0)
 		return false;
 	/* Read, not mapped: the file is the target's, it may change under us. */
-	elf = elf_version(EV_CURRENT) != EV_NONE ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	elf = elfcheck_begin(fd, NULL);   /* quiet: symtab_load of the same file says what it refused */
 	if (elf && elf_kind(elf) == ELF_K_ELF)
 		go = section_by_name(elf, ".go.buildinfo", &size, NULL) ||
 		     section_by_name(elf, ".gopclntab", &size, NULL);

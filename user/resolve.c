@@ -13,6 +13,7 @@
 
 #include "arch.h"
 #include "array.h"
+#include "elfcheck.h"
 #include "log.h"
 #include "proc.h"
 #include "procmaps.h"
@@ -170,15 +171,12 @@ static int find_needed(const char *exe, const char *name, char *buf, size_t size
 	fd = symtab_open(exe);
 	if (fd < 0)
 		return fd;
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		close(fd);
-		return -EINVAL;
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elfcheck_begin(fd, NULL);   /* quiet: symtab_load of the same file says what it refused */
 	while (elf && (scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data = elf_getdata(scn, NULL);
+		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !data)
+		/* The type first: only .dynamic is read, never every section. */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(data = elf_getdata(scn, NULL)))
 			continue;
 		for (i = 0; gelf_getdyn(data, i, &dyn) && dyn.d_tag != DT_NULL; i++) {
 			const char *s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);

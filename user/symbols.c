@@ -15,6 +15,7 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "ehframe.h"
+#include "elfcheck.h"
 #include "safeopen.h"
 #include "symbols.h"
 
@@ -348,7 +349,7 @@ static int read_debug_file(Elf *elf, const struct target_obj *t, struct symtab *
 	fd = debuginfo_open(elf, t->path, t->pid, found, sizeof(found));
 	if (fd < 0)
 		return 0;
-	dbg = elf_begin(fd, ELF_C_READ, NULL);
+	dbg = elfcheck_begin(fd, found);
 	scn = dbg && elf_kind(dbg) == ELF_K_ELF ? find_section(dbg, SHT_SYMTAB) : NULL;
 	if (scn) {
 		err = read_table(dbg, scn, st, l);
@@ -485,7 +486,7 @@ static int load(const char *path, const struct target_obj *t, struct symtab **ou
 	}
 	st = calloc(1, sizeof(*st));
 	/* Read, not mapped: a file truncated while it is parsed gives short reads, not SIGBUS. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elfcheck_begin(fd, t->path ? t->path : path);
 	if (!st || !elf) {
 		err = st ? -EINVAL : -ENOMEM;
 		goto out;
