@@ -148,3 +148,54 @@ def test_device_planted_at_deleted_mapping_never_opened():
         proc.terminate()
         proc.communicate(timeout=10)
         shutil.rmtree(d)
+
+
+# --- item 10: a .gopclntab built to be slow -------------------------------------------------------
+
+def slow_pclntab_object(path, nfunc=200000, nsecs=20000):
+    """A stripped Go-like object: a Go 1.20 .gopclntab of nfunc 16-byte functions in .text, after
+    nsecs small executable sections that hold none of them. Looking each function's code up by a
+    walk over the sections was nfunc x nsecs."""
+    w = ElfWriter()
+    for _ in range(nsecs):
+        w.add(".x", ElfWriter.PROGBITS, flags=ElfWriter.ALLOC | ElfWriter.EXEC, addr=0x10000000, offset=0x100)
+    text = b"\x90" * 16 * nfunc
+    names = b"".join(b"f%d\0" % i for i in range(nfunc))
+    name_offs, off = [], 0
+    for i in range(nfunc):
+        name_offs.append(off)
+        off += len(b"f%d\0" % i)
+    # Function table: (entry offset from textStart, record offset) pairs, nfunc + 1; then the records
+    # (entry offset, name offset).
+    functab_len = 8 * (nfunc + 1)
+    functab = b"".join(struct.pack("<II", 16 * i, functab_len + 8 * i) for i in range(nfunc))
+    functab += struct.pack("<II", 16 * nfunc, 0)
+    records = b"".join(struct.pack("<II", 16 * i, name_offs[i]) for i in range(nfunc))
+    header_len = 8 + 8 * 8
+    names_at = header_len
+    functab_at = names_at + len(names)
+    # textStart 0: as a position-independent build leaves it, to be taken from .text's address.
+    header = struct.pack("<IBBBB8Q", 0xfffffff1, 0, 0, 1, 8, nfunc, 0, 0, names_at, 0, 0, 0, functab_at)
+    w.add(".gopclntab", ElfWriter.PROGBITS, header + names + functab + records, flags=ElfWriter.ALLOC)
+    # Go 1.18+ .go.buildinfo: the version inline at 32, length-prefixed; then the (empty) module info.
+    version = b"go1.21.0"
+    w.add(".go.buildinfo", ElfWriter.PROGBITS, b"\xff Go buildinf:\x08\x02".ljust(32, b"\0") +
+          bytes([len(version)]) + version + b"\0", flags=ElfWriter.ALLOC)
+    w.add(".text", ElfWriter.PROGBITS, text, flags=ElfWriter.ALLOC | ElfWriter.EXEC)
+    w.write(path)
+
+
+def test_pclntab_lookup_not_quadratic():
+    # Before: 23.5 s here (16 s reported) for --list; now well under a second.
+    d = tempfile.mkdtemp(prefix="fnprof-pcln-")
+    try:
+        path = os.path.join(d, "slow.so")
+        slow_pclntab_object(path)
+        t0 = time.time()
+        p = run_with_timeout([FNPROF, "--list", "-f", f"{path}:f19999?", "--", target("work"), "count", "1"],
+                             timeout=60)
+        took = time.time() - t0
+        check(p.returncode == 0 and p.stdout.count("f19999") == 10, f"exit {p.returncode}: {p.stderr[-800:]}")
+        check(took < 5, f"--list took {took:.1f} s")
+    finally:
+        shutil.rmtree(d)
