@@ -75,6 +75,19 @@ def test_sparse_gopclntab_refused():
     check_sparse_section_refused(".gopclntab", ElfWriter.PROGBITS)
 
 
+def test_refused_section_name_sanitized():
+    # The section's name is the file's: a terminal escape in it reaches the warning as '?'.
+    d = tempfile.mkdtemp(prefix="fnprof-sparse-")
+    try:
+        path = sparse_object(d, "\x1b]0;owned\x07", ElfWriter.PROGBITS)
+        p = run_with_timeout([FNPROF, "--list", "-f", f"{path}:dyn_*", "--", target("work"), "count", "1"],
+                             preexec_fn=limit_memory)
+        check(p.returncode == 0 and "section '?]0;owned?'" in p.stderr and "\x1b" not in p.stderr,
+              f"exit {p.returncode}: {p.stderr[-800:]!r}")
+    finally:
+        shutil.rmtree(d)
+
+
 # --- items 7 and 11: device nodes and FIFOs where an object should be ---------------------------
 
 def test_fifo_as_system_wide_object_refused():

@@ -5,12 +5,14 @@
  * ftruncate passes, and reading its .symtab took 2.1 GB and 19.5 s.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "elfcheck.h"
 #include "log.h"
+#include "sanitize.h"
 
 enum refusal { KEPT, PAST_END, OVER_HOLE, TOO_BIG, INFLATES_TOO_BIG };
 
@@ -56,17 +58,24 @@ static void refuse(Elf_Scn *scn, GElf_Shdr *sh)
 	gelf_update_shdr(scn, sh);
 }
 
-/* Names the first refused section: after refusal, so that a refused .shstrtab is not read for it. */
+/*
+ * Names the first refused section: after refusal, so that a refused
+ * .shstrtab is not read for it. Path and name are the target's: sanitized.
+ */
 static void warn(Elf *elf, const char *path, size_t first, __u64 size, enum refusal r, int nr)
 {
+	char safe_path[PATH_MAX], safe_name[128];
 	const char *name = NULL;
 	size_t shstrndx;
 	GElf_Shdr sh;
 
 	if (!elf_getshdrstrndx(elf, &shstrndx) && gelf_getshdr(elf_getscn(elf, first), &sh))
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-	log_warn("%s: section %s%s%s[%zu] (%llu bytes) not read: %s; the object is read without it%s", path,
-		 name ? "'" : "", name ? name : "", name ? "' " : "", first, (unsigned long long)size, why[r],
+	if (name)
+		name = sanitize_term(name, safe_name, sizeof(safe_name));
+	log_warn("%s: section %s%s%s[%zu] (%llu bytes) not read: %s; the object is read without it%s",
+		 sanitize_term(path, safe_path, sizeof(safe_path)), name ? "'" : "", name ? name : "",
+		 name ? "' " : "", first, (unsigned long long)size, why[r],
 		 nr > 1 ? " (and other sections likewise)" : "");
 }
 
