@@ -6,6 +6,7 @@ AssertionError (use check()), and is skipped, visibly, by raising Skip.
 import json
 import os
 import signal
+import struct
 import subprocess
 import time
 
@@ -136,3 +137,68 @@ def wait_for(cond, timeout=10.0, step=0.05):
             return True
         time.sleep(step)
     return cond()
+
+
+class ElfWriter:
+    """A crafted x86-64 ELF executable, for tests of hostile files: one PT_LOAD (read, execute) maps the
+    file at BASE; sections are laid out in the order added. A section may claim more bytes than it holds
+    (claim=): it is then placed past everything else and the file extended with ftruncate, so that the
+    claimed bytes are a hole (a sparse file)."""
+    BASE = 0x400000
+    PROGBITS, SYMTAB, STRTAB, NOBITS, DYNSYM = 1, 2, 3, 8, 11
+    ALLOC, EXEC = 2, 4
+
+    def __init__(self):
+        self.secs = []
+
+    def add(self, name, sh_type, data=b"", flags=0, link=0, entsize=0, addr=None, claim=None, offset=None):
+        """Adds a section; returns its index. addr: BASE + its file offset when None and flags has ALLOC.
+        offset: a fixed file offset (the data is then not written) instead of a place of its own."""
+        self.secs.append(dict(name=name, type=sh_type, data=data, flags=flags, link=link, entsize=entsize,
+                              addr=addr, claim=claim, offset=offset))
+        return len(self.secs)
+
+    @staticmethod
+    def sym(name_off, value, size, shndx=1, info=0x12):
+        """One Elf64_Sym (default: a global function)."""
+        return struct.pack("<IBBHQQ", name_off, info, 0, shndx, value, size)
+
+    def write(self, path):
+        names = b"\0"
+        name_off = []
+        for s in self.secs + [dict(name=".shstrtab")]:
+            name_off.append(len(names))
+            names += s["name"].encode() + b"\0"
+        body = bytearray(b"\0" * (64 + 56))
+        for s in self.secs:
+            if s["claim"] is None and s["offset"] is None:
+                body += b"\0" * (-len(body) % 16)
+                s["off"] = len(body)
+                body += s["data"]
+            elif s["offset"] is not None:
+                s["off"] = s["offset"]
+        shstr_off = len(body)
+        body += names
+        body += b"\0" * (-len(body) % 8)
+        sh_off = len(body)
+        end = sh_off + 64 * (len(self.secs) + 2)
+        sparse = (end + 0xfff) & ~0xfff
+        for s in self.secs:
+            if s["claim"] is not None:
+                s["off"] = sparse
+                sparse = (sparse + s["claim"] + 0xfff) & ~0xfff
+        shdrs = [b"\0" * 64]
+        for i, s in enumerate(self.secs):
+            addr = s["addr"] if s["addr"] is not None else (self.BASE + s["off"] if s["flags"] & self.ALLOC else 0)
+            size = s["claim"] if s["claim"] is not None else len(s["data"])
+            shdrs.append(struct.pack("<IIQQQQIIQQ", name_off[i], s["type"], s["flags"], addr, s["off"], size,
+                                     s["link"], 1 if s["type"] in (self.SYMTAB, self.DYNSYM) else 0, 16,
+                                     s["entsize"]))
+        shdrs.append(struct.pack("<IIQQQQIIQQ", name_off[-1], self.STRTAB, 0, 0, shstr_off, len(names), 0, 0, 1, 0))
+        ehdr = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + b"\0" * 9, 2, 62, 1, self.BASE + 64 + 56,
+                           64, sh_off, 0, 64, 56, 1, 64, len(shdrs), len(shdrs) - 1)
+        phdr = struct.pack("<IIQQQQQQ", 1, 5, 0, self.BASE, self.BASE, end, end, 0x1000)
+        body[0:64 + 56] = ehdr + phdr
+        with open(path, "wb") as f:
+            f.write(bytes(body) + b"".join(shdrs))
+            f.truncate(max(end, sparse))

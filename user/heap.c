@@ -24,6 +24,7 @@
 #include "log.h"
 #include "prof_src.h"
 #include "resolve.h"
+#include "safeopen.h"
 #include "uprobes.h"
 
 /* As Go's heap profile; the in-use values come from the sampled pointers not freed yet. */
@@ -85,7 +86,7 @@ static struct bpf_program *return_prog(struct heap_bpf *skel, const char *name)
 static __u64 free_offset(const struct probe *p)
 {
 	unsigned char b[16];
-	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(AT_FDCWD, p->open_path, 0);
 	ssize_t n = fd >= 0 ? pread(fd, b, sizeof(b), p->offset) : -1;
 
 	if (fd >= 0)

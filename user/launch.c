@@ -13,6 +13,7 @@
 
 #include "launch.h"
 #include "log.h"
+#include "safeopen.h"
 
 /* A decimal user or group id, all digits: 0, or -EINVAL. */
 static int parse_id(const char *s, unsigned int *id)
@@ -221,7 +222,7 @@ int launch_follow_stop(struct child *c)
 bool launch_is_script(const char *path)
 {
 	char magic[4];
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open_regular(AT_FDCWD, path, 0);
 	ssize_t n = fd >= 0 ? read(fd, magic, sizeof(magic)) : -1;
 
 	if (fd >= 0)

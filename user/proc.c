@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "proc.h"
+#include "safeopen.h"
 
 /* The fields after "pid (comm)": comm may hold spaces and parentheses. */
 static int read_stat_tail(pid_t pid, char *buf, size_t size, char **tail)
@@ -113,23 +114,16 @@ bool proc_can_follow_map_files(void)
 
 int proc_open_in_root(pid_t pid, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK, .resolve = RESOLVE_IN_ROOT };
 	char root[64];
-	struct stat st;
-	int rfd, fd, err;
+	int rfd, fd;
 
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
-	fd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	err = fd < 0 ? -errno : 0;
+	fd = open_regular(rfd, path, RESOLVE_IN_ROOT);
 	close(rfd);
-	if (!err && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
-		close(fd);
-		err = -ENODEV;
-	}
-	return err ? err : fd;
+	return fd;
 }
 
 static int check_caps(void)

@@ -13,10 +13,12 @@
 
 #include "arch.h"
 #include "array.h"
+#include "elfcheck.h"
 #include "log.h"
 #include "proc.h"
 #include "procmaps.h"
 #include "resolve.h"
+#include "safeopen.h"
 #include "sanitize.h"
 #include "symbols.h"
 
@@ -169,15 +171,12 @@ static int find_needed(const char *exe, const char *name, char *buf, size_t size
 	fd = symtab_open(exe);
 	if (fd < 0)
 		return fd;
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		close(fd);
-		return -EINVAL;
-	}
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elfcheck_begin(fd, NULL);   /* quiet: symtab_load of the same file says what it refused */
 	while (elf && (scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data = elf_getdata(scn, NULL);
+		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !data)
+		/* The type first: only .dynamic is read, never every section. */
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(data = elf_getdata(scn, NULL)))
 			continue;
 		for (i = 0; gelf_getdyn(data, i, &dyn) && dyn.d_tag != DT_NULL; i++) {
 			const char *s = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val);
@@ -232,7 +231,7 @@ static int hold_fd(struct resolver *r, int fd, char *open_path)
 static bool is_elf(const char *path)
 {
 	unsigned char m[4] = { 0 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(AT_FDCWD, path, 0);
 	bool elf = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
 
 	if (fd >= 0)
@@ -279,10 +278,10 @@ static int locate_host_object(struct resolver *r, const char *objname, char *pat
 			return 0;
 		}
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(AT_FDCWD, path, 0);
 	if (fd < 0) {
-		log_err("cannot open %s: %s", path, strerror(errno));
-		return -errno;
+		log_err("cannot open %s: %s", path, fd == -ENODEV ? "not a regular file" : strerror(-fd));
+		return fd;
 	}
 	return hold_fd(r, fd, open_path);
 }
@@ -371,7 +370,7 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 static int locate_followed_exe(struct resolver *r)
 {
 	ssize_t n = readlink(r->o->followed, r->exe, sizeof(r->exe) - 1);
-	int fd = open(r->o->followed, O_RDONLY | O_CLOEXEC | O_NONBLOCK), err = -errno;
+	int fd = open_regular(AT_FDCWD, r->o->followed, 0), err = fd < 0 ? fd : -ENOENT;
 
 	if (n <= 0 || fd < 0) {
 		log_err("cannot open the program that process %d runs: %s", r->pid, strerror(-err));
@@ -437,7 +436,7 @@ static void place_entry(struct probe *p)
 	size_t len = p->size && p->size <= ENTRY_CODE_MAX ? p->size : 16;
 	unsigned char *code = calloc(1, len);
 	ssize_t n = -1;
-	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = open_regular(AT_FDCWD, p->open_path, 0);
 
 	if (fd >= 0 && code) {
 		n = pread(fd, code, len, p->offset);
@@ -512,7 +511,7 @@ static int disasm_exits(struct probe *p, const struct sym *s, const struct symta
 {
 	const struct sym *parts[2] = { s, cold_part(st, s) };
 	struct code_part code[2] = { { 0 } };
-	int fd = open(p->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), i, k, n = -EIO;
+	int fd = open_regular(AT_FDCWD, p->open_path, 0), i, k, n = -EIO;
 	__u64 *addrs = NULL;
 	size_t nr = parts[1] ? 2 : 1;
 

@@ -15,6 +15,8 @@
 #include "debuginfo.h"
 #include "demangle.h"
 #include "ehframe.h"
+#include "elfcheck.h"
+#include "safeopen.h"
 #include "symbols.h"
 
 /* Where the object is for the target, to look for its debug file there; NULL path: don't. */
@@ -347,7 +349,7 @@ static int read_debug_file(Elf *elf, const struct target_obj *t, struct symtab *
 	fd = debuginfo_open(elf, t->path, t->pid, found, sizeof(found));
 	if (fd < 0)
 		return 0;
-	dbg = elf_begin(fd, ELF_C_READ, NULL);
+	dbg = elfcheck_begin(fd, found);
 	scn = dbg && elf_kind(dbg) == ELF_K_ELF ? find_section(dbg, SHT_SYMTAB) : NULL;
 	if (scn) {
 		err = read_table(dbg, scn, st, l);
@@ -454,18 +456,7 @@ static int load_elf(Elf *elf, const struct target_obj *t, const char *path, stru
 
 int symtab_open(const char *path)
 {
-	struct stat st;
-	int fd;
-
-	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -ENODEV;
-	}
-	return fd;
+	return open_regular(AT_FDCWD, path, 0);
 }
 
 /* Whether the file was truncated or rewritten while it was read: what was read may be cut short. */
@@ -495,7 +486,7 @@ static int load(const char *path, const struct target_obj *t, struct symtab **ou
 	}
 	st = calloc(1, sizeof(*st));
 	/* Read, not mapped: a file truncated while it is parsed gives short reads, not SIGBUS. */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	elf = elfcheck_begin(fd, t->path ? t->path : path);
 	if (!st || !elf) {
 		err = st ? -EINVAL : -ENOMEM;
 		goto out;

@@ -5,6 +5,7 @@
  * toolchain version from .go.buildinfo. The Go targets are built by make
  * test-build where Go is installed (run from tests/: bin/...).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,90 @@ static void unsupported_versions(void)
 	CHECK(!go_unsupported(&ok));
 }
 
+/*
+ * An ELF file at path holding one section, name, of size bytes at link-time
+ * address addr, and .shstrtab. Read as fnprof reads (ELF_C_READ), each
+ * section's bytes are a heap block of their own: ASan sees a read outside.
+ */
+static Elf *crafted_elf(char *path, const char *name, __u64 addr, const void *data, size_t size, int *fd)
+{
+	char names[64];
+	size_t nlen = (size_t)snprintf(names, sizeof(names), "%c%s%c.shstrtab", 0, name, 0) + 1;
+	size_t data_at = sizeof(Elf64_Ehdr), names_at = data_at + size, sh_at = (names_at + nlen + 7) & ~7UL;
+	Elf64_Ehdr eh = { .e_ident = { 0x7f, 'E', 'L', 'F', ELFCLASS64, ELFDATA2LSB, EV_CURRENT },
+			  .e_type = ET_EXEC, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_shoff = sh_at,
+			  .e_ehsize = sizeof(Elf64_Ehdr), .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 3,
+			  .e_shstrndx = 2 };
+	Elf64_Shdr sh[3] = { { 0 },
+			     { .sh_name = 1, .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC, .sh_addr = addr,
+			       .sh_offset = data_at, .sh_size = size, .sh_addralign = 1 },
+			     { .sh_name = 2 + strlen(name), .sh_type = SHT_STRTAB, .sh_offset = names_at,
+			       .sh_size = nlen, .sh_addralign = 1 } };
+
+	*fd = mkstemp(path);
+	if (*fd < 0 || pwrite(*fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    pwrite(*fd, data, size, data_at) != (ssize_t)size || pwrite(*fd, names, nlen, names_at) != (ssize_t)nlen ||
+	    pwrite(*fd, sh, sizeof(sh), sh_at) != sizeof(sh))
+		return NULL;
+	unlink(path);
+	elf_version(EV_CURRENT);
+	return elf_begin(*fd, ELF_C_READ, NULL);
+}
+
+/*
+ * Old-layout .go.buildinfo (before Go 1.18) whose pointer to the version's
+ * string header is 2^64 - 16: address + size wrapped to 0, passed the bounds
+ * check, and the header was read 16 bytes before the section's buffer.
+ */
+static void buildinfo_wrapping_address(void)
+{
+	unsigned char b[64] = "\xff Go buildinf:";
+	char path[] = "/tmp/fnprof-gobin-XXXXXX";
+	struct go_info gi;
+	__u64 ptr = -16ULL;
+	Elf *elf;
+	int fd;
+
+	b[14] = 8;   /* pointer size; flags 0: the version behind a pointer */
+	memcpy(b + 16, &ptr, 8);
+	elf = crafted_elf(path, ".go.buildinfo", 0, b, sizeof(b), &fd);
+	CHECK(elf);
+	CHECK(go_info_read(elf, &gi) == -EINVAL && !gi.version[0]);
+	elf_end(elf);
+	close(fd);
+}
+
+static int count_func(void *arg, const char *name, __u64 addr, __u64 size, bool abi0)
+{
+	(void)name, (void)addr, (void)size, (void)abi0;
+	++*(int *)arg;
+	return 0;
+}
+
+/*
+ * A Go 1.16 .gopclntab whose function record lies 2^64 - 10 bytes on: the
+ * name's offset, read 8 bytes into the record, wrapped to 2 bytes before the
+ * table and passed the bounds check.
+ */
+static void pclntab_wrapping_record(void)
+{
+	unsigned char t[106] = { 0xfa, 0xff, 0xff, 0xff, 0, 0, 1, 8 };
+	__u64 hdr[8] = { 1, 0, 104, 0, 0, 0, 72, 0 };   /* nfunc, ..., names at 104, functab at 72 */
+	__u64 tab[4] = { 0x1000, -10ULL - 72, 0x1010, 0 };
+	char path[] = "/tmp/fnprof-gobin-XXXXXX";
+	int fd, n = 0;
+	Elf *elf;
+
+	memcpy(t + 8, hdr, sizeof(hdr));
+	memcpy(t + 72, tab, sizeof(tab));
+	t[104] = 'f';
+	elf = crafted_elf(path, ".gopclntab", 0x2000, t, sizeof(t), &fd);
+	CHECK(elf);
+	CHECK(go_pclntab_funcs(elf, count_func, &n) == 0 && n == 0);
+	elf_end(elf);
+	close(fd);
+}
+
 int main(void)
 {
 	RUN(pclntab_names_match_symtab);
@@ -147,5 +232,7 @@ int main(void)
 	RUN(garbled_version_is_unknown);
 	RUN(c_program_is_not_go);
 	RUN(unsupported_versions);
+	RUN(buildinfo_wrapping_address);
+	RUN(pclntab_wrapping_record);
 	UNIT_EXIT();
 }

@@ -10,9 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <gelf.h>
+#include <sys/stat.h>
+#include <elfutils/libdw.h>
 
+#include "elfcheck.h"
 #include "procmaps.h"
 #include "resolve.h"
+#include "safeopen.h"
 #include "symbols.h"
 #include "unit.h"
 
@@ -55,6 +59,8 @@ static int build_fixtures(void)
 	return build("cc -O2 -fno-omit-frame-pointer -fPIE -pie", "fx.c", "pie") ||
 	       build("cc -O2 -fno-omit-frame-pointer -no-pie", "fx.c", "nopie") ||
 	       build("cc -O2 -fno-omit-frame-pointer -shared -fPIC", "lib.c", "lib.so") ||
+	       build("cc -g -O2", "fx.c", "dbg") ||
+	       build("cc -g -O2", "fx.c", "sparse") ||
 	       build("strip", "pie", "stripped") ||
 	       build("strip", "lib.so", "stripped.so");
 }
@@ -228,6 +234,91 @@ static void matches_library_names(void)
 	CHECK(!lib_name_matches("/usr/lib/libcrypto.so.3", "libc"));
 }
 
+/* Only regular files open; a FIFO, device or directory is refused without blocking or opening it. */
+static void open_regular_refuses_others(void)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	CHECK(!mkfifo(path, 0600));
+	CHECK(open_regular(AT_FDCWD, path, 0) == -ENODEV);
+	CHECK(open_regular(AT_FDCWD, "/dev/null", 0) == -ENODEV);
+	CHECK(open_regular(AT_FDCWD, dir, 0) == -ENODEV);
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	CHECK(open_regular(AT_FDCWD, path, 0) == -ENOENT);
+	snprintf(path, sizeof(path), "%s/pie", dir);
+	fd = open_regular(AT_FDCWD, path, 0);
+	CHECK(fd >= 0);
+	CHECK((fcntl(fd, F_GETFL) & (O_ACCMODE | O_NONBLOCK)) == (O_RDONLY | O_NONBLOCK));
+	close(fd);
+}
+
+/* Moves section name of the file at path to a 512 MiB hole at its end (ftruncate: sparse). */
+static int make_sparse(const char *path, const char *name)
+{
+	int fd = open(path, O_RDWR), err = -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Ehdr eh;
+	GElf_Shdr sh;
+	struct stat st;
+
+	while (elf && !elf_getshdrstrndx(elf, &shstrndx) && (scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && !strcmp(elf_strptr(elf, shstrndx, sh.sh_name) ?: "", name))
+			break;
+	if (scn && gelf_getehdr(elf, &eh) && !fstat(fd, &st)) {
+		Elf64_Shdr raw;
+		off_t at = eh.e_shoff + elf_ndxscn(scn) * sizeof(raw);
+
+		if (pread(fd, &raw, sizeof(raw), at) == sizeof(raw)) {
+			raw.sh_offset = (st.st_size + 0xfff) & ~0xfffL;
+			raw.sh_size = 512 << 20;
+			err = pwrite(fd, &raw, sizeof(raw), at) == sizeof(raw) &&
+			      !ftruncate(fd, raw.sh_offset + raw.sh_size) ? 0 : -1;
+		}
+	}
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+/* Whether libdw, handed the checked Elf, finds a compile unit. */
+static int dwarf_cus(const char *name, int *refused)
+{
+	char path[256];
+	int fd, cus = 0;
+	Dwarf_Off off;
+	size_t hsize;
+	Dwarf *dw;
+	Elf *elf;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open_regular(AT_FDCWD, path, 0);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	*refused = elf ? elfcheck_sections(elf, fd, NULL) : -1;
+	dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	cus = dw && !dwarf_nextcu(dw, 0, &off, &hsize, NULL, NULL, NULL);
+	if (dw)
+		dwarf_end(dw);
+	elf_end(elf);
+	close(fd);
+	return cus;
+}
+
+/* A sparse .debug_info is refused before libdw reads 512 MiB of it; a real one is kept. */
+static void sparse_debug_info_refused(void)
+{
+	char path[256];
+	int refused;
+
+	snprintf(path, sizeof(path), "%s/sparse", dir);
+	CHECK(!make_sparse(path, ".debug_info"));
+	CHECK(dwarf_cus("dbg", &refused) == 1 && refused == 0);
+	CHECK(dwarf_cus("sparse", &refused) == 0 && refused == 1);
+}
+
 int main(void)
 {
 	if (build_fixtures()) {
@@ -245,6 +336,8 @@ int main(void)
 	RUN(rejects_non_elf_and_missing);
 	RUN(splits_func_specs);
 	RUN(matches_library_names);
+	RUN(open_regular_refuses_others);
+	RUN(sparse_debug_info_refused);
 	{
 		char cmd[300];
 
