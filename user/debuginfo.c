@@ -20,7 +20,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
@@ -29,6 +28,7 @@
 
 #include "debuginfo.h"
 #include "log.h"
+#include "safeopen.h"
 
 #define DEBUG_DIR "/usr/lib/debug"
 
@@ -66,35 +66,20 @@ bool debuginfo_build_id(Elf *elf, char *buf, size_t size)
 
 /*
  * Opens the regular file path read-only as process pid sees it, without
- * escaping its root. Looked at first through an O_PATH descriptor: a device
- * node or a FIFO planted where a debug file is looked for is never opened
- * (a watchdog, a tty, a hang); only a regular file is opened, through that
- * very descriptor.
+ * escaping its root; a device node or a FIFO planted where a debug file is
+ * looked for is never opened (open_regular).
  */
 static int open_in_root(pid_t pid, const char *path)
 {
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
-	char root[64], self[64];
-	struct stat st;
-	int rfd, pfd, fd;
+	char root[64];
+	int rfd, fd;
 
 	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
-	pfd = syscall(SYS_openat2, rfd, path, &how, sizeof(how));
-	pfd = pfd < 0 ? -errno : pfd;
+	fd = open_regular(rfd, path, RESOLVE_IN_ROOT);
 	close(rfd);
-	if (pfd < 0)
-		return pfd;
-	if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
-		close(pfd);
-		return -EINVAL;
-	}
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	fd = fd < 0 ? -errno : fd;
-	close(pfd);
 	return fd;
 }
 
@@ -437,10 +422,8 @@ static int download(const char *id, char *found, size_t size)
 /* A job: opens a file of the cache again (a path the user may have changed since: regular files only). */
 static int open_cached(const char *path, char *found, size_t size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-
 	snprintf(found, size, "%s", path);
-	return fd < 0 ? -errno : fd;
+	return open_regular(AT_FDCWD, path, 0);
 }
 
 /* An fd from a job, kept only if it is a regular file: what the user handed over may be anything. */

@@ -10,6 +10,7 @@
 #include "array.h"
 #include "debuginfo.h"
 #include "demangle.h"
+#include "elfcheck.h"
 #include "inlines.h"
 
 struct inlines {
@@ -27,7 +28,7 @@ struct inlines {
  */
 static Dwarf *dwarf_of(int fd, Elf **elfp)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	Elf *elf = elfcheck_begin(fd, NULL);  /* sections past the end or over holes: absent */
 	Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
 	Dwarf_Off off;
 	size_t hsize;
