@@ -8,6 +8,7 @@
 #include "hist.h"
 #include "http.h"
 #include "metrics.h"
+#include "sanitize.h"
 #include "unit.h"
 
 /* Bucket b holds [le(b-1), le(b)); bounds grow by at most 12.5%, from 1.024 us to 2^35 ns. */
@@ -148,6 +149,30 @@ static void max_series_folds(void)
 	metrics_free(m);
 }
 
+static char *label(const char *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	metrics_label_value(f, v);
+	fclose(f);
+	return buf;
+}
+
+/* Label values: Prometheus' three escapes, and valid UTF-8 whatever the process named itself. */
+static void label_values_escaped_utf8(void)
+{
+	char *a = label("w\xff\xfe"), *b = label("q\"b\\s\nn"), *c = label("\xe2\x82"), *d = label("é€😀\x01");
+
+	CHECK(a && b && c && d);
+	CHECK(!strcmp(a, "w\xef\xbf\xbd\xef\xbf\xbd") && utf8_valid(a));
+	CHECK(!strcmp(b, "q\\\"b\\\\s\\nn"));
+	CHECK(!strcmp(c, "\xef\xbf\xbd\xef\xbf\xbd"));   /* a character cut short: each byte replaced */
+	CHECK(!strcmp(d, "é€😀\x01"));
+	free(a), free(b), free(c), free(d);
+}
+
 static void parse_addresses(void)
 {
 	struct http_conf c;
@@ -171,6 +196,7 @@ int main(void)
 	RUN(cumulative_text_format);
 	RUN(openmetrics_names);
 	RUN(max_series_folds);
+	RUN(label_values_escaped_utf8);
 	RUN(parse_addresses);
 	UNIT_EXIT();
 }
