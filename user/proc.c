@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -120,6 +121,18 @@ void proc_thread_name(pid_t pid, __u32 tid, const char *gone, char *buf, size_t 
 	sanitize_term(raw, buf, size);
 	if (f)
 		fclose(f);
+}
+
+int proc_raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return -errno;
+	if (r.rlim_cur >= r.rlim_max)
+		return 0;
+	r.rlim_cur = r.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &r) ? -errno : 0;
 }
 
 bool proc_can_follow_map_files(void)

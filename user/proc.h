@@ -41,6 +41,13 @@ int proc_open_in_root(pid_t pid, const char *path);
  */
 bool proc_can_follow_map_files(void);
 
+/*
+ * Raises the soft RLIMIT_NOFILE to the hard limit, as fnprof holds
+ * descriptors per CPU, probe and object (and never uses select()). 0 or
+ * -errno.
+ */
+int proc_raise_nofile(void);
+
 /* Refuses a setuid or setgid run. 0, or -EPERM after a message. */
 int check_not_setuid(void);
 
