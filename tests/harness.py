@@ -202,3 +202,20 @@ class ElfWriter:
         with open(path, "wb") as f:
             f.write(bytes(body) + b"".join(shdrs))
             f.truncate(max(end, sparse))
+
+
+def nofile_limited(n, directory, exe=FNPROF):
+    """A wrapper script in directory that runs exe with RLIMIT_NOFILE n, soft and hard (it cannot raise it),
+    as `prlimit --nofile=n` would; its path."""
+    path = os.path.join(directory, "nofile-limited")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nulimit -n {n} || exit 99\nexec "{exe}" "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def cpu_seconds(pid):
+    """utime + stime of process pid, all its threads, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -232,6 +232,7 @@ static void write_http(struct export *e, FILE *f, bool om)
 	fprintf(f, "fnprof_http_requests_total{outcome=\"timeout\"} %llu\n", st.timeouts);
 	fprintf(f, "fnprof_http_requests_total{outcome=\"busy\"} %llu\n", st.busy);
 	fprintf(f, "fnprof_http_requests_total{outcome=\"refused\"} %llu\n", st.refused);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"hung_up\"} %llu\n", st.hung_up);
 }
 
 /* OpenMetrics only when the scraper names it (Prometheus does, first); else the classic text format. */
@@ -272,10 +273,13 @@ static void serve_metrics(void *ctx, const struct http_request *req, struct http
 static int profile_seconds(const char *query, long *out)
 {
 	char buf[32], *end;
+	int err = http_query_get(query, "seconds", buf, sizeof(buf));
 
 	*out = PROFILE_DEFAULT_S;
-	if (http_query_get(query, "seconds", buf, sizeof(buf)))
+	if (err == -ENOENT)
 		return 0;
+	if (err)
+		return -EINVAL;   /* too long to be a number in range: an error, never the default */
 	errno = 0;
 	*out = strtol(buf, &end, 10);
 	return errno || end == buf || *end || *out < 1 || *out > PROFILE_MAX_S ? -EINVAL : 0;
@@ -351,6 +355,7 @@ static size_t profile_pids(const struct export *e, const char *query, pid_t *pid
 {
 	struct file_id ids[16];
 	char buf[16], *end;
+	int err;
 	size_t n;
 	long v;
 
@@ -358,7 +363,12 @@ static size_t profile_pids(const struct export *e, const char *query, pid_t *pid
 		pids[0] = e->conf.pid;
 		return 1;
 	}
-	if (http_query_get(query, "pid", buf, sizeof(buf))) {
+	err = http_query_get(query, "pid", buf, sizeof(buf));
+	if (err == -E2BIG) {
+		http_respond_text(resp, 400, "pid must be a process id\n");
+		return 0;
+	}
+	if (err) {
 		n = traced_pids(e, pids, PROFILE_MAX_PROCS);
 		if (!n)
 			http_respond_text(resp, 404, "no process maps a traced object now\n");
@@ -389,8 +399,9 @@ static int profile(struct export *e, const pid_t *pids, size_t n, long secs, con
 		return -ESRCH;
 	for (i = 0; i < secs * 10 && !*stopping; i++)
 		usleep(100000);
-	p = pprof_new(1000000000ULL / e->sample_conf.freq_hz, i * 100000000ULL);
-	err = p ? 0 : -ENOMEM;
+	/* Stopped early (fnprof stops, the client hung up): nobody reads the answer, so none is made. */
+	p = *stopping ? NULL : pprof_new(1000000000ULL / e->sample_conf.freq_hz, i * 100000000ULL);
+	err = *stopping ? -ECANCELED : p ? 0 : -ENOMEM;
 	for (k = 0; k < n && !err; k++)
 		if (s[k])
 			err = sampler_pprof_add(s[k], p);

@@ -44,6 +44,7 @@ struct conn {
 struct job {
 	bool busy;                  /* from submission until the server takes the answer */
 	bool pending, done;
+	volatile int cancel;        /* the handler's req->stopping: the server stops, or its client hung up */
 	unsigned long serial;
 	http_handler fn;
 	char path[1024], query[1024], accept[256];
@@ -53,6 +54,9 @@ struct job {
 struct http_server {
 	struct http_conf conf;
 	int lfd, wake[2];
+	int reserve;                /* an fd given up when descriptors run out, to answer 503 with */
+	double accept_after;        /* out of descriptors and no reserve: the listener rests until then */
+	unsigned int fds_warned;
 	pthread_t thread, worker;
 	bool worker_started, thread_started;
 	volatile int stopping;
@@ -105,7 +109,7 @@ int http_query_get(const char *query, const char *key, char *buf, size_t size)
 			p += klen + 1;
 			n = strcspn(p, "&");
 			if (n >= size)
-				return -ENOENT;
+				return -E2BIG;
 			memcpy(buf, p, n);
 			buf[n] = 0;
 			return 0;
@@ -249,6 +253,7 @@ static bool submit(struct http_server *srv, struct conn *c, const struct http_ro
 	if (!j->busy) {
 		j->busy = j->pending = true;
 		j->done = false;
+		j->cancel = 0;
 		j->serial = c->serial;
 		j->fn = rt->fn;
 		snprintf(j->path, sizeof(j->path), "%s", path);
@@ -413,24 +418,62 @@ static void conn_expire(struct http_server *srv, struct conn *c, double now)
 	conn_close(c);
 }
 
+/* Best effort, never waiting: a connection that cannot be served is answered 503 at once and closed. */
+static void refuse(struct http_server *srv, int fd)
+{
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+				   "Connection: close\r\nRetry-After: 1\r\n\r\n";
+
+	if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("http: refusing a connection: %s", strerror(errno));
+	close(fd);
+	count(srv, &srv->stats.refused);
+}
+
+/*
+ * accept4 failed with EMFILE or ENFILE: the connection stays queued and poll
+ * reports it again at once, so the thread would spin. The reserve descriptor
+ * makes room to take it and answer 503; without one, the listener rests
+ * 100 ms. Either way it is served again once descriptors are free.
+ */
+static void out_of_fds(struct http_server *srv, int err)
+{
+	int fd = -1;
+
+	if (srv->reserve >= 0) {
+		close(srv->reserve);
+		fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(srv, fd);
+		srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0 || srv->reserve < 0)
+		srv->accept_after = monotonic_s() + 0.1;
+	if (!srv->fds_warned++)
+		log_warn("http: out of file descriptors (%s): connections are answered 503 until some are free",
+			 strerror(err));
+}
+
 static void accept_all(struct http_server *srv)
 {
-	static const char refuse[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-				     "Connection: close\r\nRetry-After: 1\r\n\r\n";
 	int fd, i, k;
 
 	for (k = 0; k < 64; k++) {
 		fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+			return out_of_fds(srv, errno);
+		if (fd < 0) {
+			/* EAGAIN: all taken; ENOBUFS, ENOMEM: rest a moment rather than spin. */
+			if (errno != EAGAIN)
+				srv->accept_after = monotonic_s() + 0.1;
 			return;
+		}
 		for (i = 0; i < HTTP_MAX_CLIENTS && srv->conns[i].state != CONN_FREE; i++)
 			;
 		if (i == HTTP_MAX_CLIENTS) {
-			/* Best effort, never waiting: a full house answers at once and closes. */
-			if (send(fd, refuse, sizeof(refuse) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-				log_debug("http: refusing a connection: %s", strerror(errno));
-			close(fd);
-			count(srv, &srv->stats.refused);
+			refuse(srv, fd);
 			continue;
 		}
 		srv->conns[i] = (struct conn){ .fd = fd, .state = CONN_READ, .serial = ++srv->next_serial,
@@ -485,7 +528,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&srv->lock);
 		struct http_response resp = { 0 };
 		struct http_request req = { .path = j->path, .query = j->query, .accept = j->accept,
-					    .stopping = &srv->stopping };
+					    .stopping = &j->cancel };
 		j->fn(srv->conf.ctx, &req, &resp);
 		pthread_mutex_lock(&srv->lock);
 		j->resp = resp;
@@ -499,12 +542,28 @@ static void *worker_main(void *arg)
 
 /* --- the server thread --------------------------------------------------------- */
 
+/*
+ * The client of a request on the worker closed its end (as Go's net/http
+ * takes a read EOF): the handler is told to stop, its answer will be dropped,
+ * and the worker is free for the next request within its handler's poll.
+ */
+static void hang_up(struct http_server *srv, struct conn *c)
+{
+	pthread_mutex_lock(&srv->lock);
+	if (srv->job.busy && srv->job.serial == c->serial)
+		srv->job.cancel = 1;
+	srv->stats.hung_up++;
+	pthread_mutex_unlock(&srv->lock);
+	conn_close(c);
+}
+
 static short conn_events(const struct conn *c)
 {
 	switch (c->state) {
 	case CONN_READ:
 	case CONN_DRAIN: return POLLIN;
 	case CONN_WRITE: return POLLOUT;
+	case CONN_WAIT: return POLLRDHUP;   /* the client hanging up while its profile is taken */
 	default: return 0;
 	}
 }
@@ -514,6 +573,8 @@ static int poll_timeout_ms(struct http_server *srv, double now)
 	double first = now + 1;
 	int i;
 
+	if (srv->accept_after > now && srv->accept_after < first)
+		first = srv->accept_after;
 	for (i = 0; i < HTTP_MAX_CLIENTS; i++) {
 		const struct conn *c = &srv->conns[i];
 
@@ -531,7 +592,7 @@ static void serve_round(struct http_server *srv)
 	int i;
 
 	pfd[0] = (struct pollfd){ .fd = srv->wake[0], .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = srv->lfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = monotonic_s() < srv->accept_after ? -1 : srv->lfd, .events = POLLIN };
 	for (i = 0; i < HTTP_MAX_CLIENTS; i++)
 		pfd[2 + i] = (struct pollfd){ .fd = conn_events(&srv->conns[i]) ? srv->conns[i].fd : -1,
 					      .events = conn_events(&srv->conns[i]) };
@@ -546,6 +607,8 @@ static void serve_round(struct http_server *srv)
 			continue;
 		if (c->state == CONN_WRITE)
 			conn_write(c);
+		else if (c->state == CONN_WAIT)
+			hang_up(srv, c);
 		else
 			conn_read(srv, c);
 	}
@@ -606,6 +669,7 @@ int http_start(const struct http_conf *conf, struct http_server **out)
 		return -ENOMEM;
 	srv->conf = *conf;
 	srv->lfd = srv->wake[0] = srv->wake[1] = -1;
+	srv->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (i = 0; i < HTTP_MAX_CLIENTS; i++)
 		srv->conns[i].fd = -1;
 	pthread_mutex_init(&srv->lock, NULL);
@@ -653,6 +717,7 @@ void http_stop(struct http_server *srv)
 		return;
 	pthread_mutex_lock(&srv->lock);
 	srv->stopping = 1;
+	srv->job.cancel = 1;
 	pthread_cond_broadcast(&srv->cond);
 	pthread_mutex_unlock(&srv->lock);
 	if (srv->wake[1] >= 0 && write(srv->wake[1], &c, 1) < 0)
@@ -670,6 +735,8 @@ void http_stop(struct http_server *srv)
 			close(srv->wake[i]);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
+	if (srv->reserve >= 0)
+		close(srv->reserve);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->cond);
 	free(srv);

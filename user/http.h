@@ -5,7 +5,11 @@
  * of at most HTTP_MAX_REQUEST bytes, read within HTTP_READ_TIMEOUT_S, answers
  * written within HTTP_WRITE_TIMEOUT_S, HTTP_MAX_CLIENTS connections at once
  * (one request each, then close), one slow handler at a time on a worker
- * thread. No authentication: deploy behind a proxy that adds it.
+ * thread, stopped when its client closes its end (as Go's net/http does: a
+ * client that half-closes after its request loses its answer). Out of file
+ * descriptors, connections are answered 503 (a reserve descriptor makes room)
+ * or wait 100 ms, never spinning. No authentication: deploy behind a proxy
+ * that adds it.
  */
 #ifndef FNPROF_HTTP_H
 #define FNPROF_HTTP_H
@@ -23,7 +27,8 @@ struct http_request {
 	const char *path;            /* without the query */
 	const char *query;           /* after '?', "" if none */
 	const char *accept;          /* the Accept header's value, "" if none */
-	const volatile int *stopping; /* set when the server stops: long handlers return early */
+	/* Set when the server stops or (slow routes) the client hung up: long handlers return early. */
+	const volatile int *stopping;
 };
 
 /* A handler's answer: status, type and a malloc'd body the server frees. */
@@ -53,6 +58,7 @@ struct http_conf {
 /* Requests answered, by outcome, for fnprof's own metrics. */
 struct http_stats {
 	unsigned long long served, bad_request, not_found, too_large, timeouts, busy, refused;
+	unsigned long long hung_up;   /* clients gone before their slow answer */
 };
 
 struct http_server;
@@ -78,7 +84,11 @@ void http_stop(struct http_server *srv);
 void http_respond_text(struct http_response *resp, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The value of key in a query string ("seconds=5&x=1"), into buf. 0 or -ENOENT. */
+/*
+ * The value of key in a query string ("seconds=5&x=1"), into buf. 0,
+ * -ENOENT when key is absent, -E2BIG when its value does not fit in size
+ * (an error to answer, never to read as absent).
+ */
 int http_query_get(const char *query, const char *key, char *buf, size_t size);
 
 #endif /* FNPROF_HTTP_H */

@@ -91,6 +91,8 @@ void launch_save_signals(struct launch_signals *s)
 	int sig;
 
 	sigprocmask(SIG_SETMASK, NULL, &s->mask);
+	if (getrlimit(RLIMIT_NOFILE, &s->nofile))
+		s->nofile.rlim_cur = s->nofile.rlim_max = RLIM_INFINITY;   /* marks it unknown: left as is */
 	for (sig = 1; sig < NSIG; sig++)
 		s->ignored[sig] = !sigaction(sig, NULL, &sa) && sa.sa_handler == SIG_IGN;
 }
@@ -113,6 +115,9 @@ static void restore_signals(const struct launch_signals *s)
 		sigaction(sig, &sa, NULL);  /* fails only for the C library's own signals: fine */
 	}
 	sigprocmask(SIG_SETMASK, &s->mask, NULL);
+	/* A program that uses select() may count on the usual 1024. */
+	if (s->nofile.rlim_cur != RLIM_INFINITY)
+		setrlimit(RLIMIT_NOFILE, &s->nofile);
 }
 
 /* In the child: wait for the go byte, then become cmd. Never returns. */

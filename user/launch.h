@@ -8,13 +8,17 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-/* The signal dispositions and mask fnprof started with, for the command to start with too. */
+/*
+ * The signal dispositions and mask fnprof started with, for the command to
+ * start with too; and its RLIMIT_NOFILE, which fnprof raises for itself.
+ */
 struct launch_signals {
 	sigset_t mask;
 	bool ignored[NSIG];
+	struct rlimit nofile;
 };
 
-/* Records them: call before fnprof installs its own handlers. */
+/* Records them: call before fnprof installs its own handlers and raises its limit. */
 void launch_save_signals(struct launch_signals *s);
 
 /* Who the command runs as: under sudo, the invoking user. */

@@ -889,6 +889,9 @@ int main(int argc, char **argv)
 	log_setup_libbpf();
 	launch_save_signals(&r.sigs);
 	setup_signals();
+	err = proc_raise_nofile();
+	if (err)
+		log_debug("cannot raise the limit on open files: %s", strerror(-err));
 	/*
 	 * Then at once: the first registration's wait overlaps everything else
 	 * (uprobe_warm.h). Not before a command is forked: glibc's first thread

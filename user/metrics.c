@@ -6,6 +6,7 @@
 
 #include "hist.h"
 #include "metrics.h"
+#include "sanitize.h"
 
 /* One function's figures for one --by label value (or for all, without --by). */
 struct series {
@@ -230,13 +231,18 @@ void metrics_family(FILE *f, bool openmetrics, const char *name, const char *typ
 
 void metrics_label_value(FILE *f, const char *v)
 {
-	for (; *v; v++) {
+	size_t n;
+
+	for (; *v; v += n ? n : 1) {
+		n = utf8_char_len(v);
 		if (*v == '\\' || *v == '"')
 			fprintf(f, "\\%c", *v);
 		else if (*v == '\n')
 			fputs("\\n", f);
+		else if (!n)   /* not UTF-8 (a process named "w\xff"): one bad byte would fail the whole scrape */
+			fputs("\xef\xbf\xbd", f);
 		else
-			fputc(*v, f);
+			fwrite(v, 1, n, f);
 	}
 }
 

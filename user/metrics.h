@@ -63,7 +63,7 @@ const char *metrics_by_label(enum metrics_by by);
 /* Writes the family header: HELP and TYPE lines (counters lose "_total" in OpenMetrics). */
 void metrics_family(FILE *f, bool openmetrics, const char *name, const char *type, const char *help);
 
-/* Writes v as a label value, escaped. */
+/* Writes v as a label value: \\, \" and \n escaped, bytes that are not UTF-8 as U+FFFD. */
 void metrics_label_value(FILE *f, const char *v);
 
 #endif /* FNPROF_METRICS_H */

@@ -7,12 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "log.h"
 #include "proc.h"
 #include "safeopen.h"
+#include "sanitize.h"
 
 /* The fields after "pid (comm)": comm may hold spaces and parentheses. */
 static int read_stat_tail(pid_t pid, char *buf, size_t size, char **tail)
@@ -106,6 +108,33 @@ static unsigned long long cap_effective(void)
 
 #define CAP_BIT(n) (1ULL << (n))
 enum { CAP_SYS_ADMIN_NR = 21, CAP_PERFMON_NR = 38, CAP_BPF_NR = 39, CAP_CHECKPOINT_RESTORE_NR = 40 };
+
+void proc_thread_name(pid_t pid, __u32 tid, const char *gone, char *buf, size_t size)
+{
+	char path[64], raw[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), tid ? "/proc/%d/task/%u/comm" : "/proc/%d/comm", pid, tid);
+	f = fopen(path, "re");
+	if (!f || !fgets(raw, sizeof(raw), f))
+		snprintf(raw, sizeof(raw), "%s", gone);
+	raw[strcspn(raw, "\n")] = 0;
+	sanitize_term(raw, buf, size);
+	if (f)
+		fclose(f);
+}
+
+int proc_raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r))
+		return -errno;
+	if (r.rlim_cur >= r.rlim_max)
+		return 0;
+	r.rlim_cur = r.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &r) ? -errno : 0;
+}
 
 bool proc_can_follow_map_files(void)
 {

@@ -16,6 +16,13 @@ int proc_cpu_precise_ns(pid_t pid, __u64 *ns);
 /* How many threads process pid has now, or -errno. */
 int proc_nr_threads(pid_t pid);
 
+/*
+ * The name of thread tid of pid (tid 0: of the process), which the target
+ * sets: made safe for a terminal (sanitize_term) here, for every printer.
+ * gone where it cannot be read (exited).
+ */
+void proc_thread_name(pid_t pid, __u32 tid, const char *gone, char *buf, size_t size);
+
 /* Whether pid names a live (not zombie) process. */
 bool proc_alive(pid_t pid);
 
@@ -33,6 +40,13 @@ int proc_open_in_root(pid_t pid, const char *path);
  * alone do not give.
  */
 bool proc_can_follow_map_files(void);
+
+/*
+ * Raises the soft RLIMIT_NOFILE to the hard limit, as fnprof holds
+ * descriptors per CPU, probe and object (and never uses select()). 0 or
+ * -errno.
+ */
+int proc_raise_nofile(void);
 
 /* Refuses a setuid or setgid run. 0, or -EPERM after a message. */
 int check_not_setuid(void);

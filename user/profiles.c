@@ -18,8 +18,10 @@
 #include "json.h"
 #include "log.h"
 #include "outfile.h"
+#include "proc.h"
 #include "prof_src.h"
 #include "profiles.h"
+#include "sanitize.h"
 #include "symbolize.h"
 
 #define NR_STACKS 16384   /* the stack maps' size (prof.bpf.h) */
@@ -548,21 +550,6 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 			     "detach cost more than a run this short allows\n", p->duty.cost_pct);
 }
 
-/* A thread's name now, or "exited" (the report at the end may come after its threads are gone). */
-static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", pid, tid);
-	f = fopen(path, "re");
-	if (!f || !fgets(buf, size, f))
-		snprintf(buf, size, "exited");
-	buf[strcspn(buf, "\n")] = 0;
-	if (f)
-		fclose(f);
-}
-
 static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
 			const __u64 *d, bool final)
 {
@@ -582,7 +569,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 			tid = f->tid;
 			shown = 0;
 			if (ps->c.per_thread) {
-				thread_comm(ps->pid, tid, comm, sizeof(comm));
+				proc_thread_name(ps->pid, tid, "exited", comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
 			fprintf(out, "%-40s %-20s %7s %7s %12s %12s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
@@ -591,9 +578,9 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 		/* The table is the program's view; kernel frames are in the JSON and pprof. */
 		if ((!f->total[rk] && !f->total[sc]) || !strcmp(f->object, "[kernel.kallsyms]") || shown++ >= ps->c.top)
 			continue;
-		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %12s %12s\n", f->func, base_name(f->object),
-			f->self[rk] * pct, f->total[rk] * pct, fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)),
-			fmt_of(p, sc, f->total[sc], b, sizeof(b)));
+		term_name_cells(out, f->func, f->object);
+		fprintf(out, "%7.2f %7.2f %12s %12s\n", f->self[rk] * pct, f->total[rk] * pct,
+			fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)), fmt_of(p, sc, f->total[sc], b, sizeof(b)));
 	}
 	print_drops(out, d);
 	fflush(out);

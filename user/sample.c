@@ -24,6 +24,7 @@
 #include "log.h"
 #include "outfile.h"
 #include "pprof.h"
+#include "proc.h"
 #include "profile.skel.h"
 #include "sample.h"
 #include "sanitize.h"
@@ -195,8 +196,6 @@ void sampler_stop(struct sampler *s)
 	free(s);
 }
 
-static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size);
-
 static void remember_thread(struct sampler *s, __u32 tid)
 {
 	struct thread_name *t;
@@ -208,7 +207,7 @@ static void remember_thread(struct sampler *s, __u32 tid)
 	if (ARRAY_RESERVE(s->threads, s->nr_threads + 1, s->cap_threads))
 		return;
 	t = &s->threads[s->nr_threads];
-	thread_comm(s->pid, tid, t->comm, sizeof(t->comm));
+	proc_thread_name(s->pid, tid, "[exited]", t->comm, sizeof(t->comm));
 	if (strcmp(t->comm, "[exited]")) {
 		t->tid = tid;
 		s->nr_threads++;
@@ -237,7 +236,7 @@ static void thread_name(const struct sampler *s, __u32 tid, char *buf, size_t si
 {
 	size_t i;
 
-	thread_comm(s->pid, tid, buf, size);
+	proc_thread_name(s->pid, tid, "[exited]", buf, size);
 	if (strcmp(buf, "[exited]"))
 		return;
 	for (i = 0; i < s->nr_threads; i++)
@@ -254,7 +253,7 @@ void sampler_refresh(struct sampler *s)
 	symbolizer_refresh(s->sym);
 	if (s->o.per_thread)
 		remember_threads(s);
-	thread_comm(s->pid, 0, comm, sizeof(comm));
+	proc_thread_name(s->pid, 0, "[process]", comm, sizeof(comm));
 	if (strcmp(comm, "[process]"))
 		snprintf(s->comm, sizeof(s->comm), "%s", comm);
 }
@@ -482,22 +481,6 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
-/* A thread's name, which the target sets: made safe for a terminal here, once. */
-static void thread_comm(pid_t pid, __u32 tid, char *buf, size_t size)
-{
-	char path[64], raw[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), tid ? "/proc/%d/task/%u/comm" : "/proc/%d/comm", pid, tid);
-	f = fopen(path, "re");
-	if (!f || !fgets(raw, sizeof(raw), f))
-		snprintf(raw, sizeof(raw), tid ? "[exited]" : "[process]");
-	raw[strcspn(raw, "\n")] = 0;
-	sanitize_term(raw, buf, size);
-	if (f)
-		fclose(f);
-}
-
 /* How the user stacks were walked, since the start: what was cut short, and what it cost. */
 static void print_unwind_stats(struct sampler *s, FILE *out)
 {
@@ -516,7 +499,7 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
-	char comm[64], fn[256], obj[256];
+	char comm[64];
 	size_t i;
 
 	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
@@ -537,9 +520,9 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		}
 		if (!a->self || shown++ >= s->o.top)
 			continue;
-		fprintf(out, "%-40.40s %-20.20s %7.2f %7.2f %8llu %6.2f\n", sanitize_term(a->func, fn, sizeof(fn)),
-			sanitize_term(base_name(a->object), obj, sizeof(obj)),
-			a->self * pct, a->total * pct, (unsigned long long)a->self, a->self / per_core);
+		term_name_cells(out, a->func, a->object);
+		fprintf(out, "%7.2f %7.2f %8llu %6.2f\n", a->self * pct, a->total * pct, (unsigned long long)a->self,
+			a->self / per_core);
 	}
 	if (s->dw)
 		print_unwind_stats(s, out);

@@ -15,21 +15,30 @@
 #include "log.h"
 #include "proc.h"
 #include "procmaps.h"
+#include "safeopen.h"
 #include "symbolize.h"
 #include "symbols.h"
 
-/*
- * One object seen mapped: its path is the string that frames point to, so it
- * lives as long as the symbolizer (the mappings are re-read and freed).
- */
+/* One object mapped now; dropped once the process unmaps it (dlclose, exec), so the cache stays bounded. */
 struct object {
-	char *path;
+	const char *path;   /* interned */
 	struct symtab *st;  /* NULL: could not be read */
 	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
 };
 
+/*
+ * The strings frames point to (functions, inlined calls, objects), one copy
+ * each, kept for the symbolizer's life: frames are cached per stack and
+ * outlive the objects they came from. Open addressing; cap a power of two.
+ */
+struct names {
+	char **slot;
+	size_t nr, cap;
+};
+
 struct symbolizer {
 	pid_t pid;
+	struct names names;
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
@@ -56,17 +65,93 @@ void symbolizer_free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (i = 0; i < s->nr_objs; i++) {
-		free(s->objs[i].path);
 		symtab_free(s->objs[i].st);
 		inlines_close(s->objs[i].inl);
 	}
 	free(s->objs);
+	for (i = 0; i < s->names.cap; i++)
+		free(s->names.slot[i]);
+	free(s->names.slot);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
 	free(s);
 }
 
 static struct object *object_get(struct symbolizer *s, const struct mapping *m);
+
+static size_t hash_str(const char *c)
+{
+	size_t h = 14695981039346656037ULL;
+
+	for (; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	return h;
+}
+
+static int names_grow(struct names *n)
+{
+	size_t cap = n->cap ? 2 * n->cap : 256, i, h;
+	char **slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -ENOMEM;
+	for (i = 0; i < n->cap; i++) {
+		if (!n->slot[i])
+			continue;
+		for (h = hash_str(n->slot[i]) & (cap - 1); slot[h]; h = (h + 1) & (cap - 1))
+			;
+		slot[h] = n->slot[i];
+	}
+	free(n->slot);
+	n->slot = slot;
+	n->cap = cap;
+	return 0;
+}
+
+/* The one copy of name; NULL when out of memory. */
+static const char *intern(struct symbolizer *s, const char *name)
+{
+	struct names *n = &s->names;
+	size_t h;
+
+	if (2 * (n->nr + 1) > n->cap && names_grow(n))
+		return NULL;
+	for (h = hash_str(name) & (n->cap - 1); n->slot[h]; h = (h + 1) & (n->cap - 1))
+		if (!strcmp(n->slot[h], name))
+			return n->slot[h];
+	n->slot[h] = strdup(name);
+	if (n->slot[h])
+		n->nr++;
+	return n->slot[h];
+}
+
+static bool mapped_exec(const struct procmaps *pm, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].exec && !strcmp(pm->maps[i].path, path))
+			return true;
+	return false;
+}
+
+/* Drops the objects pm no longer maps: their names stay (interned), their symbols and DWARF go. */
+static void drop_unmapped(struct symbolizer *s, const struct procmaps *pm)
+{
+	size_t i = 0;
+
+	while (i < s->nr_objs) {
+		struct object *o = &s->objs[i];
+
+		if (mapped_exec(pm, o->path)) {
+			i++;
+			continue;
+		}
+		symtab_free(o->st);
+		inlines_close(o->inl);
+		*o = s->objs[--s->nr_objs];
+	}
+}
 
 /* The parent of process pid, from /proc/PID/stat ("pid (comm) state ppid ..."); -1 if unknown. */
 static pid_t parent_of(pid_t pid)
@@ -117,6 +202,7 @@ void symbolizer_refresh(struct symbolizer *s)
 	}
 	procmaps_free(s->pm);
 	s->pm = pm;
+	drop_unmapped(s, pm);
 	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */
 	for (i = 0; i < pm->nr; i++)
 		if (pm->maps[i].exec)
@@ -191,7 +277,7 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m,
 	if (!strcmp(m->path, "[vdso]"))
 		return load_vdso(s, m, &st) ? NULL : st;
 	if (!symtab_load_target(path, m->path, s->pid, &st)) {
-		*obj = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		*obj = open_regular(AT_FDCWD, path, 0);
 		return st;
 	}
 	return load_in_root(s, m, &st, obj) ? NULL : st;
@@ -210,7 +296,7 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	*o = (struct object){ .path = strdup(m->path) };
+	*o = (struct object){ .path = intern(s, m->path) };
 	if (!o->path)
 		return NULL;
 	o->st = read_symtab(s, m, &fd);
@@ -251,10 +337,10 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	st = obj->st;
 	if (st && !symtab_off_to_vaddr(st, ip - m->start + m->pgoff, &vaddr))
 		sym = symtab_lookup(st, vaddr);
-	if (sym) {
-		out->func = sym_display_name(sym);
+	if (sym && (out->func = intern(s, sym_display_name(sym))))
 		out->known = true;
-	}
+	else
+		out->func = "[unknown]";
 }
 
 int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max)
@@ -262,10 +348,20 @@ int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int ma
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
 	struct object *obj = m ? object_get(s, m) : NULL;
 	__u64 vaddr;
+	int n, i, k = 0;
 
 	if (!obj || !obj->inl || symtab_off_to_vaddr(obj->st, ip - m->start + m->pgoff, &vaddr))
 		return 0;
-	return inlines_at(obj->inl, vaddr, names, max);
+	n = inlines_at(obj->inl, vaddr, names, max);
+	for (i = 0; i < n; i++)   /* the object's DWARF goes when it is unmapped: the names stay */
+		if ((names[k] = intern(s, names[i])))
+			k++;
+	return k;
+}
+
+size_t symbolizer_nr_objects(const struct symbolizer *s)
+{
+	return s->nr_objs;
 }
 
 bool symbolize_main_object(struct symbolizer *s, struct frame_info *out)

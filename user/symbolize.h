@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Addresses of a process -> (function, object): its mappings (kept after it
- * exits, refreshed while it runs), each object's symbols read once.
+ * exits, refreshed while it runs), each object's symbols read once and held
+ * while the process maps it: a refresh drops the objects it no longer maps,
+ * so a long --listen run holds what the process maps now, not all it ever
+ * mapped. The names frames point to outlive that (one copy each).
  */
 #ifndef FNPROF_SYMBOLIZE_H
 #define FNPROF_SYMBOLIZE_H
@@ -25,6 +28,9 @@ void symbolizer_free(struct symbolizer *s);
 
 /* Re-reads /proc/PID/maps if the process still runs; the old mappings stay otherwise. */
 void symbolizer_refresh(struct symbolizer *s);
+
+/* How many objects' symbols are held now. */
+size_t symbolizer_nr_objects(const struct symbolizer *s);
 
 /* The function holding a user address; the strings live as long as the symbolizer. */
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out);

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <elfutils/libdwfl.h>
@@ -22,6 +24,7 @@
 #include "fnprof.h"
 #include "log.h"
 #include "procmaps.h"
+#include "safeopen.h"
 #include "sigbus.h"
 #include "unwind.h"
 
@@ -43,7 +46,17 @@ struct unwinder {
 	bool ran_off;             /* a read above the copy's end */
 	unsigned int nr_logged;
 	unsigned int nr_truncated; /* walks dropped: a mapped object shrank under libdwfl */
+	long nr_fds, max_fds;     /* fds held by its modules; the cap on all unwinders' (fds_held) */
+	unsigned long nr_over;    /* objects left out for the cap */
 };
+
+/*
+ * libdwfl keeps each module's fd open. A process with thousands of objects
+ * mapped would take the whole descriptor table, and then the HTTP server
+ * could accept nothing: all unwinders together hold at most half the soft
+ * RLIMIT_NOFILE; objects beyond are not reported (their frames end walks).
+ */
+static atomic_long fds_held;
 
 /* Objects are given to libdwfl with their fds: it never looks them up by name. */
 static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
@@ -109,14 +122,23 @@ static void report_mapping(struct unwinder *u, const struct mapping *m)
 	snprintf(key, sizeof(key), "%s@%llx", m->path, (unsigned long long)(m->start - m->pgoff));
 	if (was_reported(u, key) || ARRAY_RESERVE(u->reported, u->nr_reported + 1, u->cap_reported))
 		return;
+	if (atomic_load(&fds_held) >= u->max_fds) {
+		if (!u->nr_over++)
+			log_warn("unwinding: process %d maps more objects than fnprof keeps open (%ld); %s and others "
+				 "are left out, their frames end stacks", u->pid, u->max_fds, m->path);
+		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", u->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	fd = vdso ? vdso_fd(u->pid, m) : open(path, O_RDONLY | O_CLOEXEC);
+	fd = vdso ? vdso_fd(u->pid, m) : open_regular(AT_FDCWD, path, 0);
 	if (fd < 0)
 		return;
 	if (!dwfl_report_elf(u->dwfl, m->path, m->path, fd, m->start - m->pgoff, false)) {
 		log_debug("unwinding: cannot read %s: %s", m->path, dwfl_errmsg(-1));
 		close(fd);
+	} else {
+		u->nr_fds++;
+		atomic_fetch_add(&fds_held, 1);
 	}
 	u->reported[u->nr_reported] = strdup(key);
 	if (u->reported[u->nr_reported])
@@ -175,6 +197,8 @@ static void report_objects(struct unwinder *u)
 	u->nr_reported = 0;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
+	atomic_fetch_sub(&fds_held, u->nr_fds);
+	u->nr_fds = 0;
 	u->attached = false;
 	u->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (u->dwfl) {
@@ -244,10 +268,12 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 struct unwinder *unwinder_new(pid_t pid)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
+	struct rlimit nofile;
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
+	u->max_fds = getrlimit(RLIMIT_NOFILE, &nofile) || nofile.rlim_cur == RLIM_INFINITY ? 512 : nofile.rlim_cur / 2;
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ, NULL) : NULL;
@@ -266,6 +292,7 @@ void unwinder_free(struct unwinder *u)
 		return;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
+	atomic_fetch_sub(&fds_held, u->nr_fds);
 	if (u->arch_elf)
 		elf_end(u->arch_elf);
 	if (u->arch_fd >= 0)

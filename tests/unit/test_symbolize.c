@@ -6,6 +6,7 @@
  * must map those addresses back to (function, object) through the process's
  * mappings, also after the process has exited.
  */
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -220,6 +221,54 @@ static void unmapped_address(void)
 	CHECK(!fi.known && !strcmp(fi.func, "[unknown]") && !strcmp(fi.object, "[unknown]"));
 }
 
+#define COPIES 30
+
+/*
+ * A process that dlopens and dlcloses a new object again and again (plugins
+ * under new names): the symbolizer holds the objects mapped now, not every
+ * one ever seen, and the names of frames symbolized before stay readable.
+ */
+static void unmapped_objects_dropped(void)
+{
+	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid());
+	struct frame_info fi[COPIES];
+	char cmd[256], path[128];
+	size_t before, most = 0;
+	bool ok = true;
+	int i;
+
+	CHECK(s);
+	before = symbolizer_nr_objects(s);
+	for (i = 0; i < COPIES && ok; i++) {
+		void *h, *fn;
+
+		snprintf(path, sizeof(path), DIR "/plugin%d.so", i);
+		snprintf(cmd, sizeof(cmd), "cp " DIR "/libfx.so %s", path);
+		h = sh(cmd) ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		fn = h ? dlsym(h, "fx_lib_func") : NULL;
+		symbolizer_refresh(s);
+		if (fn)
+			symbolize_user(s, (unsigned long)fn + 4, &fi[i]);
+		ok = fn && fi[i].known && !strcmp(fi[i].func, "fx_lib_func") && !strcmp(fi[i].object, path);
+		if (symbolizer_nr_objects(s) > most)
+			most = symbolizer_nr_objects(s);
+		if (h)
+			dlclose(h);
+		unlink(path);
+	}
+	symbolizer_refresh(s);
+	/* Frames cached before (per stack) keep their strings: one copy of each name. */
+	for (int k = 0; ok && k < COPIES; k++) {
+		snprintf(path, sizeof(path), DIR "/plugin%d.so", k);
+		ok = fi[k].func == fi[0].func && !strcmp(fi[k].func, "fx_lib_func") && !strcmp(fi[k].object, path);
+	}
+	printf("# objects held: %zu at start, at most %zu, %zu at the end\n", before, most,
+	       symbolizer_nr_objects(s));
+	ok = ok && most <= before + 1 && symbolizer_nr_objects(s) <= before;
+	symbolizer_free(s);
+	CHECK(ok);
+}
+
 int main(void)
 {
 	RUN(pie_executable_and_library);
@@ -227,6 +276,7 @@ int main(void)
 	RUN(stripped_objects);
 	RUN(names_outlive_refresh);
 	RUN(unmapped_address);
+	RUN(unmapped_objects_dropped);
 	sh("rm -rf " DIR);
 	UNIT_EXIT();
 }
