@@ -111,6 +111,14 @@ class Target:
             self.proc.communicate()
 
 
+def share_matches(k, n, want, floor=0.02):
+    """Whether k of n samples is the share want, within 4 standard deviations of a binomial count
+    (at least floor): fewer samples on a busy machine widen the bound, as they widen the noise,
+    while a wrong share still fails with the samples a run has."""
+    sigma = (want * (1 - want) / max(n, 1)) ** 0.5
+    return abs(k / max(n, 1) - want) <= max(4 * sigma, floor)
+
+
 def probes_left(pid):
     """Number of uprobe breakpoints (int3) still installed in pid, seen through perf's list of uprobes."""
     # Each attached uprobe appears as a perf event fd of some process; with fnprof gone there must be none.
