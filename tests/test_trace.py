@@ -5,6 +5,7 @@ trap at entry, one at return), so wall and on-CPU figures may exceed the target'
 measurement by PROBE_SLACK_NS, and percentages get a few points for noise.
 """
 import os
+import re
 import signal
 import subprocess
 import time
@@ -52,8 +53,9 @@ def test_spin_wall_and_oncpu():
           f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}")
     check(f["wall_ns"]["min"] <= f["wall_ns"]["p50"] <= f["wall_ns"]["p99"] <= f["wall_ns"]["max"],
           f"percentiles out of order: {f['wall_ns']}")
-    check(within(f["wall_ns"]["p50"], t["wall_avg_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
-          f"p50 {f['wall_ns']['p50']} vs truth avg {t['wall_avg_ns']:.0f}")
+    # The median against the target's median: on a busy machine preempted calls pull the average up.
+    check(within(f["wall_ns"]["p50"], t["p50_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
+          f"p50 {f['wall_ns']['p50']} vs truth p50 {t['p50_ns']:.0f}")
     # wall = on-CPU + run queue + blocked, exactly.
     parts = f["oncpu_ns"]["total"] + f["runq_ns"]["total"] + f["blocked_ns"]["total"]
     check(abs(parts - f["wall_ns"]["total"]) <= f["calls"], f"{parts} != {f['wall_ns']['total']}")
@@ -128,10 +130,12 @@ def test_threads_beyond_max_threads_counted():
 
 def test_shared_library_function():
     rep, p = traced(["-f", "libtarget:lib_spin", "-f", "libc:getppid"], target("uselib"), 500)
-    f = func(rep, "lib_spin")
+    f, t = func(rep, "lib_spin"), truth(p.stderr, "lib_spin")
     check(f["calls"] == 500, f"calls {f['calls']}")
     check(f["object"].endswith("libtarget.so"), f["object"])
-    check(20000 <= f["wall_ns"]["avg"] <= 20000 + PROBE_SLACK_NS, f"wall {f['wall_ns']['avg']}")
+    # Against the caller's own clock, not 20 us: on a busy machine a spin is preempted.
+    check(f["wall_ns"]["avg"] >= 20000, f"wall {f['wall_ns']['avg']} under the 20 us spun")
+    check_wall(f, t, "lib_spin")
     check(func(rep, "getppid")["calls"] >= 500, "libc getppid calls")
 
 
@@ -230,7 +234,9 @@ def test_target_exit_mid_run():
 def test_hist_layout():
     p = run_fnprof(["-f", "spin_us", "--hist", "--", target("work"), "spin", "30", "500"])
     check(p.returncode == 0, p.stderr)
-    check("usecs" in p.stderr and " -> " in p.stderr and "|*" in p.stderr, p.stderr[-2000:])
+    # The unit follows the largest call: usecs for 30 us spins, msecs when one was preempted for ms.
+    check(re.search(r"\b[um]secs : count", p.stderr) and " -> " in p.stderr and "|*" in p.stderr,
+          p.stderr[-2000:])
 
 
 def test_table_columns():

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 unsigned long lib_spin(unsigned int us);
+extern unsigned long long lib_spin_wall_ns;
 
 static volatile sig_atomic_t stop;
 
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
 		}
 	} while (loop && !stop);
 	printf("uselib done\n");
-	fprintf(stderr, "truth lib_spin calls=%lu\n", calls);
+	fprintf(stderr, "truth lib_spin calls=%lu wall_avg_ns=%.1f\n", calls,
+		calls ? (double)lib_spin_wall_ns / calls : 0.0);
 	return 0;
 }
