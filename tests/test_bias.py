@@ -102,9 +102,14 @@ def test_10us_spin_within_3_percent():
 
 
 def check_percentiles(f, t, what):
-    for key in ("p50", "p99"):
-        got, want = f["wall_ns"][key], t[f"{key}_ns"]
-        check(abs(got - want) <= 0.03 * want, f"{what} {key}: fnprof {got} vs truth {want:.0f}")
+    """p50 within 3% (a bucket is 1/32 wide). p99: among the target's p98..p99.5, give or take a bucket.
+    Its tail is sparse (on a busy machine, neighbours there differ by 5% or more), and fnprof times
+    each call a little differently from the target (probes, bias), which may swap close calls."""
+    got, want = f["wall_ns"]["p50"], t["p50_ns"]
+    check(abs(got - want) <= 0.03 * want, f"{what} p50: fnprof {got} vs truth {want:.0f}")
+    got, lo, hi = f["wall_ns"]["p99"], t["p98_ns"], t["p995_ns"]
+    check(0.97 * lo <= got <= 1.03 * hi,
+          f"{what} p99: fnprof {got} vs truth p99 {t['p99_ns']:.0f} (p98 {lo:.0f}, p99.5 {hi:.0f})")
 
 
 def test_1ms_spin_percentiles():
