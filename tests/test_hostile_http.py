@@ -37,7 +37,8 @@ def test_many_mappings_under_nofile_1024_metrics_answer():
             line = fp.proc.stdout.readline()
             check(line.strip() == f"ready {MAPPINGS}", f"manymaps: {line!r}\n{fp.err()}")
             # The first samples make the unwinder report the objects; give it the time to take what it takes.
-            wait_for(lambda: "left out" in fp.err() or open_fds(fp.proc.pid) > 900, timeout=10)
+            # On a busy machine the target (and so the first samples) may take a while: up to 30 s.
+            wait_for(lambda: "left out" in fp.err() or open_fds(fp.proc.pid) > 900, timeout=30)
             time.sleep(1)
             t0, cpu0 = time.time(), cpu_seconds(fp.proc.pid)
             try:
