@@ -195,7 +195,10 @@ def test_heap_pid_mode_thread_started_later_pprof():
     d = tempfile.mkdtemp()
     try:
         path = os.path.join(d, "heap.pb.gz")
-        with Target("heap", 32, 1.5, "thread") as tg:
+        # The thread starts once the probes are in, and the 8 MiB stay live well past the 1.5 s of
+        # the profile (5 s: the target is stopped when fnprof is done), so a late final report still
+        # sees them in use.
+        with Target("heap", 32, 5, "thread") as tg:
             reps, _ = profiled("heap", ["--heap-rate", "64K", "-d", "1.5", "--pprof", path], pid=tg.pid)
             out, _ = tg.stop()
         t = truth(out, "heap")
