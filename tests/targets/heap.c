@@ -16,7 +16,8 @@
  * --max-overhead. Blocks of round_trip() and SPIN_US of work alternate with
  * blocks of the same work alone, each timed in thread CPU time: their ratio
  * before any probe (1 s, then "ready") and after malloc's first byte has
- * become a breakpoint (then keep_live(), and SECONDS of blocks) gives the
+ * become a breakpoint (then keep_live(), and SECONDS of blocks; both in the
+ * thread's CPU time, however busy the machine) gives the
  * slowdown. Prints "truth heap_rate slowdown=F big=B small=S live=L
  * probed=P blocks=N": B and S allocated after the breakpoint, P the share of
  * blocks that ran with malloc's breakpoint in.
@@ -141,9 +142,10 @@ struct blocks {
 static void run_blocks(struct blocks *r, double seconds, double spin, const volatile unsigned char *entry,
 		       unsigned char orig)
 {
-	double end = mono_s() + seconds, t;
+	/* Seconds of this thread's CPU time: as many blocks (as large a sample) on a busy machine. */
+	double end = cpu_s() + seconds, t;
 
-	while (mono_s() < end) {
+	while (cpu_s() < end) {
 		bool in = *entry != orig;
 
 		t = cpu_s();
