@@ -101,8 +101,12 @@ def test_threads_all_counted():
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
     check(f["calls"] == 4000, f"calls {f['calls']} != 4000")
     check_wall(f, t, "threads")
-    # Two cores: four spinning threads keep more than one busy.
-    check(f["cpu_pct"] > 100, f"cpu% {f['cpu_pct']} for 4 spinning threads on 2 cores")
+    # CPU% adds up all threads' CPU time in the function (above 100 when they run on both cores at
+    # once): the four threads' own CPU time over the run, within 10%. How much of the 2 cores they
+    # get depends on what else runs, so no fixed figure: 81% is right on a busy machine.
+    want = 100 * t["cpu_avg_ns"] * t["calls"] / (rep["interval_s"] * 1e9)
+    check(within(f["cpu_pct"], want, rel=0.1),
+          f"cpu% {f['cpu_pct']:.1f} for 4 spinning threads, their own CPU time says {want:.1f}")
 
 
 def test_thread_states_reused_after_exit():
