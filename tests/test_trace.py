@@ -52,8 +52,10 @@ def test_spin_wall_and_oncpu():
           f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}")
     check(f["wall_ns"]["min"] <= f["wall_ns"]["p50"] <= f["wall_ns"]["p99"] <= f["wall_ns"]["max"],
           f"percentiles out of order: {f['wall_ns']}")
-    check(within(f["wall_ns"]["p50"], t["wall_avg_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
-          f"p50 {f['wall_ns']['p50']} vs truth avg {t['wall_avg_ns']:.0f}")
+    # The median against the target's median: its average holds the ms a busy machine preempts a
+    # few calls for (a 50 us spin averaged 102 us under load, its median 51).
+    check(within(f["wall_ns"]["p50"], t["p50_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
+          f"p50 {f['wall_ns']['p50']} vs truth p50 {t['p50_ns']:.0f}")
     # wall = on-CPU + run queue + blocked, exactly.
     parts = f["oncpu_ns"]["total"] + f["runq_ns"]["total"] + f["blocked_ns"]["total"]
     check(abs(parts - f["wall_ns"]["total"]) <= f["calls"], f"{parts} != {f['wall_ns']['total']}")
