@@ -24,7 +24,8 @@
 /*
  * Attach cookie: the function id, the statistics slot of the process the
  * probe is in (--follow-forks), and flags: this bit on the probes placed on a
- * function's ret instructions (--exit=ret) rather than a uretprobe.
+ * function's ret instructions (--exit=ret) rather than a uretprobe, and on a
+ * paired entry's twin when it is on the ret (stepped-pair-ret).
  */
 #define FNPROF_COOKIE_AT_RET (1U << 31)
 /* On an entry probe: --entry-only, count the call and keep no frame. */

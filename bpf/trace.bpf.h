@@ -51,6 +51,12 @@ struct fn_frame {
 /* Its entry's twin probe (fn_mid) has timed the first step: start_ns is moved (see fn_mid). */
 #define FRAME_PAIRED 4U
 /*
+ * That twin is on the function's ret (stepped-pair-ret): once it has fired,
+ * the function's own code is done, and until the return probe the thread is
+ * in the probes' paths only (see in_entry_probe()).
+ */
+#define FRAME_PAIR_AT_RET 8U
+/*
  * What a paired call's reading carries besides the function: the twin
  * probes' difference is around -0.5 us here (the uretprobe's set-up is in
  * the first interval only), and a stall in the first interval makes it more

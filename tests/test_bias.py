@@ -90,9 +90,18 @@ def test_single_stepped_2us_spin_within_10_percent():
     rep, p = traced(["-f", "spin_stepped"], target("work"), "stepspin", 2, 5000)
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_stepped")
     check(f["site"] == "stepped-pair" and f["calls"] == 5000, f"site {f['site']}, calls {f['calls']}")
-    check(abs(f["wall_ns"]["avg"] - t["wall_avg_ns"]) <= 0.10 * t["wall_avg_ns"],
-          f"2 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns "
-          f"(raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
+    # The median, which a few preempted calls do not move, within 10% in every run.
+    check(abs(f["wall_ns"]["p50"] - t["p50_ns"]) <= 0.10 * t["p50_ns"],
+          f"2 us spin p50: fnprof {f['wall_ns']['p50']} ns vs truth {t['p50_ns']} ns")
+    # The average too, but the target's clocks cover spin_us between its two readings, not the
+    # jmp to it nor record()'s tail: a preemption there (ms on a busy machine) is the function's
+    # time, which fnprof sees switched out and the truth does not. A run 35% high had one such
+    # 5 ms preemption (4064 ns vs 3010 over 5000 calls). So above the truth, the average may
+    # read at most the time fnprof saw the calls switched out; below it, 10% as before.
+    err, off = f["wall_ns"]["avg"] - t["wall_avg_ns"], f["runq_ns"]["avg"] + f["blocked_ns"]["avg"]
+    check(-0.10 * t["wall_avg_ns"] <= err <= 0.10 * t["wall_avg_ns"] + off,
+          f"2 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns, switched out "
+          f"{off:.0f} ns a call (raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
 
 
 def test_10us_spin_within_3_percent():

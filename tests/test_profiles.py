@@ -5,6 +5,7 @@ Targets: tests/targets/offcpu.c (sleeps 1 ms per call in sleep_1ms; three thread
 tests/targets/heap.c (two call sites allocating 3:1 bytes, 8 MiB kept live), tests/targets/mutex.c
 (4 threads contending on one mutex, released in release_lock).
 """
+import math
 import os
 import re
 import shutil
@@ -195,7 +196,10 @@ def test_heap_pid_mode_thread_started_later_pprof():
     d = tempfile.mkdtemp()
     try:
         path = os.path.join(d, "heap.pb.gz")
-        with Target("heap", 32, 1.5, "thread") as tg:
+        # The thread starts once the probes are in, and the 8 MiB stay live well past the 1.5 s of
+        # the profile (5 s: the target is stopped when fnprof is done), so a late final report still
+        # sees them in use.
+        with Target("heap", 32, 5, "thread") as tg:
             reps, _ = profiled("heap", ["--heap-rate", "64K", "-d", "1.5", "--pprof", path], pid=tg.pid)
             out, _ = tg.stop()
         t = truth(out, "heap")
@@ -238,9 +242,19 @@ def heap_under_budget(spin_us, args):
         shutil.rmtree(d)
 
 
+def sampled_error(total, size, probed, rate=8192):
+    """The relative standard error of a site's bytes estimated from its sampled allocations, all of
+    size bytes: those made while the probes were in (probed x total / size), each sampled with
+    probability 1 - e^(-size/rate)."""
+    n, p = probed * total / size, -math.expm1(-size / rate)
+    return math.sqrt((1 - p) / (n * p)) if n > 0 else math.inf
+
+
 def check_heap_estimate(t, reps, cum, top):
     """The probes' cost within the budget by the target's own clock, the share they saw as the target
-    saw it, and the run's allocations extrapolated within 25% (ratio of the sites 3 +- 0.6)."""
+    saw it, and the run's allocations extrapolated within 25% (ratio of the sites 3 +- 0.6), or
+    within 4 standard errors of the sample where it is too small for that: under load the duty
+    cycle may see 8% of the blocks, ~20 samples of alloc_small (a ratio read 3.65 so)."""
     rep = reps[-1]
     over = rep["overhead"]
     check(t["slowdown"] <= 0.055, f"the probes slowed the target by {100 * t['slowdown']:.2f}% (budget 5%)")
@@ -249,10 +263,13 @@ def check_heap_estimate(t, reps, cum, top):
     check(abs(over["run_fraction"] - t["probed"]) <= 0.1,
           f"share seen {over['run_fraction']:.3f}, blocks with malloc probed {t['probed']:.3f}")
     big, small = cum.get("alloc_big", 0), cum.get("alloc_small", 0)
-    check(abs(big - t["big"]) <= 0.25 * t["big"] and abs(small - t["small"]) <= 0.25 * t["small"],
+    eb, es = sampled_error(t["big"], 4096, t["probed"]), sampled_error(t["small"], 64, t["probed"])
+    tb, ts = max(0.25, 4 * eb), max(0.25, 4 * es)
+    check(abs(big - t["big"]) <= tb * t["big"] and abs(small - t["small"]) <= ts * t["small"],
           f"alloc_space estimated big {big / MIB:.1f} MiB, small {small / MIB:.1f} MiB; truth "
-          f"{t['big'] / MIB:.1f}, {t['small'] / MIB:.1f}:\n{top}")
-    check(small and abs(big / small - 3) <= 0.6, f"sites 3:1 read {big / max(small, 1):.2f}")
+          f"{t['big'] / MIB:.1f}, {t['small'] / MIB:.1f} (tolerance {100 * tb:.0f}%, {100 * ts:.0f}%):\n{top}")
+    tr = 3 * max(0.2, 4 * math.hypot(eb, es))
+    check(small and abs(big / small - 3) <= tr, f"sites 3:1 read {big / max(small, 1):.2f} (tolerance {tr:.2f})")
 
 
 def test_heap_max_overhead_free_watched_in_use_lower_bound():

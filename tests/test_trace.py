@@ -53,7 +53,8 @@ def test_spin_wall_and_oncpu():
           f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}")
     check(f["wall_ns"]["min"] <= f["wall_ns"]["p50"] <= f["wall_ns"]["p99"] <= f["wall_ns"]["max"],
           f"percentiles out of order: {f['wall_ns']}")
-    # The median against the target's median: on a busy machine preempted calls pull the average up.
+    # The median against the target's median: its average holds the ms a busy machine preempts a
+    # few calls for (a 50 us spin averaged 102 us under load, its median 51).
     check(within(f["wall_ns"]["p50"], t["p50_ns"], rel=0.05, abs_=PROBE_SLACK_NS),
           f"p50 {f['wall_ns']['p50']} vs truth p50 {t['p50_ns']:.0f}")
     # wall = on-CPU + run queue + blocked, exactly.
@@ -103,8 +104,12 @@ def test_threads_all_counted():
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
     check(f["calls"] == 4000, f"calls {f['calls']} != 4000")
     check_wall(f, t, "threads")
-    # Two cores: four spinning threads keep more than one busy.
-    check(f["cpu_pct"] > 100, f"cpu% {f['cpu_pct']} for 4 spinning threads on 2 cores")
+    # CPU% adds up all threads' CPU time in the function (above 100 when they run on both cores at
+    # once): the four threads' own CPU time over the run, within 10%. How much of the 2 cores they
+    # get depends on what else runs, so no fixed figure: 81% is right on a busy machine.
+    want = 100 * t["cpu_avg_ns"] * t["calls"] / (rep["interval_s"] * 1e9)
+    check(within(f["cpu_pct"], want, rel=0.1),
+          f"cpu% {f['cpu_pct']:.1f} for 4 spinning threads, their own CPU time says {want:.1f}")
 
 
 def test_thread_states_reused_after_exit():

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,10 +241,23 @@ static void draw_label(FILE *f, const char *name, double x, double y, double w)
 	fputs("</text>", f);
 }
 
+/* px on the 0.01 px grid that the coordinates are printed with. */
+static double on_grid(double px)
+{
+	return round(px * 100) / 100;
+}
+
+/*
+ * Both edges on the printed grid and the width their difference: a
+ * frame's children then end exactly where it ends (rounding x and width
+ * apart put the last child up to 0.01 px past its parent, and the zoom's
+ * script, which shows what lies within the clicked frame, hid it).
+ */
 static void draw_box(const struct layout *L, const char *name, const char *object, const char *fill,
 		     int depth, __u64 before, __u64 count, __u64 self)
 {
-	double x = X0 + W * before / L->total, w = W * count / L->total, y = L->base - depth * ROW;
+	double x = on_grid(X0 + W * before / L->total), y = L->base - depth * ROW;
+	double w = on_grid(X0 + W * (before + count) / L->total) - x;
 	FILE *f = L->doc->body;
 
 	fprintf(f, "<g class=\"fr\" data-n=\"%llu\"><title>", (unsigned long long)count);

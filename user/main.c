@@ -815,6 +815,7 @@ static int run(struct run *r)
 		err = start_export(r);
 	if (!err)
 		err = start_profiles(r);
+	steps_mark("profiles");
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();

@@ -382,7 +382,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	for (i = 0; i < nr; i++)
 		if (site_paired(probes[i].kind))
 			sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_mid, probes[i].offset + probes[i].pair_off,
-					     cookie | probes[i].id);
+					     cookie | probes[i].id | (probes[i].kind == SITE_PAIR_RET ? FNPROF_COOKIE_AT_RET : 0));
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
 				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));

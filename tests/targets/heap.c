@@ -6,15 +6,18 @@
  * posix_memalign, calloc and realloc path, freed.
  * Usage: heap MIB [HOLD_S [thread]]: MIB mebibytes through the two sites,
  * then HOLD_S seconds (default 0) with the 8 MiB still live before it frees
- * them. With "thread", all that is done by a thread started 0.5 s after
- * "ready" (time for fnprof to attach with -p).
+ * them. With "thread", all that is done by a thread started once fnprof,
+ * attached with -p after "ready", has its probes in: malloc's and free's
+ * code changed (a fixed delay is too short for a start-up on a busy
+ * machine, and a thread started while the probes go in sees some of them).
  * Prints "ready" first, then "truth heap big=B small=S live=L calls=N".
  *
  * heap rate SECONDS SPIN_US: the cost of the heap profile's probes, for
  * --max-overhead. Blocks of round_trip() and SPIN_US of work alternate with
  * blocks of the same work alone, each timed in thread CPU time: their ratio
  * before any probe (1 s, then "ready") and after malloc's first byte has
- * become a breakpoint (then keep_live(), and SECONDS of blocks) gives the
+ * become a breakpoint (then keep_live(), and SECONDS of blocks; both in the
+ * thread's CPU time, however busy the machine) gives the
  * slowdown. Prints "truth heap_rate slowdown=F big=B small=S live=L
  * probed=P blocks=N": B and S allocated after the breakpoint, P the share of
  * blocks that ran with malloc's breakpoint in.
@@ -139,9 +142,10 @@ struct blocks {
 static void run_blocks(struct blocks *r, double seconds, double spin, const volatile unsigned char *entry,
 		       unsigned char orig)
 {
-	double end = mono_s() + seconds, t;
+	/* Seconds of this thread's CPU time: as many blocks (as large a sample) on a busy machine. */
+	double end = cpu_s() + seconds, t;
 
-	while (mono_s() < end) {
+	while (cpu_s() < end) {
 		bool in = *entry != orig;
 
 		t = cpu_s();
@@ -168,6 +172,22 @@ static bool changed(const volatile unsigned char *code, const unsigned char *ori
 	return false;
 }
 
+/*
+ * Waits (30 s at most) until the heap profile's probes are in: free's go in
+ * after the allocations', so once one of its first bytes and malloc's first
+ * byte have changed, all are in.
+ */
+static void wait_probes(const volatile unsigned char *entry, unsigned char orig,
+			const volatile unsigned char *free_code, const unsigned char *free_orig)
+{
+	struct timespec ms = { 0, 1000000 };
+	double deadline = mono_s() + 30;
+
+	/* Asleep, not spinning: fnprof starts up on the same CPUs. */
+	while ((*entry == orig || !changed(free_code, free_orig)) && mono_s() < deadline)
+		nanosleep(&ms, NULL);
+}
+
 static int rate_mode(double seconds, double spin)
 {
 	/* malloc's first byte: a uprobe makes it a breakpoint in this process's view of libc. */
@@ -175,7 +195,7 @@ static int rate_mode(double seconds, double spin)
 	const volatile unsigned char *free_code = (const volatile unsigned char *)(void *)free;
 	unsigned char orig = *entry, free_orig[FREE_BYTES];
 	struct blocks ref = {}, run = {};
-	double deadline, r0;
+	double r0;
 	int i;
 
 	for (i = 0; i < FREE_BYTES; i++)
@@ -183,9 +203,7 @@ static int rate_mode(double seconds, double spin)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	run_blocks(&ref, 1, spin, entry, orig);
 	printf("ready\n");
-	/* free's probes go in after the allocations': once one of its first bytes changes, all are in. */
-	for (deadline = mono_s() + 30; (*entry == orig || !changed(free_code, free_orig)) && mono_s() < deadline;)
-		spin_us(100);
+	wait_probes(entry, orig, free_code, free_orig);
 	big_bytes = small_bytes = 0;
 	keep_live();
 	run_blocks(&run, seconds, spin, entry, orig);
@@ -215,9 +233,15 @@ static void *work(void *arg)
 int main(int argc, char **argv)
 {
 	double hold = argc > 2 ? atof(argv[2]) : 0;
-	struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) }, half = { 0, 500000000 };
+	struct timespec ts = { (time_t)hold, (long)((hold - (time_t)hold) * 1e9) };
+	const volatile unsigned char *entry = (const volatile unsigned char *)(void *)malloc;
+	const volatile unsigned char *free_code = (const volatile unsigned char *)(void *)free;
+	unsigned char orig = *entry, free_orig[FREE_BYTES];
 	pthread_t t;
 	int i;
+
+	for (i = 0; i < FREE_BYTES; i++)
+		free_orig[i] = free_code[i];
 
 	if (argc > 3 && !strcmp(argv[1], "rate"))
 		return rate_mode(atof(argv[2]), atof(argv[3]));
@@ -225,7 +249,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready\n");
 	if (argc > 3 && !strcmp(argv[3], "thread")) {
-		nanosleep(&half, NULL);
+		wait_probes(entry, orig, free_code, free_orig);
 		pthread_create(&t, NULL, work, NULL);
 		pthread_join(t, NULL);
 	} else {

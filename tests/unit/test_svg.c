@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The SVG pictures: escaping, the flame graph's widths and its bound, the heatmap's columns. */
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,42 @@ static void test_flame_widths(void)
 	CHECK(strstr(body(&doc), "x=\"895.00\"") && strstr(body(&doc), "width=\"295.00\""));
 	CHECK(count(body(&doc), "class=\"fr\"") == 4);
 	CHECK(!strstr(body(&doc), "merged"));
+	flame_free(fl);
+	svg_free(&doc);
+}
+
+/* Frames as the zoom's script reads them: x and width parsed from the document. */
+static double attr_after(const char *from, const char *name)
+{
+	const char *p = strstr(from, name);
+
+	return p ? strtod(p + strlen(name), NULL) : -1;
+}
+
+/*
+ * 6 samples: a;b, a;c and 4 of z. a (393.33 px) is followed by z, so its
+ * last child c (x 206.67, width 196.67 as each rounds alone) would end at
+ * 403.34, past a's 403.33, and the zoom would hide it: children end where
+ * their parent ends, to the printed 0.01 px.
+ */
+static void test_flame_children_within_parent(void)
+{
+	struct flame_frame ab[] = { { "a", "/bin/x", FLAME_USER }, { "b", "/bin/x", FLAME_USER } };
+	struct flame_frame ac[] = { { "a", "/bin/x", FLAME_USER }, { "c", "/bin/x", FLAME_USER } };
+	struct flame_frame z[] = { { "z", "/bin/x", FLAME_USER } };
+	struct flame *fl = flame_new("x (pid 1)");
+	const char *a, *c;
+	struct svg doc;
+
+	CHECK(fl && !svg_init(&doc));
+	CHECK(!flame_add(fl, ab, 2, 1) && !flame_add(fl, ac, 2, 1) && !flame_add(fl, z, 1, 4));
+	CHECK(!flame_render(fl, &doc, "heading"));
+	a = strstr(body(&doc), "<title>a\n");
+	c = strstr(body(&doc), "<title>c\n");
+	CHECK(a && c);
+	if (a && c)
+		CHECK(fabs(attr_after(c, " x=\"") + attr_after(c, "width=\"") -
+			   attr_after(a, " x=\"") - attr_after(a, "width=\"")) < 1e-6);
 	flame_free(fl);
 	svg_free(&doc);
 }
@@ -152,6 +189,7 @@ int main(void)
 {
 	RUN(test_escape);
 	RUN(test_flame_widths);
+	RUN(test_flame_children_within_parent);
 	RUN(test_flame_bound);
 	RUN(test_heatmap_columns);
 	UNIT_EXIT();
