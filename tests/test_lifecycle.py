@@ -88,19 +88,27 @@ def test_follow_forks_child_calling_at_once():
 
 def test_many_threads_no_lost_calls():
     # 4x the cores in threads, all calling the traced function: every call counted, nothing
-    # dropped, fnprof's memory bounded (its own peak RSS, from wait4).
+    # dropped, fnprof's memory bounded (its own peak RSS: the report's, checked against wait4's).
     threads = 4 * (os.cpu_count() or 2)
+    # 96 MiB touched here, in the process that forks fnprof: none of it is fnprof's (its peak RSS
+    # once held the forking process's, kept by the kernel across exec).
+    ballast = bytearray(96 << 20)
+    ballast[::4096] = b"\1" * len(range(0, 96 << 20, 4096))
     proc = subprocess.Popen([FNPROF, "-f", "spin_us", "--json", "-i", "0.5", "--", target("work"), "threads",
                              str(threads), "10000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = proc.stderr.read()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     check(proc.returncode == 0, err[-2000:])
+    del ballast
     rep, t = final_report(err), truth(err, "spin_us")
     check(func(rep, "spin_us")["calls"] == t["calls"] == threads * 10000,
           f"{func(rep, 'spin_us')['calls']} calls counted, {t['calls']} made")
     check(not any(rep["dropped"].values()), f"dropped: {rep['dropped']}")
-    check(ru.ru_maxrss < 64 * 1024, f"fnprof peaked at {ru.ru_maxrss // 1024} MiB")
+    # Its own high-water mark (VmHWM, of its own memory only): wait4's ru_maxrss also holds the RSS of
+    # the forked test runner before the exec (the kernel keeps the old mm's peak), 94-115 MiB late in
+    # a full run. That figure only bounds fnprof's from above (checked below).
+    check(rep["fnprof"]["peak_rss_kib"] < 64 * 1024, f"fnprof peaked at {rep['fnprof']['peak_rss_kib'] // 1024} MiB")
     # fnprof reports its own cost: what the kernel says it used (before its teardown, so a bit less).
     own, rusage_ns = rep["fnprof"]["cpu_ns"], (ru.ru_utime + ru.ru_stime) * 1e9
     check(0 < own <= rusage_ns + 1e6 and rep["fnprof"]["peak_rss_kib"] <= ru.ru_maxrss,
