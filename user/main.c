@@ -104,26 +104,6 @@ static __u64 rusage_cpu_ns(const struct rusage *ru)
 	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
 }
 
-/*
- * fnprof's own peak RSS, KiB: VmHWM, its memory's high-water mark. Not
- * ru_maxrss: across exec the kernel keeps the larger of the old memory's
- * peak, so that figure held the RSS of whatever forked fnprof (a 100 MiB
- * test runner, a shell). 0 if unknown.
- */
-static __u64 self_peak_rss_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	unsigned long long kib = 0;
-	char line[256];
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %llu kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
-
 /* fnprof's own CPU time (all its threads, since it started) and peak RSS. */
 static __u64 self_usage(__u64 *rss_kib)
 {
@@ -131,8 +111,13 @@ static __u64 self_usage(__u64 *rss_kib)
 
 	if (getrusage(RUSAGE_SELF, &ru))
 		return 0;
+	/*
+	 * Peak RSS: VmHWM, the high-water mark of fnprof's memory. Not ru_maxrss:
+	 * across exec the kernel keeps the larger of the old memory's peak, so that
+	 * held the RSS of whatever forked fnprof (a 100 MiB test runner).
+	 */
 	if (rss_kib)
-		*rss_kib = self_peak_rss_kib();
+		*rss_kib = proc_self_status("VmHWM", 10);
 	return rusage_cpu_ns(&ru);
 }
 

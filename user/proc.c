@@ -91,19 +91,28 @@ bool proc_alive(pid_t pid)
 	return !read_stat_tail(pid, buf, sizeof(buf), &tail) && tail[0] != 'Z' && tail[0] != 'X';
 }
 
-/* Effective capability set from /proc/self/status. */
-static unsigned long long cap_effective(void)
+__u64 proc_self_status(const char *key, int base)
 {
-	unsigned long long caps = 0;
+	size_t len = strlen(key);
+	unsigned long long v = 0;
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "re");
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, key, len) && line[len] == ':') {
+			v = strtoull(line + len + 1, NULL, base);
 			break;
+		}
+	}
 	if (f)
 		fclose(f);
-	return caps;
+	return v;
+}
+
+/* Effective capability set. */
+static unsigned long long cap_effective(void)
+{
+	return proc_self_status("CapEff", 16);
 }
 
 #define CAP_BIT(n) (1ULL << (n))

@@ -7,6 +7,9 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+/* The number in field key of /proc/self/status ("VmHWM", 10: KiB), in base. 0 when it is not there. */
+__u64 proc_self_status(const char *key, int base);
+
 /* utime+stime of every thread of pid (/proc/PID/stat), in ns. 0 or -errno. */
 int proc_cpu_ns(pid_t pid, __u64 *ns);
 
