@@ -92,7 +92,7 @@ $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_B
 
 # libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := user/symbols.c user/gobin.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c user/safeopen.c user/elfcheck.c user/sanitize.c
+FUZZ_SRCS := user/symbols.c user/gobin.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c user/safeopen.c user/elfcheck.c user/sanitize.c user/proc.c
 $(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h user/gobin.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \

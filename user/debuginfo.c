@@ -28,6 +28,7 @@
 
 #include "debuginfo.h"
 #include "log.h"
+#include "proc.h"
 #include "safeopen.h"
 
 #define DEBUG_DIR "/usr/lib/debug"
@@ -64,25 +65,6 @@ bool debuginfo_build_id(Elf *elf, char *buf, size_t size)
 	return true;
 }
 
-/*
- * Opens the regular file path read-only as process pid sees it, without
- * escaping its root; a device node or a FIFO planted where a debug file is
- * looked for is never opened (open_regular).
- */
-static int open_in_root(pid_t pid, const char *path)
-{
-	char root[64];
-	int rfd, fd;
-
-	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", pid);
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return -errno;
-	fd = open_regular(rfd, path, RESOLVE_IN_ROOT);
-	close(rfd);
-	return fd;
-}
-
 /* Whether the ELF file fd carries the build-id want (hex). */
 static bool has_build_id(int fd, const char *want)
 {
@@ -117,7 +99,7 @@ static int by_build_id(const char *id, pid_t pid, char *found, size_t size)
 	if (strlen(id) < 3)
 		return -ENOENT;
 	snprintf(found, size, DEBUG_DIR "/.build-id/%.2s/%s.debug", id, id + 2);
-	fd = open_in_root(pid, found);
+	fd = proc_open_in_root(pid, found);
 	if (fd >= 0 && !has_build_id(fd, id)) {
 		log_warn("%s does not have the build-id of its name: ignored", found);
 		close(fd);
@@ -142,7 +124,7 @@ static int by_debuglink(Elf *elf, const char *path, pid_t pid, char *found, size
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		snprintf(found, size, "%s%s%s/%s", prefix[i], dir, sub[i], link);
-		fd = open_in_root(pid, found);
+		fd = proc_open_in_root(pid, found);
 		if (fd < 0)
 			continue;
 		if (has_crc(fd, crc))
@@ -488,5 +470,5 @@ int debuginfo_reopen(const char *found, pid_t pid)
 
 	if (!strncmp(found, "debuginfod:", 11))
 		return regular_only(run_job(open_cached, found + 11, again, sizeof(again)));
-	return open_in_root(pid, found);
+	return proc_open_in_root(pid, found);
 }

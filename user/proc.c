@@ -155,7 +155,7 @@ int proc_open_in_root(pid_t pid, const char *path)
 	char root[64];
 	int rfd, fd;
 
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", pid);
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;

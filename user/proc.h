@@ -30,7 +30,7 @@ void proc_thread_name(pid_t pid, __u32 tid, const char *gone, char *buf, size_t 
 bool proc_alive(pid_t pid);
 
 /*
- * Opens path as process pid sees it, inside its root, never escaping that
+ * Opens path as process pid (0: fnprof) sees it, inside its root, never escaping that
  * root through "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), never
  * blocking (O_NONBLOCK), and only a regular file. An fd, or -errno
  * (-ENODEV: not a regular file).
