@@ -65,14 +65,6 @@ static unsigned int case_calls(int k)
 
 #define CALIB_BATCH 50
 
-static double thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -94,10 +86,10 @@ static double time_calls(void (*fn)(void), unsigned int n)
 	if (nb > sizeof(per) / sizeof(per[0]))
 		nb = sizeof(per) / sizeof(per[0]);
 	for (b = 0; b < nb; b++) {
-		t0 = thread_cpu_ns();
+		t0 = thread_cpu_s();
 		for (i = 0; i < batch; i++)
 			fn();
-		per[b] = (thread_cpu_ns() - t0) / batch;
+		per[b] = (thread_cpu_s() - t0) * 1e9 / batch;
 	}
 	qsort(per, nb, sizeof(per[0]), cmp_double);
 	return per[nb / 2];

@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "clock.h"
 #include "dwstacks.h"
 #include "unwind.h"
 
@@ -139,14 +140,6 @@ static int on_sample(void *ctx, void *data, size_t size)
 	count(d, &key);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
-}
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void *reader(void *arg)
