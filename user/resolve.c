@@ -45,7 +45,23 @@ struct resolver {
 	size_t cap;
 	bool process_unwinds;     /* the program uses C++ exceptions, Rust panics or Go */
 	bool process_longjmps;    /* its executable imports longjmp */
+	/* The object whose code is read now (first bytes, exits): opened once, not once per function. */
+	int code_fd;
+	char *code_path;
 };
+
+/* The open_path's code, read-only, owned by the resolver: an fd or -errno. */
+static int code_fd(struct resolver *r, const char *open_path)
+{
+	if (r->code_path && !strcmp(r->code_path, open_path))
+		return r->code_fd;
+	if (r->code_path && r->code_fd >= 0)
+		close(r->code_fd);
+	free(r->code_path);
+	r->code_path = strdup(open_path);
+	r->code_fd = r->code_path ? open_regular(AT_FDCWD, open_path, 0) : -ENOMEM;
+	return r->code_fd;
+}
 
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name)
 {
@@ -431,19 +447,15 @@ static int locate_exe(struct resolver *r)
  * how far in the probe can go (p->entry_skip) to land on an instruction
  * the kernel does not single-step.
  */
-static void place_entry(struct probe *p)
+static void place_entry(struct resolver *r, struct probe *p)
 {
 	size_t len = p->size && p->size <= ENTRY_CODE_MAX ? p->size : 16;
 	unsigned char *code = calloc(1, len);
 	ssize_t n = -1;
-	int fd = open_regular(AT_FDCWD, p->open_path, 0);
+	int fd = code_fd(r, p->open_path);
 
-	if (fd >= 0 && code) {
+	if (fd >= 0 && code)
 		n = pread(fd, code, len, p->offset);
-		close(fd);
-	} else if (fd >= 0) {
-		close(fd);
-	}
 	p->entry_skip = n == (ssize_t)p->size && p->size == len ? arch_entry_skip(code, len, p->addr) : 0;
 	if (p->entry_skip)
 		log_debug("%s: entry probe %u bytes in, past its endbr64", p->name, p->entry_skip);
@@ -507,11 +519,11 @@ static unsigned char *read_code(int fd, __u64 off, __u64 size)
  * offsets into p->exits; their number, or -EIO if the code cannot be read,
  * -EINVAL if it does not disassemble cleanly, -ENOMEM.
  */
-static int disasm_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+static int disasm_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
 	const struct sym *parts[2] = { s, cold_part(st, s) };
 	struct code_part code[2] = { { 0 } };
-	int fd = open_regular(AT_FDCWD, p->open_path, 0), i, k, n = -EIO;
+	int fd = code_fd(r, p->open_path), i, k, n = -EIO;
 	__u64 *addrs = NULL;
 	size_t nr = parts[1] ? 2 : 1;
 
@@ -523,8 +535,6 @@ static int disasm_exits(struct probe *p, const struct sym *s, const struct symta
 	}
 	if (k == (int)nr)
 		n = find_exits(code, nr, &addrs);
-	if (fd >= 0)
-		close(fd);
 	for (k = 0; k < (int)nr; k++)
 		free((void *)code[k].code);
 	for (i = 0; i < n && n <= MAX_EXITS; i++) {
@@ -536,9 +546,9 @@ static int disasm_exits(struct probe *p, const struct sym *s, const struct symta
 }
 
 /* EXIT_RET: the function's exits, from its code. Falls back to entry-only without them. */
-static void find_ret_exits(struct probe *p, const struct sym *s, const struct symtab *st)
+static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
-	int n = disasm_exits(p, s, st);
+	int n = disasm_exits(r, p, s, st);
 
 	if (n > 0 && n <= MAX_EXITS) {
 		p->nr_exits = n;
@@ -592,7 +602,7 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 		p->exit_why = "the program's entry point: jumped to, never returns";
 	}
 	if (p->exit == EXIT_RET)
-		find_ret_exits(p, s, st);
+		find_ret_exits(r, p, s, st);
 	if (s->go && p->exit == EXIT_RET) {
 		p->go = true;
 		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";
@@ -619,7 +629,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	};
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
-	place_entry(p);
+	place_entry(r, p);
 	pl->nr++;
 	choose_exit(r, p, s, st);
 	pair_entry(r, p);
@@ -849,6 +859,9 @@ done:
 		symtab_free(r.cache.e[i].st);
 	}
 	procmaps_free(r.pm);
+	if (r.code_path && r.code_fd >= 0)
+		close(r.code_fd);
+	free(r.code_path);
 	if (err)
 		probe_list_free(out);
 	return err;
