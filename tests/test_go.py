@@ -102,9 +102,9 @@ def test_go_goroutine_ending_inside_a_call():
 def test_go_cgo_c_functions_timed_per_thread():
     # C code in a Go binary runs on its thread's stack and stays on the thread: timed per thread,
     # with the on/off-CPU split; the Go function around it per goroutine, the split unknown.
-    rep, p = traced(["-f", "c_spin", "-f", "main.main.func1"], go_target("gotarget-cgo"), 4, 200)
+    rep, p = traced(["-f", "c_spin", "-f", "main.worker"], go_target("gotarget-cgo"), 4, 200)
     t = truth(p.stderr, "cspin")
-    c, g = func(rep, "c_spin"), func(rep, "main.main.func1")
+    c, g = func(rep, "c_spin"), func(rep, "main.worker")
     check(c["calls"] == t["calls"], f"{c['calls']} c_spin calls of {t['calls']:.0f}: {nonzero(rep['dropped'])}")
     # 5%, at least 15 us: 4 threads spin on 2 CPUs, and a preemption between the entry probe and
     # the function's first clock reading (or after its last) lands in fnprof's figure only.
@@ -112,7 +112,7 @@ def test_go_cgo_c_functions_timed_per_thread():
     check(abs(avg - t["avg_ns"]) <= max(0.05 * t["avg_ns"], 15000),
           f"c_spin avg {avg:.0f} ns vs truth {t['avg_ns']:.0f} ns")
     check(c["oncpu_ns"] is not None and "cpu_unknown" not in c, "c_spin's CPU split is known")
-    check(g["calls"] == 4 and g["oncpu_ns"] is None, f"main.main.func1: {g['calls']} calls, oncpu {g['oncpu_ns']}")
+    check(g["calls"] == 4 and g["oncpu_ns"] is None, f"main.worker: {g['calls']} calls, oncpu {g['oncpu_ns']}")
     check(not nonzero(rep["dropped"]), f"dropped: {nonzero(rep['dropped'])}")
 
 

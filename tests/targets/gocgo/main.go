@@ -34,18 +34,28 @@ import (
 	"sync/atomic"
 )
 
+var total int64
+
+// worker makes a goroutine's calls of c_spin; traced as main.worker.
+//
+//go:noinline
+func worker(calls int) {
+	for i := 0; i < calls; i++ {
+		atomic.AddInt64(&total, int64(C.c_spin(50000)))
+	}
+}
+
 func main() {
 	goroutines, _ := strconv.Atoi(os.Args[1])
 	calls, _ := strconv.Atoi(os.Args[2])
-	var total int64
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for i := 0; i < calls; i++ {
-				atomic.AddInt64(&total, int64(C.c_spin(50000)))
-			}
+			// Done after worker has returned: with a deferred Done inside it, main could exit
+			// between the Done and its return, and that call never returned (3 of 4 under load).
+			worker(calls)
+			wg.Done()
 		}()
 	}
 	wg.Wait()
