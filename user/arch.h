@@ -41,18 +41,24 @@ struct code_part {
  */
 int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
 
+/* Reads up to len bytes of the object at link-time address vaddr into buf: how many (0: none). */
+typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
+
 /*
  * Bytes at the start of a function that its entry probe may skip, so that
- * the probe lands on an instruction the kernel emulates or optimizes
- * instead of one it must single-step (~10 us here): an endbr64 (a hint nop,
- * as every function of a -fcf-protection build starts), and then at most one
- * instruction that works on registers only and leaves the stack pointer
- * alone (`mov %rdi,%rbx`: it cannot fault, and the return address stays at
- * [sp] for the uretprobe), when a push or a 5-byte nop follows and no branch
- * of the function goes there. code: the whole function, len bytes, at
- * vaddr. 0 when none (or the code does not decode cleanly).
+ * the probe lands on an instruction the kernel emulates or optimizes (push,
+ * nop, jcc, jmp, call; ~0.8 us a hit here) instead of one it must single-
+ * step (~10 us): the first such instruction of the entry block, when every
+ * instruction before it goes straight on, leaves the stack pointer, the
+ * caller's frame and r14 alone (Go's `cmp 0x10(%r14),%rsp` before its
+ * `jbe`; `test %rdi,%rdi` before a `je`; an endbr64), and no branch of the
+ * function can land on those bytes: direct jumps and calls of every part
+ * (the cold one too), the entries of its jump tables (read through read),
+ * and no indirect jmp other than a table's or a tail call. parts[0] is the
+ * function's entry part, whole. 0 when none, or when the code does not
+ * decode cleanly.
  */
-size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr);
+size_t arch_entry_skip(const struct code_part *parts, size_t nr, arch_read_fn read, void *ctx);
 /*
  * Where a single-stepped entry's twin goes (SITE_PAIR): the instruction
  * after the one at site (the entry probe's place), when the site's goes on
@@ -67,7 +73,8 @@ size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size
 /*
  * fnprof's own empty functions for the calibration, written in assembly so
  * that the first instruction is exactly the kind measured: a push (emulated
- * by the kernel), an instruction that is single-stepped, a 5-byte nop. The
+ * by the kernel), an instruction that is single-stepped, a 5-byte nop, a jcc,
+ * a jmp, a call and another nop (emulated too). The
  * last two start like the first; they measure the exit modes other than the
  * uretprobe, and arch_calib_ret_offset is where fnprof_calib_ret's return
  * instruction is.
@@ -77,6 +84,10 @@ void fnprof_calib_stepped(void);
 void fnprof_calib_pair(void);
 void fnprof_calib_pair_ret(void);
 void fnprof_calib_nop5(void);
+void fnprof_calib_jcc(void);
+void fnprof_calib_jmp(void);
+void fnprof_calib_call(void);
+void fnprof_calib_nop(void);
 void fnprof_calib_ret(void);
 void fnprof_calib_entry_only(void);
 extern const unsigned int arch_calib_ret_offset;

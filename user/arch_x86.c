@@ -75,9 +75,27 @@ static cs_err open_x86(csh *h)
 
 const char arch_lib_dirs[] = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64";
 
+/* Legacy prefixes the kernel's decoder takes before an opcode (REX aside). */
+static bool legacy_prefix(unsigned char b)
+{
+	return b == 0x66 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x3e || b == 0x26 || b == 0x64 ||
+	       b == 0x65 || b == 0x36;
+}
+
+/*
+ * What the kernel (arch/x86/kernel/uprobes.c) does with a probe on the
+ * instruction at insn: push %reg is emulated; so are nop (0x90, 0x0f 0x1f,
+ * whatever their prefixes), jcc, jmp and call with a relative target, which
+ * it refuses with a 0x66 prefix; the 5-byte nop is optimized into a call;
+ * anything else is single-stepped out of line. Measured on 6.18 here: a push,
+ * jcc, jmp, call or nop costs 0.8-0.9 us a hit, a 5-byte nop 0.5, a
+ * single step 9-13.
+ */
 enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 {
 	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	size_t i = 0;
+	bool p66 = false, rex = false;
 
 	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
 		return SITE_EMULATED;                   /* push %rax..%rdi */
@@ -85,7 +103,25 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 		return SITE_EMULATED;                   /* push %r8..%r15 */
 	if (len >= 5 && !memcmp(insn, nop5, 5))
 		return SITE_NOP5;
-	return SITE_STEPPED;
+	for (; i < len && i < 14 && legacy_prefix(insn[i]); i++)
+		p66 |= insn[i] == 0x66;
+	if (i < len && (insn[i] & 0xf0) == 0x40) {
+		rex = true;
+		i++;
+	}
+	if (i >= len)
+		return SITE_STEPPED;
+	if (insn[i] == 0x90 && !rex)                    /* with REX.B it is xchg %r8,%rax */
+		return SITE_NOP;
+	if (insn[i] == 0x0f && i + 1 < len && insn[i + 1] == 0x1f)
+		return SITE_NOP;
+	if (p66 || rex)
+		return SITE_STEPPED;
+	if ((insn[i] & 0xf0) == 0x70 || (insn[i] == 0x0f && i + 1 < len && (insn[i + 1] & 0xf0) == 0x80))
+		return SITE_JCC;
+	if (insn[i] == 0xeb || insn[i] == 0xe9)
+		return SITE_JMP;
+	return insn[i] == 0xe8 ? SITE_CALL : SITE_STEPPED;
 }
 
 /* The function's code decoded whole, or NULL (then nothing about it can be trusted). */
@@ -141,58 +177,6 @@ static bool straight(csh h, const cs_insn *in)
 			return false;
 	return in->id != X86_INS_SYSCALL && in->id != X86_INS_SYSENTER && in->id != X86_INS_UD2 &&
 	       in->id != X86_INS_HLT;
-}
-
-/*
- * An instruction the entry probe may run before it: straight, registers only
- * (lea computes an address without reading it), so it cannot fault, and it
- * leaves the stack pointer as it was, so that the return address is still
- * at [sp] where the uretprobe takes it.
- */
-static bool skippable(csh h, const cs_insn *in)
-{
-	cs_regs rd, wr;
-	uint8_t nr, nw, i;
-	const cs_x86 *x = &in->detail->x86;
-
-	if (!straight(h, in) || in->id == X86_INS_DIV || in->id == X86_INS_IDIV ||
-	    cs_regs_access(h, in, rd, &nr, wr, &nw) != CS_ERR_OK)
-		return false;
-	for (i = 0; i < nw; i++)
-		if (wr[i] == X86_REG_RSP || wr[i] == X86_REG_ESP || wr[i] == X86_REG_SP)
-			return false;
-	for (i = 0; i < x->op_count; i++)
-		if (x->operands[i].type == X86_OP_MEM && in->id != X86_INS_LEA)
-			return false;
-	return true;
-}
-
-size_t arch_entry_skip(const unsigned char *code, size_t len, __u64 vaddr)
-{
-	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
-	size_t n, skip = 0, i = 0;
-	cs_insn *in;
-	csh h;
-
-	/* An entry the kernel emulates already, and no endbr64: nothing to read. */
-	if (len && site_kind_of(code, len) != SITE_STEPPED)
-		return 0;
-	in = decode_all(&h, code, len, vaddr, &n);
-	if (!in)
-		return 0;
-	/* An endbr64 (a hint nop, as every function of a -fcf-protection build starts). */
-	if (len > sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)) && n > 1) {
-		skip = in[0].size;
-		i = 1;
-	}
-	/* Then one plain instruction before a push or a 5-byte nop: `mov %rdi,%rbx; push %rbp`. */
-	if (i + 1 < n && site_kind_of(code + skip, len - skip) == SITE_STEPPED && skippable(h, &in[i]) &&
-	    site_kind_of(code + skip + in[i].size, len - skip - in[i].size) != SITE_STEPPED)
-		skip += in[i].size;
-	if (skip && (site_kind_of(code + skip, len - skip) == SITE_STEPPED || branch_to(h, in, n, vaddr + skip)))
-		skip = 0;
-	decode_free(&h, in, n);
-	return skip;
 }
 
 /*
@@ -257,6 +241,10 @@ __asm__(".text\n"
 	CALIB_FN(fnprof_calib_pair, "\tlea 0x1(%rdi),%rax\n\tlea 0x2(%rdi),%rax\n\tret\n")
 	CALIB_FN(fnprof_calib_pair_ret, "\tlea 0x3(%rdi),%rax\n\tret\n")
 	CALIB_FN(fnprof_calib_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
+	CALIB_FN(fnprof_calib_jcc, "\tjne 1f\n1:" PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_jmp, "\tjmp 1f\n1:" PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_call, "\tcall 1f\n\tret\n1:\tret\n")
+	CALIB_FN(fnprof_calib_nop, "\t.byte 0x0f,0x1f,0x40,0x00\n" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
 
@@ -271,9 +259,11 @@ enum kind { K_OTHER, K_RET, K_JMP, K_JCC, K_JMP_IND, K_STOP };
 
 /* What the walk needs of one instruction. */
 struct ins {
-	__u64 addr, target;    /* target: of a direct jmp or jcc */
+	__u64 addr, target;    /* target: of a direct jmp, jcc or call */
 	enum kind kind;
 	bool table;            /* K_JMP_IND through a switch's jump table */
+	__u64 table_base;      /* its table's address, when the code says (table_entry bytes an entry) */
+	int table_entry;       /* 4: offsets from table_base; 8: addresses; 0: table not found */
 	bool seen;
 	int height;            /* stack height on arrival, UNKNOWN, or conflicting paths */
 	int delta;             /* what it does to the stack height (see sp_effect) */
@@ -314,6 +304,57 @@ static bool jump_table(const cs_insn *in, const cs_insn *prev, size_t nr_prev)
 				return true;
 	}
 	return false;
+}
+
+/* The rip-relative lea that loaded reg at most 16 instructions before: its address, or 0. */
+static __u64 lea_before(const cs_insn *prev, size_t nr_prev, x86_reg reg)
+{
+	size_t j;
+
+	for (j = 0; j < nr_prev && j < 16; j++) {
+		const cs_insn *p = &prev[nr_prev - 1 - j];
+		const cs_x86 *x = &p->detail->x86;
+
+		if (p->id == X86_INS_LEA && x->op_count == 2 && is_reg(&x->operands[0], reg) &&
+		    x->operands[1].mem.base == X86_REG_RIP && x->operands[1].mem.index == X86_REG_INVALID)
+			return p->address + p->size + x->operands[1].mem.disp;
+	}
+	return 0;
+}
+
+/*
+ * Where the jump table of the dispatch in is: `jmp *T(,%idx,8)` (addresses
+ * at T, non-PIC code), `lea T(%rip),%b; jmp *(%b,%idx,8)` (addresses, Go),
+ * `lea T(%rip),%b; movslq (%b,%idx,4),%r; add %b,%r; jmp *%r` (offsets from
+ * T, PIC code of gcc and clang). Unknown: table_entry stays 0.
+ */
+static void table_of(const cs_insn *in, const cs_insn *prev, size_t nr_prev, struct ins *s)
+{
+	const cs_x86_op *op = &in->detail->x86.operands[0];
+	size_t i, j;
+
+	if (op->type == X86_OP_MEM && op->mem.index != X86_REG_INVALID && op->mem.scale == 8) {
+		s->table_base = op->mem.base == X86_REG_INVALID ? (__u64)op->mem.disp :
+				op->mem.disp ? 0 : lea_before(prev, nr_prev, op->mem.base);
+		s->table_entry = s->table_base ? 8 : 0;
+		return;
+	}
+	for (i = 0; op->type == X86_OP_REG && i < nr_prev && i < 4; i++) {
+		const cs_x86 *x = &prev[nr_prev - 1 - i].detail->x86;
+
+		if (prev[nr_prev - 1 - i].id != X86_INS_MOVSXD)
+			continue;
+		for (j = 0; j < x->op_count; j++) {
+			const x86_op_mem *m = &x->operands[j].mem;
+
+			if (x->operands[j].type != X86_OP_MEM || m->index == X86_REG_INVALID || m->scale != 4 ||
+			    m->disp || m->base == X86_REG_INVALID)
+				continue;
+			s->table_base = lea_before(prev, nr_prev - 1 - i, m->base);
+			s->table_entry = s->table_base ? 4 : 0;
+			return;
+		}
+	}
 }
 
 /* How in moves the stack pointer (and the frame pointer, which leave restores it from). */
@@ -389,6 +430,10 @@ static void classify(csh h, const cs_insn *in, const cs_insn *prev, size_t nr_pr
 	} else if (in->id == X86_INS_JMP) {
 		s->kind = K_JMP_IND;
 		s->table = jump_table(in, prev, nr_prev);
+		if (s->table)
+			table_of(in, prev, nr_prev, s);
+	} else if (in->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		s->target = x->operands[0].imm;
 	}
 }
 
@@ -570,31 +615,163 @@ static bool walk_cases(struct code *c)
 	return ok;
 }
 
-int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
+/*
+ * The function made of parts[0..nr) decoded into c and walked from its
+ * entry, stack heights followed. 0, -EINVAL (it does not decode cleanly,
+ * too many parts) or -ENOMEM; c->ins is the caller's to free either way.
+ */
+static int code_walked(const struct code_part *parts, size_t nr, struct code *c)
 {
-	struct code c = { .table_height = UNKNOWN };
 	bool ok = true;
-	size_t i, k, n = 0;
-	int err = 0;
+	size_t k;
 	csh h;
 
-	*addrs = NULL;
-	if (!nr || nr > sizeof(c.part_start) / sizeof(c.part_start[0]) ||
-	    open_x86(&h) != CS_ERR_OK)
+	*c = (struct code){ .table_height = UNKNOWN };
+	if (!nr || nr > sizeof(c->part_start) / sizeof(c->part_start[0]) || open_x86(&h) != CS_ERR_OK)
 		return -EINVAL;
 	for (k = 0; k < nr && ok; k++)
-		ok = decode_part(h, &parts[k], &c);
+		ok = decode_part(h, &parts[k], c);
 	cs_close(&h);
 	if (!ok)
-		err = -EINVAL;
-	else if (!walk(&c, 0, 0, UNKNOWN) || !walk_cases(&c) ||
-		 !(*addrs = malloc((c.nr ? c.nr : 1) * sizeof(**addrs))))
+		return -EINVAL;
+	return walk(c, 0, 0, UNKNOWN) && walk_cases(c) ? 0 : -ENOMEM;
+}
+
+int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
+{
+	struct code c;
+	size_t i, n = 0;
+	int err = code_walked(parts, nr, &c);
+
+	*addrs = NULL;
+	if (!err && !(*addrs = malloc((c.nr ? c.nr : 1) * sizeof(**addrs))))
 		err = -ENOMEM;
 	for (i = 0; !err && i < c.nr; i++)
 		if (is_exit(&c, &c.ins[i]))
 			(*addrs)[n++] = c.ins[i].addr;
 	free(c.ins);
 	return err ? err : (int)n;
+}
+
+/* --- Where the entry probe goes ------------------------------------------ */
+
+static bool is_sp(x86_reg r)
+{
+	return r == X86_REG_RSP || r == X86_REG_ESP || r == X86_REG_SP || r == X86_REG_SPL;
+}
+
+/*
+ * An instruction the entry probe may let run before it: straight (execution
+ * goes on to the next), and leaving the stack pointer and the caller's
+ * frame as they were, so that the return address is still at [sp] where the
+ * uretprobe takes it and the call is matched to its return by sp. Nor may
+ * it write r14, Go's goroutine register, which the probe reads. It may read
+ * memory and fault: it would fault untraced too.
+ */
+static bool entry_skippable(csh h, const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+	cs_regs rd, wr;
+	uint8_t nr, nw, i;
+
+	if (!straight(h, in) || cs_regs_access(h, in, rd, &nr, wr, &nw) != CS_ERR_OK)
+		return false;
+	for (i = 0; i < nw; i++)
+		if (is_sp(wr[i]) || wr[i] == X86_REG_R14 || wr[i] == X86_REG_R14D || wr[i] == X86_REG_R14W ||
+		    wr[i] == X86_REG_R14B)
+			return false;
+	for (i = 0; i < x->op_count; i++)
+		if (x->operands[i].type == X86_OP_MEM && x->operands[i].access & CS_AC_WRITE &&
+		    is_sp(x->operands[i].mem.base) && x->operands[i].mem.disp >= 0)
+			return false;
+	return true;
+}
+
+/*
+ * The first instruction of the entry block (p: the function's entry part)
+ * that the kernel emulates or optimizes, when every one before it is
+ * entry_skippable: its offset, or 0.
+ */
+static size_t first_emulated(const struct code_part *p)
+{
+	size_t n, i, off = 0, site = 0;
+	cs_insn *in;
+	csh h;
+
+	in = decode_all(&h, p->code, p->size, p->vaddr, &n);
+	for (i = 0; in && i < n; off += in[i++].size) {
+		if (site_kind_of(p->code + off, p->size - off) != SITE_STEPPED) {
+			site = off;
+			break;
+		}
+		if (!entry_skippable(h, &in[i]))
+			break;
+	}
+	if (in)
+		decode_free(&h, in, n);
+	return site;
+}
+
+/* Entries of a jump table read to check where they go (4 KiB). */
+#define TABLE_SCAN_BYTES 4096
+
+/* Whether the jump table of dispatch s can send execution into (lo, hi]: also when it cannot be read. */
+static bool table_lands_in(const struct ins *s, __u64 lo, __u64 hi, arch_read_fn read, void *ctx)
+{
+	union {
+		__s32 rel[TABLE_SCAN_BYTES / 4];
+		__u64 abs[TABLE_SCAN_BYTES / 8];
+	} t;
+	size_t n = s->table_entry && read ? read(ctx, s->table_base, &t, sizeof(t)) : 0, i;
+	__u64 to;
+
+	if (n < (size_t)s->table_entry)
+		return true;
+	for (i = 0; i < n / s->table_entry; i++) {
+		to = s->table_entry == 4 ? s->table_base + (__s64)t.rel[i] : t.abs[i];
+		if (to > lo && to <= hi)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether any branch of the function can land in (lo, hi], the bytes its
+ * entry probe would skip and the probe's own: a direct jmp, jcc or call
+ * there, a jump table that holds such a target (or cannot be read), or an
+ * indirect jmp that is not a tail call (a computed goto: targets unknown).
+ */
+static bool lands_in(const struct code *c, __u64 lo, __u64 hi, arch_read_fn read, void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr; i++) {
+		const struct ins *s = &c->ins[i];
+
+		if (s->target > lo && s->target <= hi)
+			return true;
+		if (s->kind != K_JMP_IND)
+			continue;
+		if (s->table ? table_lands_in(s, lo, hi, read, ctx) : !(s->seen && s->height == 0))
+			return true;
+	}
+	return false;
+}
+
+size_t arch_entry_skip(const struct code_part *parts, size_t nr, arch_read_fn read, void *ctx)
+{
+	size_t site;
+	struct code c;
+
+	if (!nr || !parts[0].size || site_kind_of(parts[0].code, parts[0].size) != SITE_STEPPED)
+		return 0;
+	site = first_emulated(&parts[0]);
+	if (!site)
+		return 0;
+	if (code_walked(parts, nr, &c) || lands_in(&c, parts[0].vaddr, parts[0].vaddr + site, read, ctx))
+		site = 0;
+	free(c.ins);
+	return site;
 }
 
 /*

@@ -29,6 +29,10 @@ static const struct {
 	[CAL_NOP5] = { fnprof_calib_nop5, SITE_NOP5, EXIT_URETPROBE, "nop5" },
 	[CAL_PAIR] = { fnprof_calib_pair, SITE_PAIR, EXIT_URETPROBE, "stepped-pair" },
 	[CAL_PAIR_RET] = { fnprof_calib_pair_ret, SITE_PAIR_RET, EXIT_URETPROBE, "stepped-pair-ret" },
+	[CAL_JCC] = { fnprof_calib_jcc, SITE_JCC, EXIT_URETPROBE, "emulated-jcc" },
+	[CAL_JMP] = { fnprof_calib_jmp, SITE_JMP, EXIT_URETPROBE, "emulated-jmp" },
+	[CAL_CALL] = { fnprof_calib_call, SITE_CALL, EXIT_URETPROBE, "emulated-call" },
+	[CAL_NOP] = { fnprof_calib_nop, SITE_NOP, EXIT_URETPROBE, "emulated-nop" },
 	[CAL_RET] = { fnprof_calib_ret, SITE_EMULATED, EXIT_RET, "ret-exit" },
 	[CAL_ENTRY_ONLY] = { fnprof_calib_entry_only, SITE_EMULATED, EXIT_NONE, "entry-only" },
 };

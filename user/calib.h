@@ -22,6 +22,10 @@ enum calib_case {
 	CAL_NOP5 = SITE_NOP5,
 	CAL_PAIR = SITE_PAIR,
 	CAL_PAIR_RET = SITE_PAIR_RET,
+	CAL_JCC = SITE_JCC,
+	CAL_JMP = SITE_JMP,
+	CAL_CALL = SITE_CALL,
+	CAL_NOP = SITE_NOP,
 	CAL_RET,          /* emulated entry, exit probed on the ret instruction */
 	CAL_ENTRY_ONLY,   /* emulated entry, no exit probe */
 	CAL_NR,

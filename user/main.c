@@ -646,13 +646,16 @@ static int list_probes(struct run *r)
 	char obj[PATH_MAX], name[1024];
 	size_t i;
 
-	fprintf(stdout, "%-40s %-18s %-10s %8s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "FUNCTION");
+	/* SITE: how the kernel takes the entry probe; SKIP: bytes it lets run before it (arch_entry_skip). */
+	fprintf(stdout, "%-40s %-18s %-10s %8s  %-16s %4s %-9s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "SITE",
+		"SKIP", "EXIT", "FUNCTION");
 	for (i = 0; i < r->pl.nr; i++) {
 		const struct probe *p = &r->pl.probes[i];
 
-		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %s\n", sanitize_term(p->object, obj, sizeof(obj)),
-			(unsigned long long)p->addr, (unsigned long long)p->offset, (unsigned long long)p->size,
-			sanitize_term(p->name, name, sizeof(name)));
+		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %-16s %4u %-9s  %s\n",
+			sanitize_term(p->object, obj, sizeof(obj)), (unsigned long long)p->addr,
+			(unsigned long long)p->offset, (unsigned long long)p->size, site_kind_name(p->kind), p->entry_skip,
+			exit_mode_name(p->exit), sanitize_term(p->name, name, sizeof(name)));
 	}
 	return 0;
 }

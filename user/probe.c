@@ -15,7 +15,8 @@ const char *exit_mode_name(enum exit_mode m)
 const char *site_kind_name(enum site_kind k)
 {
 	static const char *const names[SITE_NR] = { "emulated", "single-stepped", "nop5", "stepped-pair",
-						    "stepped-pair-ret" };
+						    "stepped-pair-ret", "emulated-jcc", "emulated-jmp",
+						    "emulated-call", "emulated-nop" };
 
 	return k < SITE_NR ? names[k] : "?";
 }

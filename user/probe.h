@@ -20,8 +20,10 @@ enum exit_mode {
 };
 
 /*
- * How the kernel handles a uprobe on the function's first instruction: it
- * decides what the probe costs inside the measured interval.
+ * How the kernel handles a uprobe on the instruction of the entry probe's
+ * site: it decides what the probe costs inside the measured interval. The
+ * kernel emulates push, nop, jcc, jmp and call in the trap (no single step);
+ * each is a kind of its own since each is priced on its own.
  */
 enum site_kind {
 	SITE_EMULATED,   /* push %reg: emulated in the trap, no single step */
@@ -30,6 +32,10 @@ enum site_kind {
 	SITE_PAIR,       /* single-stepped, and so is the next instruction: a second probe there
 			  * times each call's first step, and the call is read without its steps */
 	SITE_PAIR_RET,   /* the same, the next instruction being the function's ret */
+	SITE_JCC,        /* conditional jump (rel8, rel32): emulated */
+	SITE_JMP,        /* jmp rel8, rel32: emulated */
+	SITE_CALL,       /* call rel32: emulated */
+	SITE_NOP,        /* a nop other than the 5-byte one: emulated */
 	SITE_NR,
 };
 

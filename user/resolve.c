@@ -442,12 +442,51 @@ static int locate_exe(struct resolver *r)
 /* Most bytes of a function read to place its entry probe (arch_entry_skip); a longer one is not looked at. */
 #define ENTRY_CODE_MAX 65536
 
+/* What arch_entry_skip reads of an object beside the code: its jump tables. */
+struct object_reader {
+	int fd;
+	const struct symtab *st;
+};
+
+static size_t read_object(void *ctx, __u64 vaddr, void *buf, size_t len)
+{
+	const struct object_reader *o = ctx;
+	__u64 off, avail = symtab_vaddr_to_off(o->st, vaddr, &off);
+	ssize_t n;
+
+	n = avail ? pread(o->fd, buf, len < avail ? len : avail, off) : 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
+static const struct sym *cold_part(const struct symtab *st, const struct sym *s);
+static unsigned char *read_code(int fd, __u64 off, __u64 size);
+
+/* How far in p's entry probe can go (arch_entry_skip), from the code of its parts (s and its cold part). */
+static __u32 entry_skip(int fd, const struct sym *s, const struct symtab *st)
+{
+	const struct sym *parts[2] = { s, cold_part(st, s) };
+	struct code_part code[2] = { { 0 } };
+	struct object_reader o = { fd, st };
+	size_t k, nr = parts[1] ? 2 : 1;
+	__u32 skip = 0;
+
+	for (k = 0; k < nr; k++)
+		code[k] = (struct code_part){ parts[k]->size <= ENTRY_CODE_MAX ?
+					      read_code(fd, parts[k]->offset, parts[k]->size) : NULL,
+					      parts[k]->size, parts[k]->addr };
+	if (code[0].code && (nr == 1 || code[1].code))
+		skip = arch_entry_skip(code, nr, read_object, &o);
+	for (k = 0; k < nr; k++)
+		free((void *)code[k].code);
+	return skip;
+}
+
 /*
  * The kind of p's entry probe site, from its first bytes in the file, and
  * how far in the probe can go (p->entry_skip) to land on an instruction
  * the kernel does not single-step.
  */
-static void place_entry(struct resolver *r, struct probe *p)
+static void place_entry(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
 	size_t len = p->size && p->size <= ENTRY_CODE_MAX ? p->size : 16;
 	unsigned char *code = calloc(1, len);
@@ -456,11 +495,12 @@ static void place_entry(struct resolver *r, struct probe *p)
 
 	if (fd >= 0 && code)
 		n = pread(fd, code, len, p->offset);
-	p->entry_skip = n == (ssize_t)p->size && p->size == len ? arch_entry_skip(code, len, p->addr) : 0;
-	if (p->entry_skip)
-		log_debug("%s: entry probe %u bytes in, past its endbr64", p->name, p->entry_skip);
+	p->entry_skip = n == (ssize_t)p->size && p->size == len ? entry_skip(fd, s, st) : 0;
 	p->kind = code && n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
 		  site_kind_of(code, 0);
+	if (p->entry_skip)
+		log_debug("%s: entry probe %u bytes in, on an instruction the kernel emulates (%s)", p->name,
+			  p->entry_skip, site_kind_name(p->kind));
 	/* A twin for a single-stepped entry, if the function allows one (used or not: pair_entry). */
 	p->pair_off = n == (ssize_t)p->size && p->size == len ?
 		      arch_pair_offset(code, len, p->addr, p->entry_skip, &p->pair_ret) : 0;
@@ -629,7 +669,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	};
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
-	place_entry(r, p);
+	place_entry(r, p, s, st);
 	pl->nr++;
 	choose_exit(r, p, s, st);
 	pair_entry(r, p);

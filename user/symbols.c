@@ -63,6 +63,21 @@ static bool vaddr_to_off(const struct symtab *st, __u64 vaddr, __u64 *off)
 	return false;
 }
 
+__u64 symtab_vaddr_to_off(const struct symtab *st, __u64 vaddr, __u64 *off)
+{
+	size_t i;
+
+	for (i = 0; i < st->nr_segs; i++) {
+		const struct segment *s = &st->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*off = vaddr - s->vaddr + s->offset;
+			return s->vaddr + s->filesz - vaddr;
+		}
+	}
+	return 0;
+}
+
 int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr)
 {
 	size_t i;

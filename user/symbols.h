@@ -81,6 +81,12 @@ int symtab_open(const char *path);
 /* The function containing link-time address vaddr, or NULL. */
 const struct sym *symtab_lookup(const struct symtab *st, __u64 vaddr);
 
+/*
+ * The file offset of link-time address vaddr in any PT_LOAD's file-backed
+ * bytes, and how many of them follow it there (0: none).
+ */
+__u64 symtab_vaddr_to_off(const struct symtab *st, __u64 vaddr, __u64 *off);
+
 /* File offset -> link-time virtual address, through the PT_LOAD segments. 0 or -ENOENT. */
 int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr);
 

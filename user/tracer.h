@@ -14,7 +14,7 @@
 struct tracer;
 
 /* Most probes in fnprof's own process a tracer takes (tracer_conf.self). */
-#define TRACER_SELF_MAX 7
+#define TRACER_SELF_MAX 11
 
 /* How a tracer is set up. */
 /* A process with statistics of its own (--follow-forks: the target, then fork children). */

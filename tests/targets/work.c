@@ -121,11 +121,13 @@ NOINLINE void spin_us(unsigned int us)
 
 /*
  * spin_us behind two instructions the kernel single-steps (mov, lea): a
- * stepped-pair entry, its twin on the lea; it tail-calls spin_us.
+ * stepped-pair entry, its twin on the lea; then the stack pointer moves, which ends the entry
+ * block before any instruction the kernel emulates (the jmp). It tail-calls spin_us.
  */
 void spin_stepped(unsigned int us);
 __asm__(".text\n.globl spin_stepped\n.type spin_stepped,@function\nspin_stepped:\n"
-	"\tmov %edi,%eax\n\tlea 0(%rax),%edi\n\tjmp spin_us\n.size spin_stepped, .-spin_stepped\n");
+	"\tmov %edi,%eax\n\tlea 0(%rax),%edi\n\tsub $8,%rsp\n\tadd $8,%rsp\n\tjmp spin_us\n"
+	".size spin_stepped, .-spin_stepped\n");
 
 NOINLINE void sleep_us(unsigned int us)
 {

@@ -140,6 +140,28 @@ static void garbage_is_refused(void)
 	CHECK(exits_of(f, sizeof(f), NULL, 0, e, 4) == -EINVAL);
 }
 
+/* A jump table for the fake object: 4 entries at table_at, offsets from it (what read_table reads). */
+static __s32 table[4];
+static __u64 table_at;
+
+static size_t read_table(void *ctx, __u64 vaddr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (vaddr != table_at || !table_at)
+		return 0;
+	len = len < sizeof(table) ? len : sizeof(table);
+	memcpy(buf, table, len);
+	return len;
+}
+
+/* Where the entry probe of code linked at BASE goes (and an optional cold part at BASE + 0x100). */
+static size_t skip_of(const unsigned char *code, size_t size, const unsigned char *cold, size_t cold_size)
+{
+	struct code_part parts[2] = { { code, size, BASE }, { cold, cold_size, BASE + 0x100 } };
+
+	return arch_entry_skip(parts, cold ? 2 : 1, read_table, NULL);
+}
+
 /*
  * The entry probe skips a leading endbr64 when a push (emulated) follows and
  * nothing jumps to that push: endbr64; push %rbp; mov %rsp,%rbp; pop %rbp; ret.
@@ -154,14 +176,14 @@ static void entry_skips_endbr64(void)
 	/* push %rbp; pop %rbp; ret: no endbr64 */
 	static const unsigned char plain[] = { 0x55, 0x5d, 0xc3 };
 
-	CHECK(arch_entry_skip(f, sizeof(f), BASE) == 4);
-	CHECK(arch_entry_skip(stepped, sizeof(stepped), BASE) == 0);
-	CHECK(arch_entry_skip(loop, sizeof(loop), BASE) == 0);
-	CHECK(arch_entry_skip(plain, sizeof(plain), BASE) == 0);
-	CHECK(arch_entry_skip(f, 3, BASE) == 0);
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 4);
+	CHECK(skip_of(stepped, sizeof(stepped), NULL, 0) == 0);
+	CHECK(skip_of(loop, sizeof(loop), NULL, 0) == 0);
+	CHECK(skip_of(plain, sizeof(plain), NULL, 0) == 0);
+	CHECK(skip_of(f, 3, NULL, 0) == 0);
 }
 
-static void entry_skips_a_plain_instruction_before_a_push(void)
+static void entry_skips_plain_instructions_before_a_push(void)
 {
 	/* mov %rdi,%rbx; push %rbp; pop %rbp; ret: the probe goes on the push */
 	static const unsigned char mov_push[] = { 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xc3 };
@@ -169,16 +191,109 @@ static void entry_skips_a_plain_instruction_before_a_push(void)
 	static const unsigned char endbr_mov_push[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xc3 };
 	/* mov %rdi,%rsp would move the return address away from the uretprobe: stays */
 	static const unsigned char sets_rsp[] = { 0x48, 0x89, 0xfc, 0x55, 0x5d, 0xc3 };
-	/* mov (%rdi),%rax can fault: stays */
+	/* mov (%rdi),%rax may fault, as it would untraced: skipped */
 	static const unsigned char loads[] = { 0x48, 0x8b, 0x07, 0x55, 0x5d, 0xc3 };
+	/* mov %rdi,(%rsp) writes over the return address: stays */
+	static const unsigned char stores_ret[] = { 0x48, 0x89, 0x3c, 0x24, 0x55, 0x5d, 0xc3 };
+	/* mov %rdi,%r14 (Go's goroutine register, which the probe reads): stays */
+	static const unsigned char sets_r14[] = { 0x49, 0x89, 0xfe, 0x55, 0x5d, 0xc3 };
 	/* mov %rdi,%rbx; push %rbp; pop %rbp; jmp back to the push: it would fire as a call */
 	static const unsigned char loop[] = { 0x48, 0x89, 0xfb, 0x55, 0x5d, 0xeb, 0xfc, 0xc3 };
 
-	CHECK(arch_entry_skip(mov_push, sizeof(mov_push), BASE) == 3);
-	CHECK(arch_entry_skip(endbr_mov_push, sizeof(endbr_mov_push), BASE) == 7);
-	CHECK(arch_entry_skip(sets_rsp, sizeof(sets_rsp), BASE) == 0);
-	CHECK(arch_entry_skip(loads, sizeof(loads), BASE) == 0);
-	CHECK(arch_entry_skip(loop, sizeof(loop), BASE) == 0);
+	CHECK(skip_of(mov_push, sizeof(mov_push), NULL, 0) == 3);
+	CHECK(skip_of(endbr_mov_push, sizeof(endbr_mov_push), NULL, 0) == 7);
+	CHECK(skip_of(sets_rsp, sizeof(sets_rsp), NULL, 0) == 0);
+	CHECK(skip_of(loads, sizeof(loads), NULL, 0) == 3);
+	CHECK(skip_of(stores_ret, sizeof(stores_ret), NULL, 0) == 0);
+	CHECK(skip_of(sets_r14, sizeof(sets_r14), NULL, 0) == 0);
+	CHECK(skip_of(loop, sizeof(loop), NULL, 0) == 0);
+}
+
+/* Issue 22: the first emulated instruction of the entry block, a jcc, jmp, call or nop too. */
+static void entry_goes_to_the_first_emulated_instruction(void)
+{
+	/* cmp 0x10(%r14),%rsp; jbe 1f; push %rbp; pop %rbp; ret; 1: ret (Go's stack check) */
+	static const unsigned char go[] = { 0x49, 0x3b, 0x66, 0x10, 0x76, 0x03, 0x55, 0x5d, 0xc3, 0xc3 };
+	/* test %rdi,%rdi; je 1f; push %rbx; pop %rbx; 1: ret (deflate) */
+	static const unsigned char test_je[] = { 0x48, 0x85, 0xff, 0x74, 0x02, 0x53, 0x5b, 0xc3 };
+	/* mov %edx,%edx; jmp elsewhere (adler32's tail call) */
+	static const unsigned char tail[] = { 0x89, 0xd2, 0xe9, 0x00, 0x10, 0x00, 0x00 };
+	/* mov %rdi,%rax; call elsewhere; ret */
+	static const unsigned char call[] = { 0x48, 0x89, 0xf8, 0xe8, 0x00, 0x10, 0x00, 0x00, 0xc3 };
+	/* mov %rdi,%rax; nopl 0(%rax); ret */
+	static const unsigned char nop[] = { 0x48, 0x89, 0xf8, 0x0f, 0x1f, 0x40, 0x00, 0xc3 };
+	/* sub $8,%rsp; test %rdi,%rdi; je ...: the stack pointer moves first, nothing skipped */
+	static const unsigned char sub_rsp[] = { 0x48, 0x83, 0xec, 0x08, 0x48, 0x85, 0xff, 0x74, 0x00, 0x48,
+						 0x83, 0xc4, 0x08, 0xc3 };
+	/* mov $39,%eax; syscall; ret: a system call ends the block */
+	static const unsigned char sys[] = { 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05, 0xc3 };
+	/* mov %rdi,%rax; 1: sub $1,%rax; jne 1b; ret: the loop lands on the skipped sub */
+	static const unsigned char loop[] = { 0x48, 0x89, 0xf8, 0x48, 0x83, 0xe8, 0x01, 0x75, 0xfa, 0xc3 };
+
+	CHECK(skip_of(go, sizeof(go), NULL, 0) == 4);
+	CHECK(site_kind_of(go + 4, sizeof(go) - 4) == SITE_JCC);
+	CHECK(skip_of(test_je, sizeof(test_je), NULL, 0) == 3);
+	CHECK(skip_of(tail, sizeof(tail), NULL, 0) == 2);
+	CHECK(site_kind_of(tail + 2, sizeof(tail) - 2) == SITE_JMP);
+	CHECK(skip_of(call, sizeof(call), NULL, 0) == 3);
+	CHECK(site_kind_of(call + 3, sizeof(call) - 3) == SITE_CALL);
+	CHECK(skip_of(nop, sizeof(nop), NULL, 0) == 3);
+	CHECK(site_kind_of(nop + 3, sizeof(nop) - 3) == SITE_NOP);
+	CHECK(skip_of(sub_rsp, sizeof(sub_rsp), NULL, 0) == 0);
+	CHECK(skip_of(sys, sizeof(sys), NULL, 0) == 0);
+	CHECK(skip_of(loop, sizeof(loop), NULL, 0) == 0);
+}
+
+/* What the kernel refuses or steps is not taken for emulated: a 0x66 jcc, xchg %r8,%rax (41 90). */
+static void site_kinds_follow_the_kernel(void)
+{
+	static const unsigned char j66[] = { 0x66, 0x74, 0x00 }, xchg[] = { 0x41, 0x90 }, pause[] = { 0xf3, 0x90 };
+	static const unsigned char nopw[] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }, jcc32[] = { 0x0f, 0x84, 0, 0, 0, 0 };
+
+	CHECK(site_kind_of(j66, sizeof(j66)) == SITE_STEPPED);
+	CHECK(site_kind_of(xchg, sizeof(xchg)) == SITE_STEPPED);
+	CHECK(site_kind_of(pause, sizeof(pause)) == SITE_NOP);
+	CHECK(site_kind_of(nopw, sizeof(nopw)) == SITE_NOP);
+	CHECK(site_kind_of(jcc32, sizeof(jcc32)) == SITE_JCC);
+}
+
+/*
+ * mov %edi,%edi; cmp $3,%edi; ja 1f; lea T(%rip),%rdx; movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
+ * jmp *%rax; 1: mov $-1,%eax; ret -- the ja (5 bytes in) is the site unless a case of T lands
+ * on the cmp or the ja; a table that cannot be read counts as one that does.
+ */
+static void jump_table_cases_are_read(void)
+{
+	static const unsigned char f[] = { 0x89, 0xff, 0x83, 0xff, 0x03, 0x77, 0x10, 0x48, 0x8d, 0x15, 0x0f, 0x00,
+					   0x00, 0x00, 0x48, 0x63, 0x04, 0xba, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xb8,
+					   0xff, 0xff, 0xff, 0xff, 0xc3 };
+	__u64 t = BASE + 14 + 0x0f;
+	int i;
+
+	table_at = 0;
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 0);
+	table_at = t;
+	for (i = 0; i < 4; i++)
+		table[i] = (__s32)(BASE + 0x17 - t);   /* every case at the mov $-1 */
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 5);
+	table[2] = (__s32)(BASE + 2 - t);              /* one at the cmp */
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 0);
+	table[2] = (__s32)(BASE + 5 - t);              /* one at the ja itself */
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 0);
+	table_at = 0;
+}
+
+/* test %rdi,%rdi; je 1f; push %rbx; pop %rbx; 1: ret, with a cold part jumping back to the je. */
+static void cold_part_landing_in_the_skipped_bytes(void)
+{
+	static const unsigned char f[] = { 0x48, 0x85, 0xff, 0x74, 0x02, 0x53, 0x5b, 0xc3 };
+	/* at BASE + 0x100: jmp BASE + 3 */
+	static const unsigned char back[] = { 0xe9, 0xfe, 0xfe, 0xff, 0xff };
+	/* at BASE + 0x100: jmp BASE + 5 (after the site: harmless) */
+	static const unsigned char after[] = { 0xe9, 0x00, 0xff, 0xff, 0xff };
+
+	CHECK(skip_of(f, sizeof(f), back, sizeof(back)) == 0);
+	CHECK(skip_of(f, sizeof(f), after, sizeof(after)) == 3);
 }
 
 static void pair_twin_on_a_second_stepped_instruction(void)
@@ -211,6 +326,10 @@ static void pair_twin_on_a_second_stepped_instruction(void)
 int main(void)
 {
 	RUN(jump_table_is_not_an_exit);
+	RUN(entry_goes_to_the_first_emulated_instruction);
+	RUN(site_kinds_follow_the_kernel);
+	RUN(jump_table_cases_are_read);
+	RUN(cold_part_landing_in_the_skipped_bytes);
 	RUN(indirect_tail_call_is_an_exit);
 	RUN(leave_restores_the_height);
 	RUN(indirect_jump_inside_a_frame_is_not);
@@ -221,7 +340,7 @@ int main(void)
 	RUN(direct_jump_out_needs_entry_height);
 	RUN(garbage_is_refused);
 	RUN(entry_skips_endbr64);
-	RUN(entry_skips_a_plain_instruction_before_a_push);
+	RUN(entry_skips_plain_instructions_before_a_push);
 	RUN(pair_twin_on_a_second_stepped_instruction);
 	UNIT_EXIT();
 }
