@@ -33,7 +33,7 @@ $(TEST_BIN)/lib%.so: tests/targets/lib%.c | $(TEST_BIN)
 $(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -o $@ -L$(TEST_BIN) -Wl,-rpath,'$$ORIGIN' \
-		$(if $(findstring uselib,$*),-ltarget) -lpthread -lm
+		$(if $(findstring uselib,$*),-ltarget) $(if $(findstring zloop,$*),-lz -ldl) -lpthread -lm
 
 # The fleet target's "upgrade": the same program with its function at another offset.
 TARGET_PROGS += $(TEST_BIN)/fleet2

@@ -1,0 +1,103 @@
+"""Entry probe sites (issue 22): the probe goes on the first instruction of the entry block that
+the kernel emulates (push, nop, jcc, jmp, call: ~0.8 us a hit here) rather than on a first
+instruction it single-steps (~10 us), unless a branch of the function can land in between.
+"""
+import os
+import shutil
+
+from harness import BIN, Skip, check, final_report, func, plain_output, run_fnprof, target, traced, truth
+
+STEPPED = {"single-stepped", "stepped-pair", "stepped-pair-ret"}
+
+
+def listed(*args):
+    """fnprof --list: (site, skip, exit, name) per function."""
+    p = run_fnprof(["--list", *args])
+    check(p.returncode == 0, p.stderr[-1500:])
+    lines = p.stdout.splitlines()
+    check(lines and lines[0].split()[4:8] == ["SITE", "SKIP", "EXIT", "FUNCTION"], f"header: {lines[:1]}")
+    return [(c[4], int(c[5]), c[6], c[7]) for c in (line.split() for line in lines[1:])]
+
+
+def not_stepped_share(rows):
+    return sum(site not in STEPPED for site, *_ in rows) / len(rows)
+
+
+def test_debian_libz_entries_mostly_emulated():
+    # Debian's libz (-O2): 45 of its 123 functions (37%) had an entry that is not single-stepped
+    # before this issue; ~89% have an emulated instruction in the entry block.
+    rows = listed("-f", "libz:*", "--", target("zloop"), "loop")
+    share = not_stepped_share(rows)
+    print(f"# libz: {len(rows)} functions, {100 * share:.0f}% not single-stepped")
+    check(len(rows) > 50, f"only {len(rows)} libz functions")
+    check(share >= 0.80, f"{100 * share:.0f}% of libz's entries not single-stepped")
+    deflate = [r for r in rows if r[3] == "deflate"]
+    check(deflate and deflate[0][:2] == ("emulated-jcc", 3), f"deflate: {deflate}")   # test %rdi,%rdi; je
+
+
+def test_go_entries_on_the_stack_checks_jbe():
+    # Go: every function with a stack check starts `cmp 0x10(%r14),%rsp; jbe` -- the probe on the jbe.
+    if not os.path.exists(os.path.join(BIN, "gotarget")):
+        raise Skip("no Go toolchain")
+    rows = listed("-f", "main.*", "-f", "strconv.*", "-f", "fmt.*", "--", target("gotarget"))
+    share = not_stepped_share(rows)
+    print(f"# Go: {len(rows)} functions, {100 * share:.0f}% not single-stepped")
+    check(share >= 0.80, f"{100 * share:.0f}% of the Go program's entries not single-stepped")
+    check(all(exit == "ret" for _, _, exit, _ in rows), "a Go function got a uretprobe")
+
+
+def test_go_stack_growth_reentry_at_the_jbe_is_one_call():
+    # The jbe's taken branch grows (copies) the stack and runs the function again from its start:
+    # the probe on the jbe fires twice for one call, at the same offset from the stack's top.
+    if not os.path.exists(os.path.join(BIN, "gotarget")):
+        raise Skip("no Go toolchain")
+    want = plain_output(target("gotarget"), "grow", 8, 20)
+    rep, p = traced(["-f", "main.rec"], target("gotarget"), "grow", 8, 20)
+    f, t = func(rep, "main.rec"), truth(p.stderr, "deep")
+    check(f["site"] == "emulated-jcc" and f["entry_skip_bytes"] > 0, f"site {f['site']} +{f['entry_skip_bytes']}")
+    check(p.stdout == want, "the target's output changed")
+    check(f["calls"] == t["entries"], f"{f['calls']} calls of {t['entries']:.0f}")
+
+
+def test_jcc_site_2ns_function_bias_removed():
+    # xor; test; je: the probe 5 bytes in, on the je; its own calibration case removes its time.
+    rep, p = traced(["-f", "site_jcc_tiny"], target("sites"), "tiny", 20000)
+    f = func(rep, "site_jcc_tiny")
+    check(f["site"] == "emulated-jcc" and f["entry_skip_bytes"] == 5, f"site {f['site']} +{f['entry_skip_bytes']}")
+    check(f["calls"] == truth(p.stderr, "tiny")["calls"], f"calls {f['calls']}")
+    check("emulated-jcc" in rep["calibration"] and rep["calibration"]["emulated-jcc"]["cost_ns"], "not calibrated")
+    check(f["raw_wall_ns"]["avg"] > 300, "the probes must cost something, or this test proves nothing")
+    check(f["raw_wall_ns"]["avg"] < 3000, f"raw {f['raw_wall_ns']['avg']:.0f} ns: single-stepped")
+    # The goal of issue 5 for a 2 ns function (< 0.3 us) plus 200 ns for a noisy moment, as for a push.
+    check(f["wall_ns"]["avg"] < 300 + 200, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns")
+
+
+def test_branch_into_the_skipped_bytes_keeps_the_probe_at_entry():
+    # A loop back onto the instruction before the jne, and a switch case (jump table in .rodata,
+    # read from the file) onto the cmp before the ja: a probe on the jne or ja would fire inside
+    # the call. Every call counted once; the same switch without that case gets the ja.
+    for mode, fn, skip in (("loop", "site_loop", 0), ("table", "site_table", 0), ("tableok", "site_table_ok", 5)):
+        want = plain_output(target("sites"), mode, 3000)
+        rep, p = traced(["-f", fn], target("sites"), mode, 3000)
+        f = func(rep, fn)
+        check(f["entry_skip_bytes"] == skip, f"{fn}: probe {f['entry_skip_bytes']} bytes in, want {skip}")
+        check((f["site"] in STEPPED) == (skip == 0), f"{fn}: site {f['site']}")
+        check(f["calls"] == truth(p.stderr, mode)["calls"], f"{fn}: {f['calls']} calls of 3000")
+        check(p.stdout == want, f"{fn}: the target's output changed")
+
+
+def test_deflate_right_in_each_launch():
+    # Issue 22: deflate() of Debian's libz on 256 bytes (3-4 us), timed by its caller. The truth
+    # is the same deflate in a private copy of libz (another inode: no probe), called in turn
+    # with the traced one in the same run. Before: 0, 412, 2606, 7303, 5122 ns in five launches
+    # (single-stepped entry). Goal: within 5% or 200 ns in each launch. The median: this shared
+    # machine's preemptions move averages by microseconds, in the untraced copy's too.
+    for launch in range(5):
+        rep, p = traced(["-f", "libz:deflate"], target("zloop"), "deflate", 20000)
+        f, t = func(rep, "deflate"), truth(p.stderr, "deflate_untraced")
+        check(f["calls"] == 20000, f"launch {launch}: {f['calls']} calls")
+        err = f["wall_ns"]["p50"] - t["p50_ns"]
+        print(f"# launch {launch}: fnprof p50 {f['wall_ns']['p50']} ns, untraced {t['p50_ns']:.0f} ns, "
+              f"site {f['site']}")
+        check(abs(err) <= max(0.05 * t["p50_ns"], 200),
+              f"launch {launch}: deflate p50 {f['wall_ns']['p50']} ns vs untraced {t['p50_ns']:.0f} ns")
