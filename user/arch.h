@@ -8,6 +8,7 @@
 #ifndef FNPROF_ARCH_H
 #define FNPROF_ARCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <linux/types.h>
 
@@ -40,6 +41,13 @@ struct code_part {
  * exit can be trusted), -ENOMEM on allocation failure (*addrs NULL either way).
  */
 int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
+
+/*
+ * Whether the function made of parts[0..nr) calls nothing: no call, no jmp
+ * out of its parts (a tail call), no indirect jmp but a switch's. false when
+ * its code does not decode cleanly.
+ */
+bool arch_is_leaf(const struct code_part *parts, size_t nr);
 
 /* Reads up to len bytes of the object at link-time address vaddr into buf: how many (0: none). */
 typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);

@@ -262,6 +262,7 @@ struct ins {
 	__u64 addr, target;    /* target: of a direct jmp, jcc or call */
 	enum kind kind;
 	bool table;            /* K_JMP_IND through a switch's jump table */
+	bool call;             /* a call, direct or indirect */
 	__u64 table_base;      /* its table's address, when the code says (table_entry bytes an entry) */
 	int table_entry;       /* 4: offsets from table_base; 8: addresses; 0: table not found */
 	bool seen;
@@ -432,8 +433,10 @@ static void classify(csh h, const cs_insn *in, const cs_insn *prev, size_t nr_pr
 		s->table = jump_table(in, prev, nr_prev);
 		if (s->table)
 			table_of(in, prev, nr_prev, s);
-	} else if (in->id == X86_INS_CALL && x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
-		s->target = x->operands[0].imm;
+	} else if (in->id == X86_INS_CALL || in->id == X86_INS_LCALL) {
+		s->call = true;
+		if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
+			s->target = x->operands[0].imm;
 	}
 }
 
@@ -651,6 +654,22 @@ int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
 			(*addrs)[n++] = c.ins[i].addr;
 	free(c.ins);
 	return err ? err : (int)n;
+}
+
+bool arch_is_leaf(const struct code_part *parts, size_t nr)
+{
+	struct code c;
+	size_t i;
+	bool leaf = !code_walked(parts, nr, &c);
+
+	for (i = 0; leaf && i < c.nr; i++) {
+		const struct ins *s = &c.ins[i];
+
+		leaf = !s->call && !(s->kind == K_JMP && index_of(&c, s->target) < 0) &&
+		       !(s->kind == K_JMP_IND && !s->table);
+	}
+	free(c.ins);
+	return leaf;
 }
 
 /* --- Where the entry probe goes ------------------------------------------ */

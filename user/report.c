@@ -717,6 +717,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_u64(j, "entry_skip_bytes", p->entry_skip);
 	json_u64(j, "pair_offset_bytes", p->pair_off);
 	json_str(j, "exit", exit_mode_name(p->exit));
+	if (p->exit_why)
+		json_str(j, "exit_why", p->exit_why);
+	else
+		json_null(j, "exit_why");
 	json_f64(j, "bias_ns", g.bias_ns);
 	json_obj_begin(j, "bias_range_ns");
 	json_f64(j, "min", g.bias_lo);

@@ -45,6 +45,7 @@ struct resolver {
 	size_t cap;
 	bool process_unwinds;     /* the program uses C++ exceptions, Rust panics or Go */
 	bool process_longjmps;    /* its executable imports longjmp */
+	bool process_go;          /* its executable is a Go program */
 	/* The object whose code is read now (first bytes, exits): opened once, not once per function. */
 	int code_fd;
 	char *code_path;
@@ -460,24 +461,46 @@ static size_t read_object(void *ctx, __u64 vaddr, void *buf, size_t len)
 
 static const struct sym *cold_part(const struct symtab *st, const struct sym *s);
 static unsigned char *read_code(int fd, __u64 off, __u64 size);
+static void free_parts(struct code_part parts[2], size_t nr);
 
-/* How far in p's entry probe can go (arch_entry_skip), from the code of its parts (s and its cold part). */
+/*
+ * The code of function s and of its cold part, each at most max bytes, read
+ * from fd into parts: how many (0 if one cannot be read; then none is held).
+ */
+static size_t read_parts(int fd, const struct sym *s, const struct symtab *st, struct code_part parts[2], __u64 max)
+{
+	const struct sym *sy[2] = { s, cold_part(st, s) };
+	size_t k, nr = sy[1] ? 2 : 1;
+
+	for (k = 0; k < nr; k++) {
+		parts[k] = (struct code_part){ fd >= 0 && sy[k]->size <= max ?
+					       read_code(fd, sy[k]->offset, sy[k]->size) : NULL,
+					       sy[k]->size, sy[k]->addr };
+		if (!parts[k].code) {
+			free_parts(parts, k);
+			return 0;
+		}
+	}
+	return nr;
+}
+
+static void free_parts(struct code_part parts[2], size_t nr)
+{
+	size_t k;
+
+	for (k = 0; k < nr; k++)
+		free((void *)parts[k].code);
+}
+
+/* How far in the entry probe of s can go (arch_entry_skip), from the code of its parts. */
 static __u32 entry_skip(int fd, const struct sym *s, const struct symtab *st)
 {
-	const struct sym *parts[2] = { s, cold_part(st, s) };
-	struct code_part code[2] = { { 0 } };
 	struct object_reader o = { fd, st };
-	size_t k, nr = parts[1] ? 2 : 1;
-	__u32 skip = 0;
+	struct code_part code[2];
+	size_t nr = read_parts(fd, s, st, code, ENTRY_CODE_MAX);
+	__u32 skip = nr ? arch_entry_skip(code, nr, read_object, &o) : 0;
 
-	for (k = 0; k < nr; k++)
-		code[k] = (struct code_part){ parts[k]->size <= ENTRY_CODE_MAX ?
-					      read_code(fd, parts[k]->offset, parts[k]->size) : NULL,
-					      parts[k]->size, parts[k]->addr };
-	if (code[0].code && (nr == 1 || code[1].code))
-		skip = arch_entry_skip(code, nr, read_object, &o);
-	for (k = 0; k < nr; k++)
-		free((void *)code[k].code);
+	free_parts(code, nr);
 	return skip;
 }
 
@@ -561,25 +584,16 @@ static unsigned char *read_code(int fd, __u64 off, __u64 size)
  */
 static int disasm_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
 {
-	const struct sym *parts[2] = { s, cold_part(st, s) };
-	struct code_part code[2] = { { 0 } };
-	int fd = code_fd(r, p->open_path), i, k, n = -EIO;
+	const struct sym *cold = cold_part(st, s);
+	struct code_part code[2];
+	size_t nr = read_parts(code_fd(r, p->open_path), s, st, code, SIZE_MAX);
 	__u64 *addrs = NULL;
-	size_t nr = parts[1] ? 2 : 1;
+	int i, k, n = nr ? find_exits(code, nr, &addrs) : -EIO;
 
-	for (k = 0; fd >= 0 && k < (int)nr; k++) {
-		code[k] = (struct code_part){ read_code(fd, parts[k]->offset, parts[k]->size), parts[k]->size,
-					      parts[k]->addr };
-		if (!code[k].code)
-			break;
-	}
-	if (k == (int)nr)
-		n = find_exits(code, nr, &addrs);
-	for (k = 0; k < (int)nr; k++)
-		free((void *)code[k].code);
+	free_parts(code, nr);
 	for (i = 0; i < n && n <= MAX_EXITS; i++) {
-		k = parts[1] && addrs[i] - parts[1]->addr < parts[1]->size;
-		addrs[i] = parts[k]->offset + (addrs[i] - parts[k]->addr);
+		k = cold && addrs[i] - cold->addr < cold->size;
+		addrs[i] = (k ? cold : s)->offset + (addrs[i] - (k ? cold : s)->addr);
 	}
 	p->exits = addrs;
 	return n;
@@ -607,6 +621,28 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
 }
 
 /*
+ * A function that calls nothing (no call, no tail call, no indirect jump
+ * but a switch's), in a process that is not Go: an exception is thrown by a
+ * call, longjmp and swapcontext are calls, so none of them can pass its
+ * frame, and a uretprobe's return address there is never read by an
+ * unwinder. Go is left out: its runtime reads every frame's return address
+ * when it scans a goroutine stopped anywhere (asynchronous preemption).
+ */
+static bool leaf_outside_go(struct resolver *r, const struct probe *p, const struct sym *s, const struct symtab *st)
+{
+	struct code_part code[2];
+	size_t nr;
+	bool leaf;
+
+	if (s->go || st->go || r->process_go)
+		return false;
+	nr = read_parts(code_fd(r, p->open_path), s, st, code, SIZE_MAX);
+	leaf = nr && arch_is_leaf(code, nr);
+	free_parts(code, nr);
+	return leaf;
+}
+
+/*
  * --exit=auto: a uretprobe only where nothing unwinds through return
  * addresses, moves stacks or longjmps. A longjmp out of 64 or more pending
  * uretprobes leaves the thread without any later one: the kernel checks its
@@ -629,6 +665,10 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			      : r->out->switches_stacks ? "stack switching (swapcontext, sigaltstack) in the process"
 			      : jumps ? "longjmp in the process"
 			      : NULL;
+		if (p->exit == EXIT_RET && leaf_outside_go(r, p, s, st)) {
+			p->exit = EXIT_URETPROBE;
+			p->exit_why = "a leaf: it calls nothing, so no exception, longjmp or stack switch passes its frame";
+		}
 	}
 	/*
 	 * The entry point (_start) is jumped to, not called: at its first
@@ -728,6 +768,7 @@ static int check_unwinding(struct resolver *r)
 		return 0;
 	r->process_unwinds = exe->unwinds;
 	r->process_longjmps = exe->longjmps;
+	r->process_go = exe->go;
 	for (i = 0; r->pm && i < r->pm->nr; i++)
 		if (lib_name_matches(r->pm->maps[i].path, "libstdc++"))
 			r->process_unwinds = true;
