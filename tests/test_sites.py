@@ -116,3 +116,16 @@ def test_cxx_leaf_gets_a_uretprobe_exits_stay_ret_elsewhere():
     check(mix["calls"] == truth(p.stderr, "mix")["calls"], f"mix: {mix['calls']} calls")
     check(mid["calls"] == truth(p.stderr, "middle")["returned"], f"middle: {mid['calls']} returned")
     check(rep["dropped"]["abandoned_frames"] >= 999, f"{rep['dropped']}: 1000 frames were unwound")
+
+
+def test_probe_overhead_names_the_stepped_functions():
+    # Issue 22, item 4: where single-stepped probes make most of the overhead, the line says which
+    # functions, and what --stepped=single would change.
+    p = run_fnprof(["-f", "tiny", "-f", "tiny_push", "--", target("work"), "count", "5000"])
+    check(p.returncode == 0, p.stderr[-1500:])
+    lines = p.stderr.splitlines()
+    i = next((k for k, line in enumerate(lines) if line.startswith("probe overhead:")), None)
+    check(i is not None, f"no probe overhead line:\n{p.stderr[-1500:]}")
+    check("single-stepped" in lines[i + 1] and " tiny " in lines[i + 1] + " " and "tiny_push" not in lines[i + 1],
+          f"stepped line: {lines[i + 1]!r}")
+    check("--stepped=single" in lines[i + 2], f"no advice: {lines[i + 2]!r}")

@@ -291,6 +291,54 @@ static bool over_budget(const struct report *r, double ns, double *slowdown)
 	return r->max_overhead_pct && r->total && *slowdown > r->max_overhead_pct;
 }
 
+/* Probes the kernel single-steps: an entry it does not emulate, or ret-probe exits. */
+static bool probe_steps(const struct probe *p)
+{
+	return p->kind == SITE_STEPPED || site_paired(p->kind) || p->exit == EXIT_RET;
+}
+
+/*
+ * Where single-stepped probes make most of the overhead (ns in all), the
+ * functions that cost most, and what the choices that the user has change:
+ * --stepped=single (one step a call instead of two for a paired entry).
+ */
+static void print_stepped_share(const struct report *r, FILE *f, double ns)
+{
+	size_t i, k, top[3] = { 0 }, nr_top = 0;
+	double cost[3] = { 0 }, c, stepped = 0;
+	bool paired = false, rets = false;
+	char name[3][256];
+
+	for (i = 0; ns > 0 && i < r->pl->nr; i++) {
+		const struct probe *p = &r->pl->probes[i];
+
+		if (!probe_steps(p) || !r->stats[i].calls)
+			continue;
+		c = r->stats[i].calls * calib_cost_seen(r->cal, p, &r->stats[i]);
+		stepped += c;
+		paired |= site_paired(p->kind);
+		rets |= p->exit == EXIT_RET;
+		for (k = nr_top < 3 ? nr_top++ : 3; k > 0 && cost[k - 1] < c; k--) {
+			if (k < 3)
+				top[k] = top[k - 1], cost[k] = cost[k - 1];
+		}
+		if (k < 3)
+			top[k] = i, cost[k] = c;
+	}
+	if (ns <= 0 || stepped < 0.5 * ns)
+		return;
+	fprintf(f, "  %.0f%% of it single-stepped (~10 us a step here):", 100 * stepped / ns);
+	for (k = 0; k < nr_top; k++)
+		fprintf(f, "%s %s %.0f%%", k ? "," : "", probe_display_name(&r->pl->probes[top[k]], name[k], sizeof(name[k])),
+			100 * cost[k] / ns);
+	fprintf(f, "\n");
+	if (paired)
+		fprintf(f, "  a paired entry steps twice a call for its exact time: --stepped=single steps once, "
+			   "with the step's drift left in each call\n");
+	if (rets)
+		fprintf(f, "  ret-probe exits step at each return (--exit=auto chose them where a uretprobe is unsafe)\n");
+}
+
 static void print_overhead(const struct report *r, FILE *f)
 {
 	double ns = probe_overhead_ns(r), pct, slowdown;
@@ -305,6 +353,7 @@ static void print_overhead(const struct report *r, FILE *f)
 	if (r->max_overhead_pct)
 		fprintf(f, ", budget %g%% of its own work (--max-overhead)", r->max_overhead_pct);
 	fprintf(f, "; probe bias subtracted from every call\n");
+	print_stepped_share(r, f, ns);
 	if (over_budget(r, ns, &slowdown))
 		fprintf(f, "warning: the probes slowed the target by %.1f%%, over the budget: at this call rate, "
 			   "one burst and its detach cost more than a run this short allows\n", slowdown);
