@@ -43,6 +43,7 @@
 #include "stats.h"
 #include "tracer.h"
 #include "upgrade.h"
+#include "version.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -890,7 +891,13 @@ int main(int argc, char **argv)
 	err = opts_parse(argc, argv, &o);
 	if (err >= 0)
 		return err;
+	if (o.version) {
+		version_print(stdout, o.verbose);
+		return EXIT_OK;
+	}
 	log_verbose = o.verbose;
+	if (log_verbose)
+		version_print(stderr, true);  /* what a bug report quotes */
 	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
 	launch_save_signals(&r.sigs);

@@ -94,6 +94,7 @@ static const char usage_text[] =
 "      --heap-rate BYTES  mean bytes between heap samples (default 512K: 524288)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
+"      --version          print fnprof's version (with -v: libbpf's and the kernel's too)\n"
 "  -h, --help             show this help\n"
 "\n"
 "Examples:\n"
@@ -112,6 +113,7 @@ enum {
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
 	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG, OPT_STEPPED,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +127,7 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, 'n' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "hist", no_argument, NULL, OPT_HIST },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "list", no_argument, NULL, OPT_LIST },
@@ -313,6 +316,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case 'o': o->output = arg; break;
 	case 'e': o->events = arg; break;
 	case 'v': o->verbose = true; break;
+	case OPT_VERSION: o->version = true; break;
 	case OPT_HIST: o->hist = true; break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_LIST: o->list = true; break;
@@ -457,7 +461,7 @@ static int same_output_twice(const struct opts *o)
 /* Checks that need every option: what goes together, what excludes what. */
 static int cross_check(struct opts *o)
 {
-	if (o->list_events || o->calibrate)
+	if (o->list_events || o->calibrate || o->version)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");

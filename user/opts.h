@@ -39,6 +39,7 @@ struct opts {
 	bool list;                 /* --list: show what -f matches, attach nothing */
 	const char *output;        /* -o FILE: the report goes there instead of stderr */
 	bool verbose;              /* -v */
+	bool version;              /* --version: print it (with -v: libbpf's and the kernel's too) */
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
 	bool step_single;          /* --stepped=single: no twin probes for single-stepped entries */

@@ -1,0 +1,106 @@
+"""fnprof as an installed tool: --version, make install, the man page, bash completion,
+long names in the tables, -p with several PIDs, and -a (every process)."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from harness import FNPROF, ROOT, Skip, Target, check, run_fnprof
+
+MAN = os.path.join(ROOT, "docs", "fnprof.8")
+COMPLETION = os.path.join(ROOT, "bash-completion", "fnprof")
+
+
+def version_of_header():
+    with open(os.path.join(ROOT, "user", "version.h")) as f:
+        return re.search(r'#define FNPROF_VERSION "([^"]+)"', f.read()).group(1)
+
+
+def test_version():
+    p = run_fnprof(["--version"])
+    want = version_of_header()
+    check(p.returncode == 0 and p.stdout == f"fnprof {want}\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    check(re.fullmatch(r"\d+\.\d+\.\d+", want), f"version {want!r} is not X.Y.Z")
+    # -v adds the libbpf fnprof runs with and the kernel, as a bug report needs them.
+    p = run_fnprof(["--version", "-v"])
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and len(lines) == 3, p.stdout)
+    check(re.match(r"libbpf v?\d+\.\d+", lines[1]), lines[1])
+    check(lines[2].split()[2] == os.uname().release, f"{lines[2]!r} vs {os.uname().release}")
+
+
+def test_make_install_destdir_prefix():
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(["make", "-s", "install", f"DESTDIR={d}", "PREFIX=/usr/local"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, p.stdout + p.stderr)
+        base = os.path.join(d, "usr", "local")
+        for rel, src in (("bin/fnprof", FNPROF), ("share/man/man8/fnprof.8", MAN),
+                         ("share/bash-completion/completions/fnprof", COMPLETION)):
+            path = os.path.join(base, rel)
+            check(os.path.isfile(path), f"{rel} not installed under {base}")
+            with open(path, "rb") as a, open(src, "rb") as b:
+                check(a.read() == b.read(), f"{rel} differs from {src}")
+        check(os.access(os.path.join(base, "bin", "fnprof"), os.X_OK), "bin/fnprof not executable")
+        p = subprocess.run([os.path.join(base, "bin", "fnprof"), "--version"], capture_output=True, text=True)
+        check(p.stdout.startswith("fnprof "), p.stdout)
+
+
+def test_man_page_lints_clean():
+    if not shutil.which("mandoc"):
+        raise Skip("mandoc not installed (make test-deps)")
+    p = subprocess.run(["mandoc", "-T", "lint", "-W", "style", MAN], capture_output=True, text=True)
+    # Lines about the system's man database (an Xr lookup) are not the page's.
+    own = [ln for ln in (p.stdout + p.stderr).splitlines() if "fnprof.8" in ln]
+    check(p.returncode == 0 and not own, "\n".join(own) or f"mandoc exit {p.returncode}")
+
+
+def options_of(text):
+    """The option names (-x, --long) a text mentions."""
+    return set(re.findall(r"(?<![\w-])(--?[a-zA-Z][a-zA-Z-]*)", text))
+
+
+def rendered_man():
+    p = subprocess.run(["mandoc", "-T", "ascii", MAN], capture_output=True, text=True)
+    check(p.returncode == 0, p.stderr)
+    return re.sub(".\b", "", p.stdout)  # overstrike (bold, underline) off
+
+
+def test_man_page_documents_every_option():
+    if not shutil.which("mandoc"):
+        raise Skip("mandoc not installed (make test-deps)")
+    helptext = run_fnprof(["--help"]).stdout
+    # The options of the help's option lines (two spaces, then a dash), not of its prose.
+    listed = set()
+    for line in helptext.splitlines():
+        m = re.match(r" {2,6}(-\w, )?--?[\w-]+", line)
+        if m:
+            listed |= options_of(m.group(0))
+    check(len(listed) > 30 and "--max-overhead" in listed, f"help parsed wrong: {sorted(listed)}")
+    man = options_of(rendered_man())
+    check(listed <= man, f"--help lists what the man page does not document: {sorted(listed - man)}")
+    # And the man page documents no option that fnprof does not have.
+    documented = set()
+    for line in rendered_man().splitlines():
+        if re.match(r" {5}-", line):  # an option's tag line
+            documented |= options_of(line)
+    unknown = documented - listed
+    check(not unknown, f"the man page documents options fnprof lacks: {sorted(unknown)}")
+
+
+def complete(words):
+    """COMPREPLY of the bash completion for the command line words (the last one being completed)."""
+    script = (f'source {COMPLETION}\nCOMP_WORDS=({" ".join(map(repr, words))})\n'
+              f'COMP_CWORD={len(words) - 1}\n_fnprof\nprintf "%s\\n" "${{COMPREPLY[@]}}"\n')
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, p.stderr)
+    return p.stdout.split()
+
+
+def test_bash_completion_options_and_functions():
+    check(complete([FNPROF, "--max-o"]) == ["--max-overhead"], complete([FNPROF, "--max-o"]))
+    check(set(complete([FNPROF, "--profile", ""])) == {"cpu", "offcpu", "mutex", "heap"}, "profile kinds")
+    with Target("work", "loop") as t:
+        got = complete([FNPROF, "-p", str(t.pid), "-f", "spin"])
+        check("spin_us" in got, f"-f completion in pid {t.pid}: {got}")
