@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import FNPROF, ROOT, Skip, Target, check, run_fnprof
+from harness import FNPROF, ROOT, Skip, Target, check, run_fnprof, target, traced, truth
 
 MAN = os.path.join(ROOT, "docs", "fnprof.8")
 COMPLETION = os.path.join(ROOT, "bash-completion", "fnprof")
@@ -104,3 +104,53 @@ def test_bash_completion_options_and_functions():
     with Target("work", "loop") as t:
         got = complete([FNPROF, "-p", str(t.pid), "-f", "spin"])
         check("spin_us" in got, f"-f completion in pid {t.pid}: {got}")
+
+
+# --- long names -------------------------------------------------------------------------------
+
+HANDLER = "HttpConnectionHandler::handle_incoming_request"
+REQUEST = "acme_enterprise_platform::request_processing_pipeline::" + HANDLER
+RESPONSE = "acme_enterprise_platform::response_processing_pipeline::" + HANDLER
+
+
+def table_rows(text, word, column):
+    """(name cell, the cells after it) of the table rows that show word; the name column ends where
+    the header's next column, column, starts (names may hold spaces: "f(unsigned long)")."""
+    header = [ln for ln in text.splitlines() if ln.startswith("FUNCTION")][0]
+    w = header.index(column) - (1 if column == "OBJECT" else 5)   # " %-20s" or " %9s"
+    return [(ln[:w].rstrip(), ln[w:].split()) for ln in text.splitlines()
+            if word in ln and not ln.startswith("truth")]
+
+
+def test_long_cxx_name_keeps_the_function_in_the_table():
+    p = run_fnprof(["-f", "*request_processing*handle_incoming_request*", "--", target("longnames"), "2000", "0"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    want = truth(p.stderr, "request")["calls"]
+    rows = table_rows(p.stderr, "handle_incoming_request", "CALLS")
+    check(len(rows) == 1, f"rows: {rows}")
+    name, cells = rows[0]
+    check(name.endswith("::handle_incoming_request") and int(cells[0]) == want == 2000,
+          f"row {rows[0]!r}, truth {want}")
+    header = [ln for ln in p.stderr.splitlines() if ln.startswith("FUNCTION")][0]
+    check(header.index("CALLS") < 40, f"column widened without need: {header!r}")
+
+
+def test_long_names_alike_never_look_the_same():
+    """Two methods alike but for the middle of their names: two rows that differ, each with its calls,
+    in the tracing table and the sampling table; JSON keeps the whole names."""
+    p = run_fnprof(["-f", "*handle_incoming_request*", "--", target("longnames"), "2000", "1000"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    rows = table_rows(p.stderr, "handle_incoming_request", "CALLS")
+    check(len(rows) == 2 and rows[0][0] != rows[1][0], f"rows alike: {rows}")
+    calls = {("request" if "request_processing" in n else "response"): int(c[0]) for n, c in rows}
+    check(calls == {"request": truth(p.stderr, "request")["calls"], "response": truth(p.stderr, "response")["calls"]},
+          f"calls {calls} vs truth; rows {rows}")
+    rep, _ = traced(["-f", "*handle_incoming_request*"], target("longnames"), 2000, 1000)
+    names = sorted(f["name"] for f in rep["functions"])
+    check(names[0].startswith(REQUEST) and names[1].startswith(RESPONSE), f"JSON names cut: {names}")
+    # Sampling: both burn about as much CPU (the same work per call, as many calls).
+    p = run_fnprof(["-F", "499", "--", target("longnames"), "20000", "20000", "100000"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    rows = table_rows(p.stderr, "handle_incoming_request", "OBJECT")
+    check(len(rows) == 2 and rows[0][0] != rows[1][0] and all(n.endswith(")") for n, _ in rows),
+          f"sampling rows alike: {rows}")
