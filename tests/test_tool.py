@@ -6,7 +6,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import FNPROF, ROOT, Skip, Target, check, run_fnprof, target, traced, truth
+from harness import (FNPROF, ROOT, Skip, Target, check, final_report, func, run_fnprof, target, traced, truth,
+                     wait_for)
 
 MAN = os.path.join(ROOT, "docs", "fnprof.8")
 COMPLETION = os.path.join(ROOT, "bash-completion", "fnprof")
@@ -154,3 +155,71 @@ def test_long_names_alike_never_look_the_same():
     rows = table_rows(p.stderr, "handle_incoming_request", "OBJECT")
     check(len(rows) == 2 and rows[0][0] != rows[1][0] and all(n.endswith(")") for n, _ in rows),
           f"sampling rows alike: {rows}")
+
+
+# --- -p P1,P2 ---------------------------------------------------------------------------------
+
+def entry_patched(pid, name):
+    """Whether function name of work in process pid holds a breakpoint (its uprobe is in)."""
+    nm = subprocess.run(["nm", target("work")], capture_output=True, text=True).stdout
+    off = int(next(ln.split()[0] for ln in nm.splitlines() if ln.endswith(f" T {name}")), 16)
+    base = next(int(ln.split("-")[0], 16) for ln in open(f"/proc/{pid}/maps")
+                if ln.split()[-1] == target("work") and int(ln.split()[2], 16) == 0)
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(base + off)
+        return m.read(1) == b"\xcc"
+
+
+def gated(calls):
+    """work gate CALLS: waits for a line on stdin, then calls outer() CALLS times and exits."""
+    proc = subprocess.Popen([target("work"), "gate", str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    check("ready" in proc.stdout.readline(), "work gate did not start")
+    return proc
+
+
+def test_pid_list_reports_each_process():
+    """-p A,B: two processes of one program, each with its own count (3000 and 5000 calls), JSON with its pid."""
+    procs = [gated(3000), gated(5000)]
+    try:
+        pids = [p.pid for p in procs]
+        fp = subprocess.Popen([FNPROF, "-p", f"{pids[0]},{pids[1]}", "-f", "outer", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(wait_for(lambda: all(entry_patched(p, "outer") for p in pids) or fp.poll() is not None, 30),
+              "probes never in both processes")
+        want = {}
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            want[p.pid] = truth(err, "outer")["calls"]
+        # Both targets gone: fnprof ends by itself.
+        _, ferr = fp.communicate(timeout=60)
+        check(fp.returncode == 0, f"fnprof exit {fp.returncode}: {ferr[-2000:]}")
+        rep = final_report(ferr)
+        got = {rep["pid"]: func(rep, "outer")["calls"]}
+        for proc in rep["processes"]:
+            got[proc["pid"]] = func(proc, "outer")["calls"]
+        check(got == want == {pids[0]: 3000, pids[1]: 5000}, f"calls per pid {got}, truth {want}")
+        check(rep["children"] == [], f"no fork children: {rep['children']}")
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+
+
+def test_pid_list_table_and_errors():
+    with Target("work", "loop") as a, Target("work", "loop") as b:
+        p = run_fnprof(["-p", f"{a.pid},{b.pid}", "-f", "spin_us", "-d", "0.5"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        heads = re.findall(r"^total: pid (\d+)", p.stderr, re.M)
+        check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
+        for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
+                           ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
+                           ([f"{a.pid},{b.pid}"], "-a"),
+                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID")):
+            p = run_fnprof(["-p"] + args)
+            check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")
+        p = run_fnprof(["-p", f"{a.pid},999999999", "-f", "spin_us"])
+        check(p.returncode == 2 or (p.returncode == 1 and "no such process" in p.stderr), p.stderr)

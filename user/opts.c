@@ -15,7 +15,7 @@
 #include "prof_kind.h"
 
 static const char usage_text[] =
-"Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
+"Usage: fnprof [OPTIONS] -p PID[,PID...] [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
 "       fnprof [OPTIONS] -f /path/obj:FUNC|LIB:NAME...   (system-wide)\n"
 "\n"
@@ -23,7 +23,8 @@ static const char usage_text[] =
 "command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
 "\n"
 "Target:\n"
-"  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
+"  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
+"                         several: each process reported on its own (with -f)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
 "  (neither)              system-wide: every process that maps the -f objects, running or\n"
 "                         started later; an upgraded file (new inode) is probed again\n"
@@ -277,6 +278,36 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 	return -1;
 }
 
+/* -p PID[,PID...]: -1 to go on, or EXIT_USAGE. */
+static int parse_pids(const char *arg, struct opts *o)
+{
+	char buf[32];
+	const char *s = arg, *comma;
+	size_t n, i;
+	long v;
+
+	o->nr_pids = 0;
+	do {
+		comma = strchr(s, ',');
+		n = comma ? (size_t)(comma - s) : strlen(s);
+		if (n >= sizeof(buf))
+			return usage_error("invalid PID in '%s'", arg);
+		memcpy(buf, s, n);
+		buf[n] = 0;
+		if (parse_long(buf, 1, INT_MAX, &v))
+			return usage_error("invalid PID '%s' in -p '%s'", buf, arg);
+		if (o->nr_pids == MAX_PIDS)
+			return usage_error("too many PIDs in -p (at most %d)", MAX_PIDS);
+		for (i = 0; i < o->nr_pids; i++)
+			if (o->pids[i] == v)
+				return usage_error("PID %ld is given twice in -p '%s'", v, arg);
+		o->pids[o->nr_pids++] = v;
+		s = comma + 1;
+	} while (comma);
+	o->pid = o->pids[0];
+	return -1;
+}
+
 /* One option; returns -1 to go on, or an exit code. */
 static int parse_one(int c, const char *arg, struct opts *o)
 {
@@ -284,10 +315,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 
 	switch (c) {
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v))
-			return usage_error("invalid PID '%s'", arg);
-		o->pid = v;
-		break;
+		return parse_pids(arg, o);
 	case 'f':
 		if (o->nr_funcs == MAX_FUNC_SPECS)
 			return usage_error("too many -f options (at most 256; use a glob)");
@@ -431,6 +459,20 @@ static int check_system_wide(struct opts *o)
 	return 0;
 }
 
+/* -p P1,P2,...: what each process reported on its own takes. */
+static int cross_check_pids(const struct opts *o)
+{
+	if (o->nr_pids < 2)
+		return 0;
+	if (!o->nr_funcs)
+		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (to sample "
+				   "every process, use -a)");
+	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen)
+		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead or "
+				   "--listen yet: trace one process with those");
+	return 0;
+}
+
 static int cross_check_export(struct opts *o)
 {
 	if ((o->by || o->max_series) && !o->listen)
@@ -510,6 +552,8 @@ static int cross_check(struct opts *o)
 		return usage_error("--follow-forks and --max-overhead cannot be used together");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
+	if (cross_check_pids(o))
+		return EXIT_USAGE;
 	return cross_check_export(o);
 }
 

@@ -212,7 +212,9 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 {
 	char b[16];
 
-	if (child && child->delay_ns)
+	if (child && !child->ppid)   /* -p P1,P2,...: one of the processes given */
+		fprintf(f, "\n%s pid %d, %.2f s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s);
+	else if (child && child->delay_ns)
 		fprintf(f, "\n%s fork child pid %d (of %d): probes in place %s after its fork; calls before not seen\n",
 			r->total ? "total:" : "fnprof:", r->pid, child->ppid, fmt_ns(child->delay_ns, b, sizeof(b)));
 	else if (child)
@@ -829,22 +831,27 @@ static void json_functions(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
-/* --follow-forks: "children": [{pid, ppid, traced_after_ns, functions, probe_ns}], in fork order. */
-static void json_children(struct json *j, const struct report *r)
+/*
+ * --follow-forks: "children": [{pid, ppid, traced_after_ns, functions,
+ * probe_ns}], in fork order; -p P1,P2,...: "processes": [{pid, functions,
+ * probe_ns}], the processes after the first (whose figures are the report's).
+ */
+static void json_children(struct json *j, const struct report *r, bool listed)
 {
 	struct report c;
 	size_t k;
 
-	json_arr_begin(j, "children");
+	json_arr_begin(j, listed ? "processes" : "children");
 	for (k = 1; k < r->nr_procs; k++) {
-		if (!child_report(r, k, &c))
+		if (!child_report(r, k, &c) || !r->procs[k].ppid != listed)
 			continue;
 		json_obj_begin(j, NULL);
 		json_i64(j, "pid", c.pid);
-		json_i64(j, "ppid", r->procs[k].ppid);
-		if (r->procs[k].delay_ns)
+		if (!listed)
+			json_i64(j, "ppid", r->procs[k].ppid);
+		if (!listed && r->procs[k].delay_ns)
 			json_u64(j, "traced_after_ns", r->procs[k].delay_ns);
-		else
+		else if (!listed)
 			json_null(j, "traced_after_ns");
 		json_functions(j, &c);
 		if (c.cal)
@@ -870,8 +877,10 @@ void report_print_json(const struct report *r, FILE *f)
 	if (r->note)
 		json_str(&j, "note", r->note);
 	json_functions(&j, r);
-	if (r->nr_procs > 1)
-		json_children(&j, r);
+	if (r->nr_procs > 1) {
+		json_children(&j, r, false);
+		json_children(&j, r, true);
+	}
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);
