@@ -217,7 +217,7 @@ def test_pid_list_table_and_errors():
         check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
         for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
                            ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
-                           ([f"{a.pid},{b.pid}"], "-a"),
+                           ([f"{a.pid},{b.pid}"], "add -f FUNC"),
                            ([f"{a.pid},", "-f", "spin_us"], "invalid PID")):
             p = run_fnprof(["-p"] + args)
             check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")

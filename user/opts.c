@@ -465,8 +465,8 @@ static int cross_check_pids(const struct opts *o)
 	if (o->nr_pids < 2)
 		return 0;
 	if (!o->nr_funcs)
-		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (to sample "
-				   "every process, use -a)");
+		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (sampling "
+				   "takes one PID)");
 	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen)
 		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead or "
 				   "--listen yet: trace one process with those");
