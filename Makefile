@@ -6,6 +6,7 @@
 #   make test       unit tests + integration tests; ends with "N passed, N failed"
 #   make bench      benchmarks (not part of make test; make bench-deps installs the peers)
 #   make vmlinux    regenerate vmlinux/$(ARCH)/vmlinux.h from the running kernel
+#   make install    install fnprof, its man page and bash completion (PREFIX=/usr/local, DESTDIR=)
 #   V=1             show the commands
 
 OUTPUT ?= .output
@@ -14,6 +15,11 @@ CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 PYTHON ?= python3
+# The version is written once, in user/version.h.
+VERSION := $(shell sed -n 's/^\#define FNPROF_VERSION "\(.*\)"/\1/p' user/version.h)
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
 	-Wpointer-arith -Wformat=2 -Wundef -Wno-unused-parameter
@@ -43,12 +49,13 @@ DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev 
 # What the tests use besides: the harness, strip, setpriv, go tool pprof to read pprof files,
 # a debuginfod server (with curl to see it up, ip to bring up lo in its network namespace),
 # a C++ compiler for the C++ target, libFuzzer, a Prometheus server that scrapes --listen, and a
-# browser that renders the --svg pictures.
-TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus chromium
+# browser that renders the --svg pictures, and mandoc to lint the man page.
+TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus chromium \
+	mandoc
 # The peers that make bench compares fnprof with.
 BENCH_PKGS := bpftrace libbpf-tools
 
-.PHONY: all clean deps test-deps bench-deps demo test bench vmlinux
+.PHONY: all clean deps test-deps bench-deps demo test bench vmlinux install uninstall version
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -79,6 +86,23 @@ fnprof: $(USER_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 -include $(DEPS)
+
+# --- install ----------------------------------------------------------------
+
+install: fnprof
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	$(Q)$(INSTALL) -m 0755 fnprof $(DESTDIR)$(PREFIX)/bin/fnprof
+	$(Q)$(INSTALL) -m 0644 docs/fnprof.8 $(DESTDIR)$(PREFIX)/share/man/man8/fnprof.8
+	$(Q)$(INSTALL) -m 0644 bash-completion/fnprof $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fnprof
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/bin/fnprof $(DESTDIR)$(PREFIX)/share/man/man8/fnprof.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/fnprof
+
+version:
+	@echo $(VERSION)
 
 # --- set-up -----------------------------------------------------------------
 

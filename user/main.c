@@ -43,6 +43,7 @@
 #include "stats.h"
 #include "tracer.h"
 #include "upgrade.h"
+#include "version.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -179,9 +180,11 @@ static int setup_target(struct run *r)
 		return 0;   /* every process that maps the objects: no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
-		if (!proc_alive(r->pid)) {
-			log_err("no such process: %d", r->pid);
-			return EXIT_FAIL;
+		for (size_t i = 0; i < r->o->nr_pids; i++) {
+			if (!proc_alive(r->o->pids[i])) {
+				log_err("no such process: %d", r->o->pids[i]);
+				return EXIT_FAIL;
+			}
 		}
 	} else {
 		err = launch_prepare(r->o->cmd, &r->sigs, &r->child);
@@ -298,6 +301,8 @@ static int start_tracing(struct run *r)
 
 	struct tracer_conf conf = {
 		.follow_forks = r->o->follow_forks, .max_threads = r->o->max_threads,
+		/* -p P1,P2,...: the others, each on its own */
+		.more_pids = r->o->pids + 1, .nr_more = r->o->nr_pids > 1 ? r->o->nr_pids - 1 : 0,
 		/* --by system-wide: figures per process, for the metrics' labels */
 		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 	};
@@ -555,7 +560,8 @@ static void wait_event(struct run *r, double deadline)
 		if (children_alive(r))
 			return;
 		r->target_gone = true;
-		r->note = r->nr_slots > 1 && r->procs[1].pid ? "target and its fork children exited" : "target exited";
+		r->note = r->o->nr_pids > 1 ? "targets exited" :
+			  r->nr_slots > 1 && r->procs[1].pid ? "target and its fork children exited" : "target exited";
 		return;
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
@@ -893,7 +899,13 @@ int main(int argc, char **argv)
 	err = opts_parse(argc, argv, &o);
 	if (err >= 0)
 		return err;
+	if (o.version) {
+		version_print(stdout, o.verbose);
+		return EXIT_OK;
+	}
 	log_verbose = o.verbose;
+	if (log_verbose)
+		version_print(stderr, true);  /* what a bug report quotes */
 	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
 	launch_save_signals(&r.sigs);

@@ -15,7 +15,7 @@
 #include "prof_kind.h"
 
 static const char usage_text[] =
-"Usage: fnprof [OPTIONS] -p PID [-f FUNC]...\n"
+"Usage: fnprof [OPTIONS] -p PID[,PID...] [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
 "       fnprof [OPTIONS] -f /path/obj:FUNC|LIB:NAME...   (system-wide)\n"
 "\n"
@@ -23,7 +23,8 @@ static const char usage_text[] =
 "command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
 "\n"
 "Target:\n"
-"  -p, --pid PID          trace every thread of process PID (threads started later too)\n"
+"  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
+"                         several: each process reported on its own (with -f)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
 "  (neither)              system-wide: every process that maps the -f objects, running or\n"
 "                         started later; an upgraded file (new inode) is probed again\n"
@@ -94,6 +95,7 @@ static const char usage_text[] =
 "      --heap-rate BYTES  mean bytes between heap samples (default 512K: 524288)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
+"      --version          print fnprof's version (with -v: libbpf's and the kernel's too)\n"
 "  -h, --help             show this help\n"
 "\n"
 "Examples:\n"
@@ -112,6 +114,7 @@ enum {
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
 	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG, OPT_STEPPED,
+	OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -125,6 +128,7 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, 'n' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "hist", no_argument, NULL, OPT_HIST },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "list", no_argument, NULL, OPT_LIST },
@@ -274,6 +278,36 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 	return -1;
 }
 
+/* -p PID[,PID...]: -1 to go on, or EXIT_USAGE. */
+static int parse_pids(const char *arg, struct opts *o)
+{
+	char buf[32];
+	const char *s = arg, *comma;
+	size_t n, i;
+	long v;
+
+	o->nr_pids = 0;
+	do {
+		comma = strchr(s, ',');
+		n = comma ? (size_t)(comma - s) : strlen(s);
+		if (n >= sizeof(buf))
+			return usage_error("invalid PID in '%s'", arg);
+		memcpy(buf, s, n);
+		buf[n] = 0;
+		if (parse_long(buf, 1, INT_MAX, &v))
+			return usage_error("invalid PID '%s' in -p '%s'", buf, arg);
+		if (o->nr_pids == MAX_PIDS)
+			return usage_error("too many PIDs in -p (at most %d)", MAX_PIDS);
+		for (i = 0; i < o->nr_pids; i++)
+			if (o->pids[i] == v)
+				return usage_error("PID %ld is given twice in -p '%s'", v, arg);
+		o->pids[o->nr_pids++] = v;
+		s = comma + 1;
+	} while (comma);
+	o->pid = o->pids[0];
+	return -1;
+}
+
 /* One option; returns -1 to go on, or an exit code. */
 static int parse_one(int c, const char *arg, struct opts *o)
 {
@@ -281,10 +315,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 
 	switch (c) {
 	case 'p':
-		if (parse_long(arg, 1, INT_MAX, &v))
-			return usage_error("invalid PID '%s'", arg);
-		o->pid = v;
-		break;
+		return parse_pids(arg, o);
 	case 'f':
 		if (o->nr_funcs == MAX_FUNC_SPECS)
 			return usage_error("too many -f options (at most 256; use a glob)");
@@ -313,6 +344,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case 'o': o->output = arg; break;
 	case 'e': o->events = arg; break;
 	case 'v': o->verbose = true; break;
+	case OPT_VERSION: o->version = true; break;
 	case OPT_HIST: o->hist = true; break;
 	case OPT_JSON: o->json = true; break;
 	case OPT_LIST: o->list = true; break;
@@ -427,6 +459,20 @@ static int check_system_wide(struct opts *o)
 	return 0;
 }
 
+/* -p P1,P2,...: what each process reported on its own takes. */
+static int cross_check_pids(const struct opts *o)
+{
+	if (o->nr_pids < 2)
+		return 0;
+	if (!o->nr_funcs)
+		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (sampling "
+				   "takes one PID)");
+	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen)
+		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead or "
+				   "--listen yet: trace one process with those");
+	return 0;
+}
+
 static int cross_check_export(struct opts *o)
 {
 	if ((o->by || o->max_series) && !o->listen)
@@ -457,7 +503,7 @@ static int same_output_twice(const struct opts *o)
 /* Checks that need every option: what goes together, what excludes what. */
 static int cross_check(struct opts *o)
 {
-	if (o->list_events || o->calibrate)
+	if (o->list_events || o->calibrate || o->version)
 		return -1;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");
@@ -506,6 +552,8 @@ static int cross_check(struct opts *o)
 		return usage_error("--follow-forks and --max-overhead cannot be used together");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
+	if (cross_check_pids(o))
+		return EXIT_USAGE;
 	return cross_check_export(o);
 }
 

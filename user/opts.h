@@ -11,6 +11,7 @@
 #include "probe.h"
 
 #define MAX_FUNC_SPECS 256
+#define MAX_PIDS 64   /* -p P1,P2,...: 1 + TRACER_MORE_MAX */
 
 /* --max-series default: per-function label values kept apart before folding into "other". */
 #define DEFAULT_MAX_SERIES 100
@@ -26,6 +27,8 @@ enum call_graph {
 
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */
+	pid_t pids[MAX_PIDS];      /* -p P1,P2,...: pids[0] is pid; each reported on its own */
+	size_t nr_pids;
 	bool system_wide;          /* neither -p nor a command: every process mapping the -f objects */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
 	unsigned int max_threads;  /* --max-threads: threads holding a thread state at once (0: default) */
@@ -39,6 +42,7 @@ struct opts {
 	bool list;                 /* --list: show what -f matches, attach nothing */
 	const char *output;        /* -o FILE: the report goes there instead of stderr */
 	bool verbose;              /* -v */
+	bool version;              /* --version: print it (with -v: libbpf's and the kernel's too) */
 	bool calibrate;            /* --calibrate: print the probe calibration and exit */
 	bool raw;                  /* --raw: no probe-bias correction */
 	bool step_single;          /* --stepped=single: no twin probes for single-stepped entries */

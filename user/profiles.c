@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "fit.h"
 #include "json.h"
 #include "log.h"
 #include "outfile.h"
@@ -550,6 +551,37 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 			     "detach cost more than a run this short allows\n", p->duty.cost_pct);
 }
 
+/*
+ * Whether row i is shown: with a value, not the kernel's (the table is the
+ * program's view; kernel frames are in the JSON and pprof), among the first
+ * top of its thread (rows come sorted by thread); *shown counts those so far.
+ */
+static bool row_shown(const struct rows *t, size_t i, const struct prof_desc *desc, unsigned int top,
+		      unsigned int *shown)
+{
+	const struct fn_row *f = &t->v[i];
+
+	if (i && f->tid != t->v[i - 1].tid)
+		*shown = 0;
+	return (f->total[desc->rank] || f->total[desc->second]) && strcmp(f->object, "[kernel.kallsyms]") &&
+	       (*shown)++ < top;
+}
+
+/* The FUNCTION column's width for the rows shown (fit.h). */
+static size_t func_width(const struct rows *t, const struct prof_desc *desc, unsigned int top, FILE *out)
+{
+	const char **names = calloc(t->nr ? t->nr : 1, sizeof(*names));
+	unsigned int shown = 0;
+	size_t i, n = 0, w;
+
+	for (i = 0; names && i < t->nr; i++)
+		if (row_shown(t, i, desc, top, &shown))
+			names[n++] = t->v[i].func;
+	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, FIT_SAMPLE_REST + 10) : 0;
+	free(names);
+	return w ? w : FIT_FUNC_WIDTH;
+}
+
 static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
 			const __u64 *d, bool final)
 {
@@ -559,7 +591,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 	unsigned int shown = 0;
 	__u32 tid = (__u32)-1;
 	char a[32], b[32], comm[32];
-	size_t i;
+	size_t i, w = func_width(t, desc, ps->c.top, out);
 
 	print_header(ps, p, out, t, span, d, final);
 	for (i = 0; i < t->nr; i++) {
@@ -567,18 +599,16 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 
 		if (f->tid != tid) {
 			tid = f->tid;
-			shown = 0;
 			if (ps->c.per_thread) {
 				proc_thread_name(ps->pid, tid, "exited", comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
-			fprintf(out, "%-40s %-20s %7s %7s %12s %12s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
-				desc->types[rk].type, desc->types[sc].type);
+			fprintf(out, "%-*s %-*s %7s %7s %12s %12s\n", (int)w, "FUNCTION", FIT_OBJECT_WIDTH, "OBJECT",
+				"SELF%", "TOTAL%", desc->types[rk].type, desc->types[sc].type);
 		}
-		/* The table is the program's view; kernel frames are in the JSON and pprof. */
-		if ((!f->total[rk] && !f->total[sc]) || !strcmp(f->object, "[kernel.kallsyms]") || shown++ >= ps->c.top)
+		if (!row_shown(t, i, desc, ps->c.top, &shown))
 			continue;
-		term_name_cells(out, f->func, f->object);
+		fit_name_cells(out, f->func, w, f->object);
 		fprintf(out, "%7.2f %7.2f %12s %12s\n", f->self[rk] * pct, f->total[rk] * pct,
 			fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)), fmt_of(p, sc, f->total[sc], b, sizeof(b)));
 	}

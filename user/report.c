@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fit.h"
 #include "hist.h"
 #include "json.h"
 #include "report.h"
@@ -207,11 +208,13 @@ static bool any_nesting(const struct report *r)
 	return false;
 }
 
-static void print_header(const struct report *r, FILE *f, bool self, const struct traced_proc *child)
+static void print_header(const struct report *r, FILE *f, bool self, const struct traced_proc *child, size_t w)
 {
 	char b[16];
 
-	if (child && child->delay_ns)
+	if (child && !child->ppid)   /* -p P1,P2,...: one of the processes given */
+		fprintf(f, "\n%s pid %d, %.2f s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s);
+	else if (child && child->delay_ns)
 		fprintf(f, "\n%s fork child pid %d (of %d): probes in place %s after its fork; calls before not seen\n",
 			r->total ? "total:" : "fnprof:", r->pid, child->ppid, fmt_ns(child->delay_ns, b, sizeof(b)));
 	else if (child)
@@ -226,7 +229,7 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 	if (estimated(r))
 		fprintf(f, "~ estimated: probes attached %.1f%% of the time (--max-overhead); "
 			   "counts, rates and CPU%% extrapolated\n", 100 * r->attached_fraction);
-	fprintf(f, "%-28s %9s %9s %8s %8s %8s %8s %8s %8s %8s%s %6s %6s\n", "FUNCTION", "CALLS",
+	fprintf(f, "%-*s %9s %9s %8s %8s %8s %8s %8s %8s %8s%s %6s %6s\n", (int)w, "FUNCTION", "CALLS",
 		"CALLS/s", "AVG", "P50", "P99", "MAX", "MIN", "ONCPU", "OFFCPU", self ? "     SELF" : "",
 		"CPU%", "%PROC");
 }
@@ -242,7 +245,7 @@ static bool returns_missing(const struct fn_stats *s)
 	return s->entered > s->calls;
 }
 
-static void print_row(const struct report *r, FILE *f, size_t i, bool self)
+static void print_row(const struct report *r, FILE *f, size_t i, bool self, size_t w)
 {
 	const struct fn_stats *s = &r->stats[i];
 	char name[256], b[8][16], pp[16];
@@ -260,7 +263,8 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
 		snprintf(pp, sizeof(pp), "-");
-	fprintf(f, "%-28.28s %s%*.0f%s %9.1f %8s %8s %8s %8s %8s %8s %8s", name, estimated(r) ? "~" : "",
+	fit_cell(f, name, w);
+	fprintf(f, " %s%*.0f%s %9.1f %8s %8s %8s %8s %8s %8s %8s", estimated(r) ? "~" : "",
 		(estimated(r) ? 8 : 9) - returns_missing(s), g.calls, returns_missing(s) ? "*" : "",
 		g.calls_per_s, b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
 	if (self)
@@ -527,13 +531,13 @@ static void print_counter_cells(const struct report *r, FILE *f, const struct fn
 }
 
 /* The counters section: per-call user/system time, switches and -e events. */
-static void print_counters(const struct report *r, FILE *f, const size_t *order)
+static void print_counters(const struct report *r, FILE *f, const size_t *order, size_t w)
 {
 	const struct fn_stats *s;
 	char name[256], u[16], y[16];
 	size_t i, k;
 
-	fprintf(f, "%-28s %8s %8s %6s %6s %6s", "PER CALL", "USER", "SYS", "VCSW", "IVCSW", "MIGR");
+	fprintf(f, "%-*s %8s %8s %6s %6s %6s", (int)w, "PER CALL", "USER", "SYS", "VCSW", "IVCSW", "MIGR");
 	for (i = 0; i < r->evs->nr; i++)
 		if (r->evs->ev[i].available)
 			fprintf(f, " %*s ", (int)(strlen(r->evs->ev[i].name) > 11 ? strlen(r->evs->ev[i].name) : 11),
@@ -552,8 +556,8 @@ static void print_counters(const struct report *r, FILE *f, const size_t *order)
 			continue;
 		n = s->calls;
 		fn_figures_compute(r, s, &g);
-		fprintf(f, "%-28.28s %8s %8s %6.2f %6.2f %6.2f",
-			probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)),
+		fit_cell(f, probe_display_name(&r->pl->probes[order[k]], name, sizeof(name)), w);
+		fprintf(f, " %8s %8s %6.2f %6.2f %6.2f",
 			fmt_ns(g.oncpu_avg - s->sys_sum / n, u, sizeof(u)), fmt_ns(s->sys_sum / n, y, sizeof(y)),
 			s->vcsw / n, s->ivcsw / n, s->migrations / n);
 		print_counter_cells(r, f, s);
@@ -626,22 +630,42 @@ static void print_missing_returns(const struct report *r, FILE *f, const size_t 
 	}
 }
 
+/* The table's first columns: FUNCTION's least width, and the cells the rest of a row takes. */
+#define NAME_WIDTH 28
+#define ROW_REST 106
+
+/* The FUNCTION column's width (fit.h): NAME_WIDTH, or more on a terminal or where names look alike. */
+static size_t name_width(const struct report *r, FILE *f)
+{
+	char (*names)[256] = calloc(r->pl->nr ? r->pl->nr : 1, sizeof(*names));
+	const char **p = calloc(r->pl->nr ? r->pl->nr : 1, sizeof(*p));
+	size_t i, w = 0;
+
+	for (i = 0; names && p && i < r->pl->nr; i++)
+		p[i] = probe_display_name(&r->pl->probes[i], names[i], sizeof(names[i]));
+	if (names && p)
+		w = fit_column(f, p, r->pl->nr, NAME_WIDTH, ROW_REST);
+	free(names);
+	free(p);
+	return w ? w : NAME_WIDTH;
+}
+
 /* One process's table; a fork child's has its overhead line only as footer. */
 static void print_table(const struct report *r, FILE *f, bool hist, const struct traced_proc *child)
 {
-	size_t k, uncalled = 0, *order = sorted_order(r);
+	size_t k, uncalled = 0, *order = sorted_order(r), w = name_width(r, f);
 	bool self = any_nesting(r);
 
 	if (!order)
 		return;
-	print_header(r, f, self, child);
+	print_header(r, f, self, child, w);
 	for (k = 0; k < r->pl->nr; k++) {
 		/* Long glob lists: only what was called; short lists show their zeros too. */
 		if (!r->stats[order[k]].calls && !r->stats[order[k]].entered && r->pl->nr > 20) {
 			uncalled++;
 			continue;
 		}
-		print_row(r, f, order[k], self);
+		print_row(r, f, order[k], self, w);
 	}
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
@@ -652,7 +676,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 		print_footer(r, f);
 	if (r->evs) {
 		fputc('\n', f);
-		print_counters(r, f, order);
+		print_counters(r, f, order, w);
 	}
 	if (hist)
 		print_hists(r, f, order);
@@ -860,22 +884,27 @@ static void json_functions(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
-/* --follow-forks: "children": [{pid, ppid, traced_after_ns, functions, probe_ns}], in fork order. */
-static void json_children(struct json *j, const struct report *r)
+/*
+ * --follow-forks: "children": [{pid, ppid, traced_after_ns, functions,
+ * probe_ns}], in fork order; -p P1,P2,...: "processes": [{pid, functions,
+ * probe_ns}], the processes after the first (whose figures are the report's).
+ */
+static void json_children(struct json *j, const struct report *r, bool listed)
 {
 	struct report c;
 	size_t k;
 
-	json_arr_begin(j, "children");
+	json_arr_begin(j, listed ? "processes" : "children");
 	for (k = 1; k < r->nr_procs; k++) {
-		if (!child_report(r, k, &c))
+		if (!child_report(r, k, &c) || !r->procs[k].ppid != listed)
 			continue;
 		json_obj_begin(j, NULL);
 		json_i64(j, "pid", c.pid);
-		json_i64(j, "ppid", r->procs[k].ppid);
-		if (r->procs[k].delay_ns)
+		if (!listed)
+			json_i64(j, "ppid", r->procs[k].ppid);
+		if (!listed && r->procs[k].delay_ns)
 			json_u64(j, "traced_after_ns", r->procs[k].delay_ns);
-		else
+		else if (!listed)
 			json_null(j, "traced_after_ns");
 		json_functions(j, &c);
 		if (c.cal)
@@ -901,8 +930,10 @@ void report_print_json(const struct report *r, FILE *f)
 	if (r->note)
 		json_str(&j, "note", r->note);
 	json_functions(&j, r);
-	if (r->nr_procs > 1)
-		json_children(&j, r);
+	if (r->nr_procs > 1) {
+		json_children(&j, r, false);
+		json_children(&j, r, true);
+	}
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);

@@ -18,6 +18,7 @@
 
 #include "array.h"
 #include "dwstacks.h"
+#include "fit.h"
 #include "flame.h"
 #include "fnprof.h"
 #include "json.h"
@@ -493,14 +494,40 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
 }
 
+/*
+ * Whether row i is shown: the first top rows of its thread with self
+ * samples (rows come sorted by thread); *shown counts its thread's so far.
+ */
+static bool row_shown(const struct agg_table *t, size_t i, unsigned int top, unsigned int *shown)
+{
+	if (i && t->v[i].tid != t->v[i - 1].tid)
+		*shown = 0;
+	return t->v[i].self && (*shown)++ < top;
+}
+
+/* The FUNCTION column's width for the rows shown (fit.h). */
+static size_t func_width(const struct agg_table *t, unsigned int top, FILE *out)
+{
+	const char **names = calloc(t->nr ? t->nr : 1, sizeof(*names));
+	unsigned int shown = 0;
+	size_t i, n = 0, w;
+
+	for (i = 0; names && i < t->nr; i++)
+		if (row_shown(t, i, top, &shown))
+			names[n++] = t->v[i].func;
+	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, FIT_SAMPLE_REST) : 0;
+	free(names);
+	return w ? w : FIT_FUNC_WIDTH;
+}
+
 static void print_table(struct sampler *s, FILE *out, const struct agg_table *t, double span,
 			const __u64 *drops, bool final)
 {
 	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
+	size_t i, w = func_width(t, s->o.top, out);
 	char comm[64];
-	size_t i;
 
 	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
 		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)t->samples, s->o.freq_hz,
@@ -510,17 +537,16 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 
 		if (a->tid != tid) {
 			tid = a->tid;
-			shown = 0;
 			if (s->o.per_thread) {
 				thread_name(s, tid, comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
-			fprintf(out, "%-40s %-20s %7s %7s %8s %6s\n", "FUNCTION", "OBJECT", "SELF%", "TOTAL%",
-				"SAMPLES", "CORES");
+			fprintf(out, "%-*s %-*s %7s %7s %8s %6s\n", (int)w, "FUNCTION", FIT_OBJECT_WIDTH, "OBJECT", "SELF%",
+				"TOTAL%", "SAMPLES", "CORES");
 		}
-		if (!a->self || shown++ >= s->o.top)
+		if (!row_shown(t, i, s->o.top, &shown))
 			continue;
-		term_name_cells(out, a->func, a->object);
+		fit_name_cells(out, a->func, w, a->object);
 		fprintf(out, "%7.2f %7.2f %8llu %6.2f\n", a->self * pct, a->total * pct, (unsigned long long)a->self,
 			a->self / per_core);
 	}

@@ -74,15 +74,6 @@ const char *sanitize_term(const char *s, char *buf, size_t size)
 	return sanitize(s, buf, size, false);
 }
 
-void term_name_cells(FILE *out, const char *func, const char *object)
-{
-	const char *base = strrchr(object, '/');
-	char f[41], o[21];
-
-	fprintf(out, "%-40s %-20s ", sanitize_term(func, f, sizeof(f)),
-		sanitize_term(base ? base + 1 : object, o, sizeof(o)));
-}
-
 const char *sanitize_folded(const char *s, char *buf, size_t size)
 {
 	return sanitize(s, buf, size, true);

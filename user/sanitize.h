@@ -21,13 +21,6 @@ size_t utf8_char_len(const char *s);
  */
 const char *sanitize_term(const char *s, char *buf, size_t size);
 
-/*
- * The FUNCTION and OBJECT cells of a table row: func in 40 columns and the
- * object's base name in 20, as sanitize_term makes them (cut at a character,
- * never inside one), then a space. Every table printer writes names so.
- */
-void term_name_cells(FILE *out, const char *func, const char *object);
-
 /* One folded-stack frame: as sanitize_term, and ';' (the frame separator) becomes ':'. */
 const char *sanitize_folded(const char *s, char *buf, size_t size);
 

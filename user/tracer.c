@@ -42,7 +42,10 @@ struct tracer {
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	__u32 nr_threads;          /* thread states in the pool */
 	size_t thread_bytes;       /* kernel memory per thread state (and its counter frames) */
-	struct uprobe_set *child_links;  /* --follow-forks: per slot, the fork child's probes */
+	struct uprobe_set *child_links;  /* --follow-forks, -p list: per slot, the process's probes */
+	bool follows;              /* --follow-forks: fork children take the free slots */
+	const pid_t *more;         /* -p P1,P2,...: the processes in slots 1..nr_more */
+	size_t nr_more;
 	struct traced_proc *procs; /* per slot: whose, and when its probes were in place */
 	struct ring_buffer *forks; /* wakes fnprof at each fork */
 	struct uprobe_set *extra;  /* system-wide: probes on upgraded objects (tracer_attach_more) */
@@ -223,7 +226,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->nr_slots = t->nr_slots;
 	skel->rodata->links_per_process = t->links.multi;
 	skel->rodata->dynamic_slots = t->per_process;
-	bpf_program__set_autoload(skel->progs.on_fork, t->nr_slots > 1 && !t->per_process);
+	bpf_program__set_autoload(skel->progs.on_fork, t->follows);
 	bpf_program__set_autoload(skel->progs.fn_exit_ret, probes_at_ret(t));
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
@@ -288,7 +291,7 @@ static int load(struct tracer *t, const struct events *evs)
 	if (!err && evs)
 		err = fill_counters(t, evs);
 	if (!err)
-		err = fill_queue(t->skel->maps.free_slots, 1, t->nr_slots);
+		err = fill_queue(t->skel->maps.free_slots, 1 + t->nr_more, t->nr_slots);
 	if (err) {
 		char hint[256] = "";
 
@@ -411,7 +414,7 @@ static int attach_tracepoints(struct tracer *t, bool syscalls)
 	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
 	if (!err)
 		err = attach_tp(skel->progs.on_exit, &skel->links.on_exit, "sched_process_exit");
-	if (!err && t->nr_slots > 1 && !t->per_process)
+	if (!err && t->follows)
 		err = attach_tp(skel->progs.on_fork, &skel->links.on_fork, "sched_process_fork");
 	if (!err && syscalls)
 		err = attach_tp(skel->progs.on_sys_enter, &skel->links.on_sys_enter, "sys_enter");
@@ -438,6 +441,33 @@ static int finish_load(struct tracer *t)
 }
 
 /*
+ * -p P1,P2,...: each process besides the first in its slot (1..), known to
+ * the BPF side as a fork child is, with its own probes. 0 or -errno.
+ */
+static int attach_more(struct tracer *t)
+{
+	int fd = t->nr_more ? bpf_map__fd(t->skel->maps.procs) : -1, err;
+	__u32 slot;
+
+	for (slot = 1; slot <= t->nr_more; slot++) {
+		struct proc_info pi = { .slot = slot };
+		__u32 key = t->more[slot - 1];
+
+		if (bpf_map_update_elem(fd, &key, &pi, BPF_NOEXIST)) {
+			err = -errno;
+			log_err("cannot trace process %u: %s", key, strerror(-err));
+			return err;
+		}
+		t->procs[slot].pid = key;
+		err = attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, key,
+				       slot << FNPROF_COOKIE_SLOT_SHIFT);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
  * The tracepoint programs, then the target's probes, then the calibration's.
  * While the tracepoint programs still load (t->pending), the target's
  * probes go in first: its calls are counted and timed from then on, and only
@@ -455,6 +485,8 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		err = attach_tracepoints(t, syscalls);
 	if (!err)
 		err = attach_functions(t, &t->links, pl->probes, pl->nr, t->pid, 0);
+	if (!err)
+		err = attach_more(t);
 	uprobe_warm_stop(t->warm);
 	steps_mark("attach probes");
 	if (early)
@@ -484,8 +516,9 @@ static int follow_setup(struct tracer *t)
 {
 	t->child_links = calloc(t->nr_slots, sizeof(*t->child_links));
 	t->procs = calloc(t->nr_slots, sizeof(*t->procs));
-	t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
-	if (!t->child_links || !t->procs || !t->forks) {
+	if (t->follows)
+		t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
+	if (!t->child_links || !t->procs || (t->follows && !t->forks)) {
 		log_err("cannot set up --follow-forks: %s", strerror(errno));
 		return -ENOMEM;
 	}
@@ -587,7 +620,7 @@ static void refresh_procs(struct tracer *t, bool attach)
 		t->procs[pi.slot].cgroup_id = pi.cgroup_id;
 		memcpy(t->procs[pi.slot].comm, pi.comm, sizeof(t->procs[pi.slot].comm));
 		t->procs[pi.slot].comm[sizeof(t->procs[pi.slot].comm) - 1] = 0;
-		if (attach && !t->procs[pi.slot].delay_ns)
+		if (attach && !t->procs[pi.slot].delay_ns && pi.slot > t->nr_more)
 			follow_child(t, pi.slot, pi.fork_ns);
 	}
 }
@@ -633,13 +666,19 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	/* For the target's probes; --calibrate alone has time to wait (and none to close probes). */
 	t->warm = pl->nr ? uprobe_warm_start() : NULL;
 	t->per_process = conf->per_process && !pid;
+	t->follows = conf->follow_forks && !t->per_process;
+	t->more = conf->more_pids;
+	t->nr_more = conf->nr_more < TRACER_MORE_MAX ? conf->nr_more : TRACER_MORE_MAX;
 	t->nr_slots = conf->follow_forks || t->per_process ? slots_for(t) : 1;
+	/* -p P1,P2,...: a slot each, and with --follow-forks at least one for a fork child. */
+	if (t->nr_more)
+		t->nr_slots = t->nr_slots + t->nr_more;
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
 	steps_mark("tracer set-up");
 	err = stats_fit(t) ? load(t, evs) : -E2BIG;
-	if (!err && conf->follow_forks)
+	if (!err && (conf->follow_forks || t->nr_more))
 		err = follow_setup(t);
 	if (!err && t->per_process)
 		err = per_process_setup(t);

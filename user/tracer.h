@@ -13,6 +13,9 @@
 
 struct tracer;
 
+/* Most processes besides the first a tracer takes (tracer_conf.more_pids). */
+#define TRACER_MORE_MAX 63
+
 /* Most probes in fnprof's own process a tracer takes (tracer_conf.self). */
 #define TRACER_SELF_MAX 11
 
@@ -41,6 +44,13 @@ struct tracer_conf {
 	 */
 	unsigned int self_mask;
 	bool follow_forks;   /* fork children get probes and statistics of their own */
+	/*
+	 * -p P1,P2,...: processes traced besides pid, each in a slot of its own
+	 * (1..nr_more, with ppid 0 in tracer_procs), as a fork child's. The
+	 * array stays the caller's; at most TRACER_MORE_MAX.
+	 */
+	const pid_t *more_pids;
+	size_t nr_more;
 	bool per_process;    /* system-wide (pid 0): each process gets a statistics slot at its first
 			      * call (slot 0: the processes beyond); see tracer_note_exited() */
 	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until

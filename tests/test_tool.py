@@ -1,0 +1,225 @@
+"""fnprof as an installed tool: --version, make install, the man page, bash completion,
+long names in the tables, -p with several PIDs, and -a (every process)."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from harness import (FNPROF, ROOT, Skip, Target, check, final_report, func, run_fnprof, target, traced, truth,
+                     wait_for)
+
+MAN = os.path.join(ROOT, "docs", "fnprof.8")
+COMPLETION = os.path.join(ROOT, "bash-completion", "fnprof")
+
+
+def version_of_header():
+    with open(os.path.join(ROOT, "user", "version.h")) as f:
+        return re.search(r'#define FNPROF_VERSION "([^"]+)"', f.read()).group(1)
+
+
+def test_version():
+    p = run_fnprof(["--version"])
+    want = version_of_header()
+    check(p.returncode == 0 and p.stdout == f"fnprof {want}\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    check(re.fullmatch(r"\d+\.\d+\.\d+", want), f"version {want!r} is not X.Y.Z")
+    # -v adds the libbpf fnprof runs with and the kernel, as a bug report needs them.
+    p = run_fnprof(["--version", "-v"])
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and len(lines) == 3, p.stdout)
+    check(re.match(r"libbpf v?\d+\.\d+", lines[1]), lines[1])
+    check(lines[2].split()[2] == os.uname().release, f"{lines[2]!r} vs {os.uname().release}")
+
+
+def test_make_install_destdir_prefix():
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(["make", "-s", "install", f"DESTDIR={d}", "PREFIX=/usr/local"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, p.stdout + p.stderr)
+        base = os.path.join(d, "usr", "local")
+        for rel, src in (("bin/fnprof", FNPROF), ("share/man/man8/fnprof.8", MAN),
+                         ("share/bash-completion/completions/fnprof", COMPLETION)):
+            path = os.path.join(base, rel)
+            check(os.path.isfile(path), f"{rel} not installed under {base}")
+            with open(path, "rb") as a, open(src, "rb") as b:
+                check(a.read() == b.read(), f"{rel} differs from {src}")
+        check(os.access(os.path.join(base, "bin", "fnprof"), os.X_OK), "bin/fnprof not executable")
+        p = subprocess.run([os.path.join(base, "bin", "fnprof"), "--version"], capture_output=True, text=True)
+        check(p.stdout.startswith("fnprof "), p.stdout)
+
+
+def test_man_page_lints_clean():
+    if not shutil.which("mandoc"):
+        raise Skip("mandoc not installed (make test-deps)")
+    p = subprocess.run(["mandoc", "-T", "lint", "-W", "style", MAN], capture_output=True, text=True)
+    # Lines about the system's man database (an Xr lookup) are not the page's.
+    own = [ln for ln in (p.stdout + p.stderr).splitlines() if "fnprof.8" in ln]
+    check(p.returncode == 0 and not own, "\n".join(own) or f"mandoc exit {p.returncode}")
+
+
+def options_of(text):
+    """The option names (-x, --long) a text mentions."""
+    return set(re.findall(r"(?<![\w-])(--?[a-zA-Z][a-zA-Z-]*)", text))
+
+
+def rendered_man():
+    p = subprocess.run(["mandoc", "-T", "ascii", MAN], capture_output=True, text=True)
+    check(p.returncode == 0, p.stderr)
+    return re.sub(".\b", "", p.stdout)  # overstrike (bold, underline) off
+
+
+def test_man_page_documents_every_option():
+    if not shutil.which("mandoc"):
+        raise Skip("mandoc not installed (make test-deps)")
+    helptext = run_fnprof(["--help"]).stdout
+    # The options of the help's option lines (two spaces, then a dash), not of its prose.
+    listed = set()
+    for line in helptext.splitlines():
+        m = re.match(r" {2,6}(-\w, )?--?[\w-]+", line)
+        if m:
+            listed |= options_of(m.group(0))
+    check(len(listed) > 30 and "--max-overhead" in listed, f"help parsed wrong: {sorted(listed)}")
+    man = options_of(rendered_man())
+    check(listed <= man, f"--help lists what the man page does not document: {sorted(listed - man)}")
+    # And the man page documents no option that fnprof does not have.
+    documented = set()
+    for line in rendered_man().splitlines():
+        if re.match(r" {5}-", line):  # an option's tag line
+            documented |= options_of(line)
+    unknown = documented - listed
+    check(not unknown, f"the man page documents options fnprof lacks: {sorted(unknown)}")
+
+
+def complete(words):
+    """COMPREPLY of the bash completion for the command line words (the last one being completed)."""
+    script = (f'source {COMPLETION}\nCOMP_WORDS=({" ".join(map(repr, words))})\n'
+              f'COMP_CWORD={len(words) - 1}\n_fnprof\nprintf "%s\\n" "${{COMPREPLY[@]}}"\n')
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, p.stderr)
+    return p.stdout.split()
+
+
+def test_bash_completion_options_and_functions():
+    check(complete([FNPROF, "--max-o"]) == ["--max-overhead"], complete([FNPROF, "--max-o"]))
+    check(set(complete([FNPROF, "--profile", ""])) == {"cpu", "offcpu", "mutex", "heap"}, "profile kinds")
+    with Target("work", "loop") as t:
+        got = complete([FNPROF, "-p", str(t.pid), "-f", "spin"])
+        check("spin_us" in got, f"-f completion in pid {t.pid}: {got}")
+
+
+# --- long names -------------------------------------------------------------------------------
+
+HANDLER = "HttpConnectionHandler::handle_incoming_request"
+REQUEST = "acme_enterprise_platform::request_processing_pipeline::" + HANDLER
+RESPONSE = "acme_enterprise_platform::response_processing_pipeline::" + HANDLER
+
+
+def table_rows(text, word, column):
+    """(name cell, the cells after it) of the table rows that show word; the name column ends where
+    the header's next column, column, starts (names may hold spaces: "f(unsigned long)")."""
+    header = [ln for ln in text.splitlines() if ln.startswith("FUNCTION")][0]
+    w = header.index(column) - (1 if column == "OBJECT" else 5)   # " %-20s" or " %9s"
+    return [(ln[:w].rstrip(), ln[w:].split()) for ln in text.splitlines()
+            if word in ln and not ln.startswith("truth")]
+
+
+def test_long_cxx_name_keeps_the_function_in_the_table():
+    p = run_fnprof(["-f", "*request_processing*handle_incoming_request*", "--", target("longnames"), "2000", "0"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    want = truth(p.stderr, "request")["calls"]
+    rows = table_rows(p.stderr, "handle_incoming_request", "CALLS")
+    check(len(rows) == 1, f"rows: {rows}")
+    name, cells = rows[0]
+    check(name.endswith("::handle_incoming_request") and int(cells[0]) == want == 2000,
+          f"row {rows[0]!r}, truth {want}")
+    header = [ln for ln in p.stderr.splitlines() if ln.startswith("FUNCTION")][0]
+    check(header.index("CALLS") < 40, f"column widened without need: {header!r}")
+
+
+def test_long_names_alike_never_look_the_same():
+    """Two methods alike but for the middle of their names: two rows that differ, each with its calls,
+    in the tracing table and the sampling table; JSON keeps the whole names."""
+    p = run_fnprof(["-f", "*handle_incoming_request*", "--", target("longnames"), "2000", "1000"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    rows = table_rows(p.stderr, "handle_incoming_request", "CALLS")
+    check(len(rows) == 2 and rows[0][0] != rows[1][0], f"rows alike: {rows}")
+    calls = {("request" if "request_processing" in n else "response"): int(c[0]) for n, c in rows}
+    check(calls == {"request": truth(p.stderr, "request")["calls"], "response": truth(p.stderr, "response")["calls"]},
+          f"calls {calls} vs truth; rows {rows}")
+    rep, _ = traced(["-f", "*handle_incoming_request*"], target("longnames"), 2000, 1000)
+    names = sorted(f["name"] for f in rep["functions"])
+    check(names[0].startswith(REQUEST) and names[1].startswith(RESPONSE), f"JSON names cut: {names}")
+    # Sampling: both burn about as much CPU (the same work per call, as many calls).
+    p = run_fnprof(["-F", "499", "--", target("longnames"), "20000", "20000", "100000"])
+    check(p.returncode == 0, p.stderr[-3000:])
+    rows = table_rows(p.stderr, "handle_incoming_request", "OBJECT")
+    check(len(rows) == 2 and rows[0][0] != rows[1][0] and all(n.endswith(")") for n, _ in rows),
+          f"sampling rows alike: {rows}")
+
+
+# --- -p P1,P2 ---------------------------------------------------------------------------------
+
+def entry_patched(pid, name):
+    """Whether function name of work in process pid holds a breakpoint (its uprobe is in)."""
+    nm = subprocess.run(["nm", target("work")], capture_output=True, text=True).stdout
+    off = int(next(ln.split()[0] for ln in nm.splitlines() if ln.endswith(f" T {name}")), 16)
+    base = next(int(ln.split("-")[0], 16) for ln in open(f"/proc/{pid}/maps")
+                if ln.split()[-1] == target("work") and int(ln.split()[2], 16) == 0)
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(base + off)
+        return m.read(1) == b"\xcc"
+
+
+def gated(calls):
+    """work gate CALLS: waits for a line on stdin, then calls outer() CALLS times and exits."""
+    proc = subprocess.Popen([target("work"), "gate", str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    check("ready" in proc.stdout.readline(), "work gate did not start")
+    return proc
+
+
+def test_pid_list_reports_each_process():
+    """-p A,B: two processes of one program, each with its own count (3000 and 5000 calls), JSON with its pid."""
+    procs = [gated(3000), gated(5000)]
+    try:
+        pids = [p.pid for p in procs]
+        fp = subprocess.Popen([FNPROF, "-p", f"{pids[0]},{pids[1]}", "-f", "outer", "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(wait_for(lambda: all(entry_patched(p, "outer") for p in pids) or fp.poll() is not None, 30),
+              "probes never in both processes")
+        want = {}
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            want[p.pid] = truth(err, "outer")["calls"]
+        # Both targets gone: fnprof ends by itself.
+        _, ferr = fp.communicate(timeout=60)
+        check(fp.returncode == 0, f"fnprof exit {fp.returncode}: {ferr[-2000:]}")
+        rep = final_report(ferr)
+        got = {rep["pid"]: func(rep, "outer")["calls"]}
+        for proc in rep["processes"]:
+            got[proc["pid"]] = func(proc, "outer")["calls"]
+        check(got == want == {pids[0]: 3000, pids[1]: 5000}, f"calls per pid {got}, truth {want}")
+        check(rep["children"] == [], f"no fork children: {rep['children']}")
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+
+
+def test_pid_list_table_and_errors():
+    with Target("work", "loop") as a, Target("work", "loop") as b:
+        p = run_fnprof(["-p", f"{a.pid},{b.pid}", "-f", "spin_us", "-d", "0.5"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        heads = re.findall(r"^total: pid (\d+)", p.stderr, re.M)
+        check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
+        for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
+                           ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
+                           ([f"{a.pid},{b.pid}"], "add -f FUNC"),
+                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID")):
+            p = run_fnprof(["-p"] + args)
+            check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")
+        p = run_fnprof(["-p", f"{a.pid},999999999", "-f", "spin_us"])
+        check(p.returncode == 2 or (p.returncode == 1 and "no such process" in p.stderr), p.stderr)
