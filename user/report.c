@@ -39,6 +39,8 @@ static const struct {
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
+	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
+					       "whether and when they returned was not seen (not timed)" },
 };
 
 const char *report_drop_key(unsigned int i)
