@@ -336,7 +336,9 @@ static void share_range(const struct burst *b, double work_on, double probe_on, 
 	double err = burst_rate_error(b), lo, hi, up, down;
 
 	sh->lo = sh->hi = NAN;
-	calib_cost_spread(b->cal, b->cases, &lo, &hi);
+	lo = hi = 1;
+	if (b->cal)
+		calib_cost_spread(b->cal, b->cases, &lo, &hi);
 	up = cost_shift(hi, work_on, probe_on, cpu, probe) * (1 + err);
 	down = cost_shift(lo, work_on, probe_on, cpu, probe) * (1 - err);
 	log_debug("burst: %d bursts' call rates: mean %.2f a ms of work, error %.1f%%; the probes' cost x %.2f "
