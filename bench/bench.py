@@ -13,7 +13,8 @@ Every run is done the same way, whatever the tool:
   4. send the byte: the target makes N calls and prints total wall / N and the latency it measured of
      itself, inside the function (truth);
   5. stop the tool (it exits by itself on the target's exit, or gets SIGINT), read its report, and its CPU
-     time and peak RSS from wait4()'s rusage.
+     time from wait4()'s rusage, and its peak RSS from its VmHWM, read every few ms while it runs
+     (peakrss.py: wait4's ru_maxrss would include this runner's own memory).
 
 Only the Python standard library. Environment: BENCH_QUICK=1 (a ~1-2 minute version), BENCH_REPEATS=N.
 """
@@ -27,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import peakrss
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -106,6 +109,7 @@ def reap(pid, timeout):
     """wait4 with a timeout: (status, rusage) or None if still running."""
     end = now() + timeout
     while True:
+        peakrss.sample(pid)
         try:
             wpid, status, ru = os.wait4(pid, os.WNOHANG)
         except ChildProcessError:
@@ -411,7 +415,7 @@ def run_one(case, tool):
                 raise RuntimeError("did not stop on SIGINT")
             if ru:
                 res["cpu_ms"] = (ru.ru_utime + ru.ru_stime) * 1e3
-                res["rss_kb"] = ru.ru_maxrss
+                res["rss_kb"] = peakrss.peak(t.pid)
             res["tool_wall_s"] = wall
             rep = parse_report(tool, out, fn)
             res.update({"tool_" + k: v for k, v in rep.items()})
@@ -522,7 +526,7 @@ def run_many(tool, nfuncs=1000):
             out, ru, wall, how, status = t.stop()
         if ru:
             res["cpu_ms"] = (ru.ru_utime + ru.ru_stime) * 1e3
-            res["rss_kb"] = ru.ru_maxrss
+            res["rss_kb"] = peakrss.peak(t.pid)
         if tool == "fnprof" and ru is not None:
             for line in out.splitlines():
                 if line.startswith("{") and '"functions"' in line:
@@ -566,7 +570,7 @@ def run_sampling(tool, seconds):
             res["window_pct"] = (c1 - c0) / ((w1 - w0) * 1e9) * 100 if c0 is not None and c1 else None
             if ru:
                 res["cpu_ms"] = (ru.ru_utime + ru.ru_stime) * 1e3
-                res["rss_kb"] = ru.ru_maxrss
+                res["rss_kb"] = peakrss.peak(t.pid)
                 res["run_pct"] = res["cpu_ms"] / (wall * 1e3) * 100
             res["tool_wall_s"] = wall
     except NotImplementedError as e:
@@ -837,7 +841,7 @@ def build_report(runs, meta):
                  "from the target's exit (fnprof) or SIGINT (bpftrace) until the tool has exited, detaching. "
                  "in brackets the fastest and the slowest run; "
                  "CPU: the tool's utime+stime over a whole run, start to exit, median over all cases; "
-                 "peak RSS: ru_maxrss = VmHWM)\n\n" + table(hdr, rows))
+                 "peak RSS: the tool's VmHWM)\n\n" + table(hdr, rows))
 
     # 4. sampling
     srs = [r for r in runs if r["case"] == "sampling" and r["tool"] == "fnprof"]

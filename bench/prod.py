@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+import peakrss
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, ".output")
 FNPROF = os.path.join(HERE, "..", "fnprof")
@@ -44,14 +46,14 @@ def split(src, d, name):
 
 
 def timed(argv):
-    """Runs argv; (CompletedProcess, wall s, its CPU s, its peak RSS MiB) from wait4."""
+    """Runs argv; (CompletedProcess, wall s, its CPU s from wait4, its peak RSS MiB: peakrss.py)."""
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, ru = os.wait4(p.pid, 0)
+    status, ru, peak = peakrss.wait(p.pid)
     wall = time.monotonic() - t0
     out, err = p.stdout.read(), p.stderr.read()
     p.returncode = os.waitstatus_to_exitcode(status)
-    return p, out, err, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    return p, out, err, wall, ru.ru_utime + ru.ru_stime, (peak or 0) / 1024
 
 
 def stacks(d):

@@ -54,6 +54,7 @@ enum fnprof_drop {
 	DROP_POOL_LOST,    /* a thread state not given back to the pool (the kernel refused the push) */
 	DROP_GO_NOT_G,     /* Go: a traced call not on a goroutine's stack (r14 is no g there) */
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
+	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
 	DROP_NR,
 };
 

@@ -64,9 +64,11 @@ const volatile __u32 dynamic_slots = 0;
 volatile __u32 epoch = 0;
 
 /*
- * Bumped by user space whenever it detaches the probes (burst mode): frames
- * pushed before that may never see their return, so a thread drops them, and
- * returns of calls entered before that are not orphans.
+ * Bumped by user space whenever it detaches the probes (burst mode), before
+ * it does: frames pushed before that may never see their return, so a thread
+ * drops them (DROP_DETACHED), and returns of calls entered before that are
+ * not orphans. A thread that exits counts its frames of the current
+ * generation abandoned: every return of those is seen, so they never returned.
  */
 volatile __u32 generation = 0;
 
@@ -518,6 +520,7 @@ int BPF_KPROBE(fn_entry)
 		return 0;
 	}
 	if (ts->gen != generation) {
+		count_drops(DROP_DETACHED, ts->depth);
 		ts->gen = generation;
 		ts->depth = 0;
 		ts->over = 0;
@@ -740,6 +743,16 @@ static __always_inline void call_counters(struct thread_state *ts, struct thread
 }
 
 /*
+ * Whether a thread's frames still take returns: those of the current
+ * generation, and while paused those of the one before (pushed before the
+ * probes were paused, while their handlers are not taken out yet).
+ */
+static __always_inline bool gen_live(const struct thread_state *ts)
+{
+	return ts->gen == generation || (paused && ts->gen + 1 == generation);
+}
+
+/*
  * A return without its entry; while paused (burst mode) the entry was left
  * out on purpose, and in a thread the pool had no room for, it was counted
  * as not timed.
@@ -778,8 +791,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	if (!links_per_process && proc_slot(current_tgid()) < 0)
 		return 0;
 	ts = probe_thread(ctx, false);
-	/* Burst mode: a call entered before the probes were last paused is not an orphan. */
-	if (ts && ts->gen != generation)
+	/*
+	 * Burst mode: a call entered before the probes were last paused is not an
+	 * orphan; one entered just before the pause still returns to its frame.
+	 */
+	if (ts && !gen_live(ts))
 		return 0;
 	if (!ts || !ts->depth) {
 		count_orphan();
@@ -887,7 +903,7 @@ int BPF_KPROBE(fn_mid)
 	struct thread_state *ts = probe_thread(ctx, false);
 	struct fn_frame *f;
 
-	if (!ts || !ts->depth || ts->gen != generation)
+	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
 	f = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	if (f->id != id || f->flags & FRAME_PAIRED || now < f->start_ns)
@@ -1116,8 +1132,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 
 	if (!ref || !ts)
 		return 0;
-	if (ts->depth && ts->gen == generation)
-		count_drops(DROP_ABANDONED, ts->depth);
+	if (ts->depth)
+		count_drops(ts->gen == generation ? DROP_ABANDONED : DROP_DETACHED, ts->depth);
 	idx = ts->idx;
 	ref->idx1 = 0;
 	cpu = this_cpu_thread();

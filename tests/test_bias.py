@@ -184,10 +184,11 @@ def rate_slowdown(t):
 def test_max_overhead_bursts():
     # 100k calls of tiny() (single-stepped entry: ~10 us of probes per call here), each after
     # 40 us of work, and as much work again without calls: 8 s of work that tracing every call
-    # would slow by ~13%. Issue 5: with a 5% budget the slowdown stays under 5% and the
-    # estimated count (so the rate, over the same interval) is within 10% of the truth.
-    # Bursts then cover ~25% of the run; much less, and this VM's own speed, which drifts by
-    # 15-25% over tenths of a second, makes the sample unrepresentative (README).
+    # would slow by ~13%. Issue 5: with a 5% budget the slowdown stays under 5%. Issue 23: the
+    # estimated count was 14% off in one run of many (this VM's speed drifts: now and then a
+    # burst counts a third fewer calls per ms of work; and the probes cost the target a few %
+    # more than calibrated), so fnprof gives the count's range, and the truth must lie in it,
+    # in every run; a range wider than +-25% would say nothing.
     n, budget = 100000, 5
     rep, p = traced(["-f", "tiny", "--max-overhead", str(budget)], target("work"), "rate", n, 40)
     t, f = truth(p.stderr, "rate"), func(rep, "tiny")
@@ -199,8 +200,14 @@ def test_max_overhead_bursts():
     # Untraced, the target's reference reads a slowdown of 0.1 points at most; allowed: 0.5.
     slow = rate_slowdown(t)
     check(slow < (budget + 0.5) / 100, f"slowdown {100 * slow:.2f}% with --max-overhead {budget}")
-    check(abs(f["calls"] - n) <= 0.10 * n, f"estimated {f['calls']:.0f} calls of {n} "
-          f"({f['calls_measured']} measured, fraction {rep['attached_fraction']:.4f})")
+    rg, frg = f["calls_range"], rep["attached_fraction_range"]
+    check(rg["min"] is not None, f"no range for the estimate: {rg}")
+    what = (f"estimated {f['calls']:.0f} calls of {n}, range {rg['min']:.0f}..{rg['max']:.0f} "
+            f"({f['calls_measured']} measured, fraction {rep['attached_fraction']:.4f} in {frg})")
+    check(rg["min"] <= n <= rg["max"], what)
+    check(rg["min"] <= f["calls"] <= rg["max"] and 0.75 * f["calls"] <= rg["min"] and rg["max"] <= 1.25 * f["calls"],
+          what)
+    check(abs(rg["min"] - f["calls_measured"] / frg["max"]) <= 1, f"calls range and fraction range disagree: {what}")
     over = rep["overhead"]
     check(over["budget_pct"] == budget and over["over_budget"] is False, f"overhead {over}")
 

@@ -78,6 +78,11 @@ def test_ret_mode_exits_beyond_64_cold_part_indirect_tail_call():
 def test_burst_mode_thread_exiting_mid_call():
     # Threads end inside stuck() (pthread_exit); the tracepoint that sees them exit must read the
     # same probe generation as the probes, burst after burst, to count their open frames.
+    # Exact, by construction (issue 23): a frame of the current generation has every return seen
+    # (the generation moves on before the probes are taken out), so one open at exit is stuck's,
+    # abandoned; a frame from before a detach is counted apart (frames_detached), as is a call
+    # whose thread found no state. Once 244 abandoned against 241 entered: frames whose return
+    # the detach hid, counted abandoned at an exit during the detach.
     rep, p = traced(["--max-overhead", "5", "--exit=uretprobe", "-f", "busy", "-f", "stuck"],
                     target("reliab"), "threads", 1500, 20)
     check(rep.get("estimated"), "the probes were never detached: no bursts")
@@ -85,7 +90,10 @@ def test_burst_mode_thread_exiting_mid_call():
     ab = rep["dropped"]["abandoned_frames"]
     check(seen >= 50, f"only {seen:.0f} threads traced")
     check(ab >= 0.9 * seen, f"{ab} frames abandoned at thread exit, {seen:.0f} threads traced")
-    check(abs(ab - func(rep, "stuck")["entered"]) <= 2, f"{ab} abandoned, {func(rep, 'stuck')['entered']} entered")
+    entered, d = func(rep, "stuck")["entered"], rep["dropped"]
+    check(ab <= entered <= ab + d["frames_detached"] + d["no_thread_state"],
+          f"{ab} abandoned, {entered} entered, {d['frames_detached']} detached, {d['no_thread_state']} without state")
+    check(d["frames_detached"] <= 0.05 * entered, f"{d['frames_detached']} frames detached of {entered}")
 
 
 def test_statistics_memory_budget():

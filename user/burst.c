@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <math.h>
 #include <stdlib.h>
 
 #include "clock.h"
@@ -30,6 +31,8 @@
 #define IDLE_POLL_S 0.25
 /* The cost per call is measured again before a burst, at most this often. */
 #define REFRESH_S 0.5
+/* A burst's call rate is part of the range when it has this much of the target's work (ns). */
+#define RATED_WORK_NS 1e7
 
 static __u64 target_cpu(const struct burst *b, __u64 last)
 {
@@ -109,6 +112,8 @@ void burst_settle(struct burst *b, __u64 cpu, __u64 calls, double probe, __u64 p
 	if (b->on) {
 		b->burst_cpu += dcpu;
 		b->burst_probe += dprobe;
+		b->burst_calls += dcalls;
+		b->probe_on += dprobe;
 		b->work_on += dcpu > dprobe ? dcpu - dprobe : 0;
 	} else {
 		b->off_cpu += dcpu > unc ? dcpu - unc : 0;
@@ -168,6 +173,12 @@ static double next_cost(const struct burst *b)
 	return rate * next_on_len(b) + b->detach_cost;
 }
 
+static void new_burst(struct burst *b)
+{
+	b->burst_cpu = b->burst_probe = 0;
+	b->burst_calls = 0;
+}
+
 static void start_burst(struct burst *b, struct tracer *t, double now)
 {
 	double t0 = now;
@@ -181,10 +192,42 @@ static void start_burst(struct burst *b, struct tracer *t, double now)
 		  b->off_s, b->off_cpu / 1e6, b->detach_cost / 1e6, b->attach_s * 1e3);
 	b->on = true;
 	b->burst_len = next_on_len(b);
-	b->burst_cpu = b->burst_probe = 0;
+	new_burst(b);
 	tracer_count_calls(t, true);
 	b->phase_start = monotonic_s();
 	b->phase_end = b->phase_start + b->burst_len;
+}
+
+static double rate_at(const struct burst *b, double scale)
+{
+	double work = b->burst_cpu - scale * b->burst_probe;
+
+	return work > 0 ? b->burst_calls / work : NAN;
+}
+
+void burst_rate(struct burst *b)
+{
+	double work = b->burst_cpu - b->burst_probe, r = rate_at(b, 1);
+
+	if (work < RATED_WORK_NS || isnan(r))
+		return;
+	b->rated_work += work;
+	b->rate_sum += work * r;
+	b->rate_sq_sum += work * r * r;
+	b->nr_rated++;
+}
+
+double burst_rate_error(const struct burst *b)
+{
+	double mean, var;
+
+	if (b->nr_rated < BURST_MIN_RATED || !(b->rate_sum > 0))
+		return NAN;
+	mean = b->rate_sum / b->rated_work;
+	var = b->rate_sq_sum / b->rated_work - mean * mean;
+	/* The weighted variance, with Bessel's correction for a sample of nr_rated. */
+	var = var > 0 ? var * b->nr_rated / (b->nr_rated - 1) : 0;
+	return 3 * sqrt(var / b->nr_rated) / mean;
 }
 
 static void end_burst(struct burst *b, struct tracer *t, double now)
@@ -193,17 +236,20 @@ static void end_burst(struct burst *b, struct tracer *t, double now)
 
 	tracer_count_calls(t, false);
 	settle(b, t);
+	burst_rate(b);
 	b->burst_len = now - b->phase_start;
 	b->on_s += b->burst_len;
 	b->nr_bursts++;
 	b->first = false;
 	s = burst_slowdown(b);
-	log_debug("burst: %.1f ms, probes slow the target by %.1f%%; account %.2f ms",
-		  b->burst_len * 1e3, 100 * s, burst_account(b) / 1e6);
+	log_debug("burst: %.1f ms, %llu calls in %.2f ms of CPU (probes %.2f ms): %.2f a ms of work, "
+		  "probes slow the target by %.1f%%; account %.2f ms", b->burst_len * 1e3,
+		  (unsigned long long)b->burst_calls, b->burst_cpu / 1e6, b->burst_probe / 1e6, 1e6 * rate_at(b, 1),
+		  100 * s, burst_account(b) / 1e6);
 	if (s <= MARGIN * b->budget && burst_account(b) >= 0) {
 		/* Within budget: stay attached, look again later. */
 		tracer_count_calls(t, true);
-		b->burst_cpu = b->burst_probe = 0;
+		new_burst(b);
 		b->phase_start = now;
 		b->phase_end = now + period(b);
 		return;
@@ -271,8 +317,48 @@ double burst_tick(struct burst *b, struct tracer *t, double now)
 	return next < now ? now : next > now + IDLE_POLL_S ? now + IDLE_POLL_S : next;
 }
 
-double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint,
-			   double *uncounted_ns)
+/*
+ * The counts at the probes' cost x scale over the counts at their median:
+ * the work in bursts (work_on, probe_on of it probe time at the median) and
+ * in all (cpu, probe) moves with it.
+ */
+static double cost_shift(double scale, double work_on, double probe_on, double cpu, double probe)
+{
+	double on = work_on - (scale - 1) * probe_on, all = cpu - scale * probe;
+
+	return on > 0 && all > 0 ? all / (cpu - probe) * work_on / on : NAN;
+}
+
+/* The range of sh->fraction: see struct burst_share. */
+static void share_range(const struct burst *b, double work_on, double probe_on, double cpu, double probe,
+			struct burst_share *sh)
+{
+	double err = burst_rate_error(b), lo, hi, up, down;
+
+	sh->lo = sh->hi = NAN;
+	lo = hi = 1;
+	if (b->cal)
+		calib_cost_spread(b->cal, b->cases, &lo, &hi);
+	up = cost_shift(hi, work_on, probe_on, cpu, probe) * (1 + err);
+	down = cost_shift(lo, work_on, probe_on, cpu, probe) * (1 - err);
+	log_debug("burst: %d bursts' call rates: mean %.2f a ms of work, error %.1f%%; the probes' cost x %.2f "
+		  "to %.2f", b->nr_rated, b->rated_work > 0 ? 1e6 * b->rate_sum / b->rated_work : 0, 100 * err,
+		  lo, hi);
+	if (isnan(up) || isnan(down) || down <= 0 || sh->fraction >= 1)
+		return;
+	/* More calls than counted stand for a smaller share, and the other way round. */
+	sh->lo = sh->fraction / (up > 1 ? up : 1);
+	sh->hi = sh->fraction / (down < 1 ? down : 1);
+	sh->hi = sh->hi > 1 ? 1 : sh->hi;
+}
+
+static double clamp_share(double f)
+{
+	return f > 1 ? 1 : f < 0.001 ? 0.001 : f;
+}
+
+void burst_take_share(struct burst *b, struct tracer *t, double now, __u64 cpu_hint, double *uncounted_ns,
+		      struct burst_share *sh)
 {
 	double work_all, work_on, on_s, f;
 
@@ -294,14 +380,17 @@ double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 
 	log_debug("burst: report: target work %.1f ms, %.1f ms of it traced; probes %.1f ms "
 		  "(%.1f ms uncounted); %.2f s attached, %d bursts", work_all / 1e6, work_on / 1e6, (b->probe_all - b->probe_taken) / 1e6,
 		  (b->uncounted_ns - b->uncounted_taken) / 1e6, on_s - b->on_taken, b->nr_bursts);
+	sh->fraction = clamp_share(f);
+	share_range(b, work_on, b->probe_on - b->probe_on_taken, b->cpu0 - b->cpu_taken, b->probe_all - b->probe_taken,
+		    sh);
 	*uncounted_ns = b->uncounted_ns - b->uncounted_taken;
 	b->work_on_taken = b->work_on;
 	b->probe_taken = b->probe_all;
 	b->uncounted_taken = b->uncounted_ns;
+	b->probe_on_taken = b->probe_on;
 	b->on_taken = on_s;
 	b->cpu_taken = b->cpu0;
 	b->taken_at = now;
-	return f > 1 ? 1 : f < 0.001 ? 0.001 : f;
 }
 
 void burst_rebase(struct burst *b, struct tracer *t)
@@ -309,9 +398,15 @@ void burst_rebase(struct burst *b, struct tracer *t)
 	peek_probe_ns(t, b->cal, &b->calls0);
 }
 
-double burst_total_fraction(const struct burst *b)
+static double total_fraction(const struct burst *b)
 {
 	double work_all = (double)(b->cpu0 - b->cpu_start) - b->probe_all;
 
 	return work_all > 1e4 && b->work_on < work_all ? b->work_on / work_all : 1;
+}
+
+void burst_total_share(const struct burst *b, struct burst_share *sh)
+{
+	sh->fraction = total_fraction(b);
+	share_range(b, b->work_on, b->probe_on, b->cpu0 - b->cpu_start, b->probe_all, sh);
 }

@@ -38,6 +38,7 @@ struct burst {
 	__u64 paused0;        /* calls that hit the probes while they did not count */
 	/* The current (or last) burst: */
 	double burst_cpu, burst_probe;
+	__u64 burst_calls;    /* calls counted in it */
 	double burst_len;     /* its length, s */
 	double detach_cost;   /* probe time of the calls not counted since (detaching, attaching) */
 	double attach_s, switch_s;  /* how long the last attach, and attach + detach, took */
@@ -57,7 +58,31 @@ struct burst {
 	double work_on_taken, probe_taken, on_taken, taken_at, uncounted_taken;
 	__u64 cpu_taken;
 	__u64 cpu_start;      /* target CPU time when the run began */
+	/*
+	 * The bursts' call rates (calls per ns of the target's work), over the
+	 * bursts long enough to rate: their sums weighted by work, for their
+	 * mean and spread.
+	 */
+	double rated_work, rate_sum, rate_sq_sum;
+	int nr_rated;
+	double probe_on, probe_on_taken;  /* the counted calls' probe time, ns */
 };
+
+/*
+ * The share of the target's work the counts stand for, and the range it may
+ * lie in (NaN: not known, fewer than BURST_MIN_RATED bursts rated): the
+ * estimated counts are the measured ones / fraction, so between measured /
+ * hi and measured / lo. The range holds the error of the bursts' mean call
+ * rate (the machine's speed drifts, and the bursts sample it) and that of
+ * the probes' cost, at the quartiles of its measurements (the work a burst
+ * did is its CPU time less their cost).
+ */
+struct burst_share {
+	double fraction, lo, hi;
+};
+
+/* A range needs the call rates of this many bursts: fewer say nothing of how the rate moves. */
+#define BURST_MIN_RATED 3
 
 void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
 		pid_t pid, struct tracer *t, double now);
@@ -67,16 +92,26 @@ double burst_tick(struct burst *b, struct tracer *t, double now);
 
 /*
  * At a report, before the tracer's buffers are drained: the fraction of the
- * target's work since the last report that was traced (the counts' sample).
+ * target's work since the last report that was traced (the counts' sample),
+ * and its range.
  * cpu_hint: the target's CPU time as the caller knows it, for a target that
  * has exited (its own clock is gone then; a reaped child's rusage is not).
  * *uncounted_ns: the probe time of the calls not counted since the last report.
  */
-double burst_take_fraction(struct burst *b, struct tracer *t, double now, __u64 cpu_hint,
-			   double *uncounted_ns);
+void burst_take_share(struct burst *b, struct tracer *t, double now, __u64 cpu_hint, double *uncounted_ns,
+		      struct burst_share *sh);
 
-/* The same fraction for the whole run, as of the last burst_take_fraction. */
-double burst_total_fraction(const struct burst *b);
+/* The same for the whole run, as of the last burst_take_share. */
+void burst_total_share(const struct burst *b, struct burst_share *sh);
+
+/* Rates the burst that ends (burst_tick does it; for tests): its calls over its work. */
+void burst_rate(struct burst *b);
+
+/*
+ * The relative error of the bursts' mean call rate (three standard errors),
+ * NaN with fewer than BURST_MIN_RATED rated bursts.
+ */
+double burst_rate_error(const struct burst *b);
 
 /*
  * The account's step, for burst_tick() and the others (and for tests): adds

@@ -306,6 +306,19 @@ void calib_refresh_cost(struct calibration *c, unsigned int mask)
 	}
 }
 
+void calib_cost_spread(const struct calibration *c, unsigned int mask, double *lo, double *hi)
+{
+	unsigned int k;
+
+	*lo = *hi = 1;
+	for (k = 0; k < CAL_NR; k++) {
+		if (!(mask & c->cases & (1U << k)) || !(c->cost_ns[k] > 0) || isnan(c->cost_lo[k]))
+			continue;
+		*lo = fmin(*lo, c->cost_lo[k] / c->cost_ns[k]);
+		*hi = fmax(*hi, c->cost_hi[k] / c->cost_ns[k]);
+	}
+}
+
 unsigned int calib_cases_of(const struct probe *p)
 {
 	unsigned int mask = 1U << p->kind;

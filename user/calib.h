@@ -98,6 +98,12 @@ void calib_figures(struct calibration *c);
  * cost_ns becomes the median of all the measurements.
  */
 void calib_refresh_cost(struct calibration *c, unsigned int mask);
+/*
+ * How far the cost per call of the cases in mask may be from cost_ns: the
+ * calibration rounds' cheapest and dearest (cost_lo, cost_hi) over it, the
+ * widest over the cases (1 and 1 with none).
+ */
+void calib_cost_spread(const struct calibration *c, unsigned int mask, double *lo, double *hi);
 /* The cases whose costs make up the cost of p's probes (calib_cost). */
 unsigned int calib_cases_of(const struct probe *p);
 /* Those of every probe of pl. */

@@ -374,10 +374,12 @@ static void reap_child(struct run *r)
 }
 
 static void print_trace_report(struct run *r, const struct fn_stats *stats, const __u64 *drops,
-			       double span, __u64 cpu, bool total, double attached, __u64 self_cpu)
+			       double span, __u64 cpu, bool total, const struct burst_share *attached,
+			       __u64 self_cpu)
 {
 	struct report rep = {
-		.attached_fraction = attached, .max_overhead_pct = r->o->max_overhead_pct,
+		.attached_fraction = attached->fraction, .attached_lo = attached->lo, .attached_hi = attached->hi,
+		.max_overhead_pct = r->o->max_overhead_pct,
 		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
 		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
 		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
@@ -444,7 +446,7 @@ static int report(struct run *r, bool final)
 {
 	double t = monotonic_s(), span = t - r->t_last;
 	__u64 drops[DROP_NR] = {}, self_cpu;
-	double attached;
+	struct burst_share attached = { 1, 1, 1 }, whole = { 1, 1, 1 };
 	size_t i;
 
 	/*
@@ -460,7 +462,8 @@ static int report(struct run *r, bool final)
 		steps_mark("final calibration");
 	update_cpu(r);
 	self_cpu = self_usage(NULL);
-	attached = r->bursts ? burst_take_fraction(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns) : 1;
+	if (r->bursts)
+		burst_take_share(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns, &attached);
 	if (r->tracer) {
 		if (drain(r))
 			return EXIT_FAIL;
@@ -473,12 +476,14 @@ static int report(struct run *r, bool final)
 			r->total_drops[i] += drops[i];
 		/* A run with a single report: that report is the total. */
 		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports, attached,
+				   final && !r->nr_reports, &attached,
 				   /* The only report is the total: start-up included. */
 				   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
+		if (final && r->bursts)
+			burst_total_share(&r->burst, &whole);
 		if (final && r->nr_reports)
 			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
-					   true, r->bursts ? burst_total_fraction(&r->burst) : 1, self_cpu);
+					   true, &whole, self_cpu);
 		memset(r->interval, 0, r->nr_slots * r->pl.nr * sizeof(*r->interval));
 		memset(r->interval_drops, 0, sizeof(r->interval_drops));
 	}

@@ -40,6 +40,8 @@ static const struct {
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
+	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
+					       "whether and when they returned was not seen (not timed)" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -98,6 +100,19 @@ static bool estimated(const struct report *r)
 	return extrapolation(r) > 1;
 }
 
+/* An estimated count c's range: measured / the fraction's highest and lowest (NaN: not known). */
+static void calls_range(const struct report *r, double measured, double *lo, double *hi)
+{
+	*lo = *hi = measured;
+	if (!estimated(r))
+		return;
+	*lo = *hi = NAN;
+	if (r->attached_lo > 0 && r->attached_hi >= r->attached_lo) {
+		*lo = measured / r->attached_hi;
+		*hi = measured / r->attached_lo;
+	}
+}
+
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig)
 {
 	const struct probe *p = &r->pl->probes[s - r->stats];
@@ -109,6 +124,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	if (r->cal)
 		calib_bias_range(r->cal, p, &fig->bias_lo, &fig->bias_hi);
 	fig->calls = s->calls * est;
+	calls_range(r, s->calls, &fig->calls_lo, &fig->calls_hi);
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
 	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
@@ -208,6 +224,24 @@ static bool any_nesting(const struct report *r)
 	return false;
 }
 
+/*
+ * Burst mode: how the counts were made, and how far off they may be (the
+ * bursts' call rates moved: the machine's speed drifts, the probes' cost too).
+ */
+static void print_estimated(const struct report *r, FILE *f)
+{
+	double lo, hi;
+
+	fprintf(f, "~ estimated: probes attached %.1f%% of the time (--max-overhead); "
+		   "counts, rates and CPU%% extrapolated", 100 * r->attached_fraction);
+	calls_range(r, 1, &lo, &hi);
+	if (isnan(lo))
+		fprintf(f, ", their error unknown (too few bursts to compare)\n");
+	else
+		fprintf(f, ", within %+.0f%% to %+.0f%% (the bursts' call rates)\n",
+			100 * (lo * r->attached_fraction - 1), 100 * (hi * r->attached_fraction - 1));
+}
+
 static void print_header(const struct report *r, FILE *f, bool self, const struct traced_proc *child, size_t w)
 {
 	char b[16];
@@ -227,8 +261,7 @@ static void print_header(const struct report *r, FILE *f, bool self, const struc
 		fprintf(f, "\n%s pid %d, %.2f s%s%s\n", r->total ? "total:" : "fnprof:", r->pid, r->interval_s,
 			r->note ? ", " : "", r->note ? r->note : "");
 	if (estimated(r))
-		fprintf(f, "~ estimated: probes attached %.1f%% of the time (--max-overhead); "
-			   "counts, rates and CPU%% extrapolated\n", 100 * r->attached_fraction);
+		print_estimated(r, f);
 	fprintf(f, "%-*s %9s %9s %8s %8s %8s %8s %8s %8s %8s%s %6s %6s\n", (int)w, "FUNCTION", "CALLS",
 		"CALLS/s", "AVG", "P50", "P99", "MAX", "MIN", "ONCPU", "OFFCPU", self ? "     SELF" : "",
 		"CPU%", "%PROC");
@@ -770,6 +803,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_str(j, "object", p->object);
 	json_u64(j, "calls", (__u64)(g.calls + 0.5));
 	json_u64(j, "calls_measured", s->calls);
+	json_obj_begin(j, "calls_range");
+	json_f64(j, "min", g.calls_lo);
+	json_f64(j, "max", g.calls_hi);
+	json_obj_end(j);
 	json_u64(j, "entered", s->entered);
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	if (g.timed)
@@ -925,6 +962,10 @@ void report_print_json(const struct report *r, FILE *f)
 	json_bool(&j, "total", r->total);
 	json_bool(&j, "estimated", estimated(r));
 	json_f64(&j, "attached_fraction", estimated(r) ? r->attached_fraction : 1.0);
+	json_obj_begin(&j, "attached_fraction_range");
+	json_f64(&j, "min", estimated(r) ? r->attached_lo : 1.0);
+	json_f64(&j, "max", estimated(r) ? r->attached_hi : 1.0);
+	json_obj_end(&j);
 	if (r->proc_cpu_known)
 		json_u64(&j, "proc_cpu_ns", r->proc_cpu_ns);
 	if (r->note)

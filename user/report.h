@@ -36,6 +36,7 @@ struct report {
 	 */
 	double cost_lo, cost_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
+	double attached_lo, attached_hi; /* the range the fraction may lie in (NaN: not known) */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
 	double self_wall_s;         /* the time it was spent over (for a total: since fnprof started) */
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
@@ -53,6 +54,7 @@ void report_prepare(struct report *r);
 struct fn_figures {
 	bool timed;                 /* false for --entry-only functions: calls only */
 	double calls;               /* extrapolated in burst mode */
+	double calls_lo, calls_hi;  /* the range the count lies in (NaN: not known; both calls when exact) */
 	double bias_ns;             /* subtracted from each call: own probes + traced descendants' */
 	double bias_lo, bias_hi;    /* the range its own probes' median bias took in the calibrations'
 				       rounds (NaN: not known): the figures' error bar */

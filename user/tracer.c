@@ -802,8 +802,15 @@ int tracer_pause(struct tracer *t)
 	if (t->paused)
 		return 0;
 	t->skel->bss->paused = 1;
-	uprobes_detach(&t->links);
+	/*
+	 * A new generation before the probes go: once the kernel has taken a
+	 * return probe's handler out, a frame's return may go unseen, so the
+	 * frames open now cannot be told abandoned (a thread exiting mid-call)
+	 * from returned. Frames of the last generation still take their returns
+	 * while the handlers last; those left are counted as detached.
+	 */
 	t->skel->bss->generation++;
+	uprobes_detach(&t->links);
 	t->paused = true;
 	return 0;
 }

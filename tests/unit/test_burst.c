@@ -60,10 +60,41 @@ static void uncounted_calls_spend_too(void)
 static void fraction_by_work(void)
 {
 	struct burst b = start();
+	struct burst_share sh;
 
-	CHECK(burst_total_fraction(&b) == 1);         /* no work yet: nothing to extrapolate */
+	burst_total_share(&b, &sh);
+	CHECK(sh.fraction == 1);         /* no work yet: nothing to extrapolate */
 	burst_then_pause(&b);
-	CHECK(NEAR(burst_total_fraction(&b), 9 * MS / (100 * MS - 1.1 * MS)));
+	burst_total_share(&b, &sh);
+	CHECK(NEAR(sh.fraction, 9 * MS / (100 * MS - 1.1 * MS)));
+	CHECK(isnan(sh.lo) && isnan(sh.hi));   /* no burst rated: the error is not known */
+}
+
+/* Issue 23: the range of an estimate is three standard errors of the bursts' mean call rate. */
+static void range_from_burst_rates(void)
+{
+	struct burst b = start();
+	struct burst_share sh;
+	static const __u64 calls[] = { 1000, 1000, 1000, 500 };  /* one slow burst: half the calls */
+	double err;
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		b.burst_cpu = 20 * MS;
+		b.burst_probe = 0;
+		b.burst_calls = calls[i];
+		burst_rate(&b);
+		CHECK(b.nr_rated == (int)i + 1 && (i < 2 ? isnan(burst_rate_error(&b)) : !isnan(burst_rate_error(&b))));
+	}
+	/* Rates 50, 50, 50, 25 a ms of work (equal weights): mean 43.75, sample sd 12.5, 3 SE 18.75. */
+	err = burst_rate_error(&b);
+	CHECK(NEAR(err, 18.75 / 43.75));
+	b.burst_cpu = 1 * MS;   /* too little work to rate */
+	burst_rate(&b);
+	CHECK(b.nr_rated == 4);
+	burst_then_pause(&b);
+	burst_total_share(&b, &sh);
+	CHECK(NEAR(sh.lo, sh.fraction / (1 + err)) && NEAR(sh.hi, sh.fraction / (1 - err)));
 }
 
 /* New calls are priced at the buffer's current price per call; calls the buffer lost are not negative. */
@@ -84,6 +115,7 @@ int main(void)
 	RUN(counted_calls_spend);
 	RUN(uncounted_calls_spend_too);
 	RUN(fraction_by_work);
+	RUN(range_from_burst_rates);
 	RUN(price_moves_with_the_buffer);
 	UNIT_EXIT();
 }
