@@ -110,10 +110,10 @@ def test_cxx_leaf_gets_a_uretprobe_exits_stay_ret_elsewhere():
     # Issue 22, exits: in a C++ program every return was a ret probe, single-stepped (~10 us a
     # call here, against ~1 us for a uretprobe). mix() calls nothing, so no exception, longjmp or
     # stack switch passes its frame: a uretprobe. middle(), which an exception passes, keeps ret.
-    want = plain_output(target("cxx_leaf"), 3000)
-    rep, p = traced(["-f", "app::mix", "-f", "app::middle"], target("cxx_leaf"), 3000)
+    want = plain_output(target("cxx_throw"), 3000)
+    rep, p = traced(["-f", "lib::mix", "-f", "app::middle"], target("cxx_throw"), 3000)
     check(p.stdout == want, f"output changed: {p.stdout!r} vs {want!r}")
-    mix, mid = func(rep, "app::mix(long)"), func(rep, "app::middle(int)")
+    mix, mid = func(rep, "lib::mix(long)"), func(rep, "app::middle(int)")
     check(mix["exit"] == "uretprobe" and "leaf" in (mix.get("exit_why") or ""), f"mix: {mix['exit']} {mix.get('exit_why')}")
     check(mid["exit"] == "ret", f"middle: {mid['exit']}")
     check(mix["calls"] == truth(p.stderr, "mix")["calls"], f"mix: {mix['calls']} calls")
