@@ -7,6 +7,7 @@
 #include "json.h"
 #include "report.h"
 #include "sanitize.h"
+#include "slow_report.h"
 #include "stats.h"
 #include "steps.h"
 
@@ -620,6 +621,8 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 	for (k = 1; k < r->nr_procs; k++)
 		if (child_report(r, k, &c))
 			print_table(&c, f, hist, &r->procs[k]);
+	if (r->slow)
+		slow_print_table(r->slow, r->pl, f);
 }
 
 static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
@@ -850,6 +853,8 @@ void report_print_json(const struct report *r, FILE *f)
 	json_functions(&j, r);
 	if (r->nr_procs > 1)
 		json_children(&j, r);
+	if (r->slow)
+		slow_print_json(r->slow, r->pl, &j);
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "fnprof.h"
 #include "probe.h"
+#include "slow.h"
 #include "tracer.h"
 
 struct report {
@@ -41,6 +42,7 @@ struct report {
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
+	const struct slow_view *slow;  /* --slow: the report's slow calls, or NULL */
 };
 
 /* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */
