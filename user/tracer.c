@@ -285,10 +285,10 @@ static int load(struct tracer *t, const struct events *evs)
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	/*
-	 * Without -e or --follow-forks, the target's probes need not wait for
-	 * the tracepoint programs (see attach()).
+	 * Without -e, --follow-forks or --slow, the target's probes need not
+	 * wait for the tracepoint programs (see attach()).
 	 */
-	if (evs || t->nr_slots > 1 || t->per_process)
+	if (evs || t->nr_slots > 1 || t->per_process || t->slow_ns)
 		err = trace_load(setup, &a, &t->skel, &t->sched);
 	else
 		err = trace_load_early(setup, &a, &t->skel, &t->sched, &t->pending);
@@ -453,8 +453,9 @@ static int finish_load(struct tracer *t)
  * While the tracepoint programs still load (t->pending), the target's
  * probes go in first: its calls are counted and timed from then on, and only
  * the on/off-CPU split of a call switched out before sched_switch's program
- * is attached (~10 ms later) counts that time as on-CPU. Fork children and
- * system calls (--follow-forks, -e) need their tracepoints first.
+ * is attached (~10 ms later) counts that time as on-CPU. Fork children,
+ * system calls and slow calls (--follow-forks, -e, --slow: each slow
+ * call's split and blocked stack are the point) need their tracepoints first.
  */
 static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
