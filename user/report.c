@@ -155,19 +155,6 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 		fig->proc_pct = 100.0 * est * oncpu / r->proc_cpu_ns;
 }
 
-const char *probe_display_name(const struct probe *p, char *buf, size_t size)
-{
-	const char *base = strrchr(p->object, '/');
-	char raw[1024];
-
-	if (p->main_exe)
-		snprintf(raw, sizeof(raw), "%s", p->name);
-	else
-		snprintf(raw, sizeof(raw), "%s:%s", base ? base + 1 : p->object, p->name);
-	/* The names come from the target: no terminal escapes. */
-	return sanitize_term(raw, buf, size);
-}
-
 /* Report order: most wall time (outermost calls) first, uncalled functions last. */
 static const struct report *sort_ctx;
 

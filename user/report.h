@@ -74,8 +74,6 @@ struct fn_figures {
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig);
 
-/* "name" for the main executable, "libc.so.6:malloc" for others. */
-const char *probe_display_name(const struct probe *p, char *buf, size_t size);
 
 void report_print_table(const struct report *r, FILE *f, bool hist);
 void report_print_json(const struct report *r, FILE *f);

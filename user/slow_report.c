@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "hist.h"
-#include "report.h"
 #include "sanitize.h"
 #include "slow_report.h"
 
