@@ -219,4 +219,49 @@ enum prof_drop {
 	PDROP_NR,
 };
 
+/* --- Slow calls (--slow: trace.bpf.c, slow.bpf.h) ------------------------- */
+
+#define FNPROF_SLOW_KDEPTH 48     /* kernel frames kept of a blocked stack */
+#define FNPROF_SLOW_STACK 8192    /* user stack bytes copied for each of a slow call's stacks */
+#define FNPROF_SLOW_SLACK 4096    /* room for a page-sized read at any offset below that */
+
+/*
+ * One stack of a slow call: kernel frames (innermost first, as bpf_get_stack
+ * gives them), then the user registers and stack copy to unwind (DWARF).
+ */
+struct slow_stack {
+	__u32 nr_kips;
+	__u32 pad;
+	__u64 kips[FNPROF_SLOW_KDEPTH];
+	struct dwarf_sample user;          /* followed by its stack_len bytes: */
+	__u8 bytes[FNPROF_SLOW_STACK + FNPROF_SLOW_SLACK];
+};
+
+/* The entry stack was taken at the function's ret instruction: its own frame is in it. */
+#define SLOW_AT_RET 1U
+/* `blocked` holds the stack of the call's longest block. */
+#define SLOW_BLOCKED 2U
+
+/* A call of a traced function that took --slow or longer, sent at its return. */
+struct slow_call {
+	__u64 wall_ns, oncpu_ns, runq_ns, blocked_ns;
+	__u64 block_ns;      /* the longest block of the call (its stack: blocked); 0: it never blocked */
+	__u64 end_ns;        /* CLOCK_MONOTONIC at the return */
+	__u64 fn_ip;         /* the function's address: the entry stack's innermost frame */
+	__u32 id, pid, tid;
+	__u32 flags;         /* SLOW_* */
+	/* The caller's stack as at entry: taken at the return, where the callers' frames are unchanged. */
+	struct slow_stack entry;
+	struct slow_stack blocked;
+};
+
+/* Slow calls not kept, and stacks not taken; [SLOWDROP_NR] in a per-CPU array. */
+enum slow_drop {
+	SLOWDROP_RATE,       /* over the rate limit (slow calls sent per second) */
+	SLOWDROP_RINGBUF,    /* the ring buffer to user space was full */
+	SLOWDROP_NO_BLOCK,   /* sent without the longest block's stack: no capture slot was free */
+	SLOWDROP_SEEN,       /* slow calls seen, kept or not */
+	SLOWDROP_NR,
+};
+
 #endif /* FNPROF_H */

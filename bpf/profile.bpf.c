@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "fnprof.h"
+#include "ustack.bpf.h"
 
 #define EFAULT 14  /* not in vmlinux.h: errno values are macros */
 
@@ -83,33 +84,6 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	return id;
 }
 
-/*
- * Copies up to stack_bytes of the user stack from sp, a page at a time: a
- * read that runs past the stack's last page fails whole, so the copy stops
- * at the first page that cannot be read (the top of the stack). Returns the
- * bytes copied.
- */
-static __always_inline __u32 copy_stack(struct sample_buf *b, __u64 sp)
-{
-	__u64 want = stack_bytes < FNPROF_MAX_STACK_COPY ? stack_bytes : FNPROF_MAX_STACK_COPY;
-	__u64 got = 0, chunk;
-	int i;
-
-	for (i = 0; i < FNPROF_MAX_STACK_COPY / 4096 + 1; i++) {
-		chunk = 4096 - ((sp + got) & 4095);
-		if (chunk > want - got)
-			chunk = want - got;
-		/* Checked on the very registers passed on: the verifier must see both bounds. */
-		asm volatile("" : "+r"(chunk), "+r"(got));
-		if (!chunk || chunk > 4096 || got >= FNPROF_MAX_STACK_COPY)
-			break;
-		if (bpf_probe_read_user(&b->stack[got], chunk, (void *)(sp + got)))
-			break;
-		got += chunk;
-	}
-	return got;
-}
-
 /* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
 static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
 {
@@ -131,18 +105,13 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
-	__u64 *g;
-
 	if (!b)
 		return;
-	g = b->hdr.regs;
-	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
-	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
-	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+	ustack_regs(b->hdr.regs, r);
 	b->hdr.tid = tid;
 	pending_returns(task, &b->hdr);
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
-	len = copy_stack(b, r->sp);
+	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
 	if (len > FNPROF_MAX_STACK_COPY)
 		len = FNPROF_MAX_STACK_COPY;
 	b->hdr.stack_len = len;

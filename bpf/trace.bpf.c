@@ -500,6 +500,9 @@ static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
 	return true;
 }
 
+/* --slow: each slow call's record (slow_enter, slow_emit, slow_block_begin/end). */
+#include "slow.bpf.h"
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -559,6 +562,8 @@ int BPF_KPROBE(fn_entry)
 	f->runq0 = ts->runq_cum;
 	f->blocked0 = ts->blocked_cum;
 	f->child_wall = 0;
+	if (slow_ns)
+		slow_enter(ts, d, f);
 	/* Outermost activation of this function? Only those count for CPU%. */
 	f->outer = 1;
 	for (i = 0; i < FNPROF_MAX_DEPTH && i < d; i++) {
@@ -858,6 +863,9 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		call_counters(ts, tc, k, parent != NULL, &c);
 	}
 	account(f->slot, id, &c, f);
+	if (slow_ns && c.wall >= slow_ns)
+		slow_emit(ctx, ts, k, f, &(struct slow_figures){ .wall = c.wall, .oncpu = c.oncpu, .runq = c.runq,
+			  .blocked = c.blocked, .now = now, .id = id, .at_ret = at_ret });
 	if (parent) {
 		parent->child_wall += c.wall;
 		parent->child_calls++;
@@ -1013,6 +1021,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts->out_probe = in_entry_probe(prev, ts, now);
 			ts->out_runnable = switched_out_runnable(preempt, prev);
 			ts->out_cpu = bpf_get_smp_processor_id();
+			if (slow_ns && !ts->out_runnable && !ts->out_probe)
+				slow_block_begin(ctx, prev, ts);
 			if (ts->out_runnable)
 				ts->ivcsw_cum++;
 			else
@@ -1040,6 +1050,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		ts->runq_cum += now - ts->out_ns;
 	else
 		ts->blocked_cum += now - ts->out_ns;
+	if (slow_ns && !ts->out_probe && !ts->out_runnable)
+		slow_block_end(ts, now - ts->out_ns);
 	ts->out_ns = 0;
 	if (ts->out_cpu != bpf_get_smp_processor_id())
 		ts->mig_cum++;

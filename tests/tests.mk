@@ -45,6 +45,11 @@ $(NOFP_PROGS): $(TEST_BIN)/%_nofp: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread -lm
 
+# --slow's target: no frame pointers, so that its stacks need DWARF (a rule of its own beats the pattern's).
+$(TEST_BIN)/slowcall: tests/targets/slowcall.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@
+
 $(CET_PROGS): $(TEST_BIN)/%_cet: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@ -lpthread -lm

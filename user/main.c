@@ -40,6 +40,7 @@
 #include "uprobe_warm.h"
 #include "sample.h"
 #include "sanitize.h"
+#include "slow.h"
 #include "stats.h"
 #include "tracer.h"
 #include "upgrade.h"
@@ -73,6 +74,7 @@ struct run {
 	struct sampler *sampler;
 	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
 	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
+	struct slow *slow;          /* --slow: the slow calls' records */
 	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
 	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
 	__u64 interval_drops[DROP_NR];
@@ -276,6 +278,17 @@ static int watch_upgrades(struct run *r)
 	return 0;
 }
 
+/* --slow: the thread that reads, unwinds and names the slow calls. 0 or EXIT_FAIL. */
+static int start_slow(struct run *r)
+{
+	const struct slow_conf c = { .pid = r->pid, .rb_fd = tracer_slow_fd(r->tracer), .threshold_ns = r->o->slow_ns };
+	int err = slow_start(&c, &r->slow);
+
+	if (err)
+		log_err("cannot set up --slow: %s", strerror(-err));
+	return err ? EXIT_FAIL : 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -305,6 +318,7 @@ static int start_tracing(struct run *r)
 		.more_pids = r->o->pids + 1, .nr_more = r->o->nr_pids > 1 ? r->o->nr_pids - 1 : 0,
 		/* --by system-wide: figures per process, for the metrics' labels */
 		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
+		.slow_ns = r->o->slow_ns, .slow_rate = SLOW_RATE,
 	};
 
 	if (calib) {
@@ -314,6 +328,8 @@ static int start_tracing(struct run *r)
 	if (tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer))
 		return EXIT_FAIL;
 	r->nr_slots = tracer_nr_slots(r->tracer);
+	if (r->o->slow_ns && start_slow(r))
+		return EXIT_FAIL;
 	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
 	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
 	r->delta = calloc(r->nr_slots * r->pl.nr, sizeof(*r->delta));
@@ -391,13 +407,22 @@ static void print_trace_report(struct run *r, const struct fn_stats *stats, cons
 		.self_wall_s = total ? monotonic_s() - r->t_exec : span,
 	};
 
+	struct slow_view slow;
+	__u64 slow_drops[SLOWDROP_NR];
+
 	self_usage(&rep.self_rss_kib);
 	memcpy(rep.drops, drops, sizeof(rep.drops));
+	/* An interval's slow calls, or the run's kept ones for a total after interval reports. */
+	if (r->slow && !tracer_slow_drops(r->tracer, slow_drops) &&
+	    !slow_view(r->slow, slow_drops, total && r->nr_reports, &slow))
+		rep.slow = &slow;
 	report_prepare(&rep);
 	if (r->o->json)
 		report_print_json(&rep, r->out);
 	else
 		report_print_table(&rep, r->out, r->o->hist);
+	if (rep.slow)
+		slow_view_free(&slow);
 }
 
 static const struct calibration *bias_to_subtract(const struct run *r)
@@ -674,6 +699,7 @@ static int list_probes(struct run *r)
 static void cleanup(struct run *r)
 {
 	export_stop(r->export);
+	slow_stop(r->slow);
 	tracer_stop(r->tracer);
 	upgrades_free(r->upgrades);
 	calib_free_probes(r->self);

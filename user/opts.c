@@ -53,6 +53,10 @@ static const char usage_text[] =
 "      --entry-only       count calls only (no return probes, no latency)\n"
 "      --stepped=MODE     single-stepped entries: pair (default: a twin probe on the next\n"
 "                         instruction times each call's step) or single (one probe, cheaper)\n"
+"      --slow DURATION    for each call of a -f function that takes DURATION or longer\n"
+"                         (500us, 2ms, 1s): its on-CPU, run-queue and blocked time, its\n"
+"                         caller's stack and the stack where it blocked longest (at most\n"
+"                         100 a second; the last 20 shown after the table, 256 in --json)\n"
 "      --max-overhead PCT keep the probes' cost under PCT% of the target's CPU time: attach\n"
 "                         them in bursts and extrapolate (figures marked as estimates)\n"
 "\n"
@@ -114,7 +118,7 @@ enum {
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
 	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG, OPT_STEPPED,
-	OPT_VERSION,
+	OPT_VERSION, OPT_SLOW,
 };
 
 static const struct option long_opts[] = {
@@ -140,6 +144,7 @@ static const struct option long_opts[] = {
 	{ "calibrate", no_argument, NULL, OPT_CALIBRATE },
 	{ "raw", no_argument, NULL, OPT_RAW },
 	{ "stepped", required_argument, NULL, OPT_STEPPED },
+	{ "slow", required_argument, NULL, OPT_SLOW },
 	{ "max-overhead", required_argument, NULL, OPT_MAX_OVERHEAD },
 	{ "exit", required_argument, NULL, OPT_EXIT },
 	{ "entry-only", no_argument, NULL, OPT_ENTRY_ONLY },
@@ -251,6 +256,7 @@ static int parse_scaled(const char *s, const char *const *units, const unsigned 
 	return 0;
 }
 
+/* The options with units: the profiles' rates, --slow. */
 static int parse_profile_opt(int c, const char *arg, struct opts *o)
 {
 	static const char *const time_units[] = { "ns", "us", "ms", "s", NULL };
@@ -269,6 +275,11 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 	case OPT_OFFCPU_RATE:
 		if (parse_scaled(arg, time_units, time_mult, 1, 10000000000ULL, &o->offcpu_rate_ns))
 			return usage_error("invalid --offcpu-rate '%s' (ns, 1 to 10s; units ns, us, ms, s)", arg);
+		break;
+	case OPT_SLOW:
+		if (parse_scaled(arg, time_units, time_mult, 1, 3600000000000ULL, &o->slow_ns))
+			return usage_error("invalid --slow '%s' (a duration, 1ns to 1h: 500us, 2ms, 1s; "
+					   "a plain number is ns)", arg);
 		break;
 	case OPT_HEAP_RATE:
 		if (parse_scaled(arg, size_units, size_mult, 1, 1ULL << 32, &o->heap_rate))
@@ -417,6 +428,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_PROFILE:
 	case OPT_OFFCPU_RATE:
 	case OPT_HEAP_RATE:
+	case OPT_SLOW:
 		return parse_profile_opt(c, arg, o);
 	case 'h':
 		fputs(usage_text, stdout);
@@ -550,6 +562,12 @@ static int cross_check(struct opts *o)
 	/* Probes attached in bursts would not be inherited by the children forked while detached. */
 	if (o->follow_forks && o->max_overhead_pct)
 		return usage_error("--follow-forks and --max-overhead cannot be used together");
+	if (o->slow_ns && !o->nr_funcs)
+		return usage_error("--slow reports slow calls of traced functions: add -f FUNC");
+	if (o->slow_ns && !o->pid && !o->cmd)
+		return usage_error("--slow needs a target (-p PID or a command): system-wide it is not supported");
+	if (o->slow_ns && o->exit_mode == EXIT_NONE)
+		return usage_error("--slow times calls to their return: it cannot go with --entry-only");
 	if (o->events && !o->nr_funcs)
 		return usage_error("-e counts events per call of traced functions: add -f FUNC");
 	if (cross_check_pids(o))

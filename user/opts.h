@@ -49,6 +49,7 @@ struct opts {
 	double max_overhead_pct;   /* --max-overhead: 0 = trace every call (with the heap profile too: half of it) */
 	double heap_overhead_pct;  /* the heap profile's share of --max-overhead; 0 = none */
 	enum exit_mode exit_mode;  /* --exit, --entry-only */
+	unsigned long long slow_ns; /* --slow: calls this long or longer are reported one by one; 0: none */
 	/* sampling (issue: sampling profiler) */
 	bool sample;               /* --sample, or implied when no -f is given */
 	unsigned int freq_hz;      /* -F */

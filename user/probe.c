@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "sanitize.h"
 
 const char *exit_mode_name(enum exit_mode m)
 {
@@ -36,4 +37,17 @@ void probe_list_free(struct probe_list *pl)
 	free(pl->probes);
 	free(pl->go_exit_path);
 	memset(pl, 0, sizeof(*pl));
+}
+
+const char *probe_display_name(const struct probe *p, char *buf, size_t size)
+{
+	const char *base = strrchr(p->object, '/');
+	char raw[1024];
+
+	if (p->main_exe)
+		snprintf(raw, sizeof(raw), "%s", p->name);
+	else
+		snprintf(raw, sizeof(raw), "%s:%s", base ? base + 1 : p->object, p->name);
+	/* The names come from the target: no terminal escapes. */
+	return sanitize_term(raw, buf, size);
 }

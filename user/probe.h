@@ -49,6 +49,7 @@ static inline bool site_paired(enum site_kind k)
 const char *site_kind_name(enum site_kind k);
 const char *exit_mode_name(enum exit_mode m);
 
+
 struct probe {
 	char *name;       /* function */
 	char *object;     /* object path as the target sees it */
@@ -86,6 +87,9 @@ struct probe_list {
 	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
 	size_t nr_held;
 };
+
+/* "name" for the main executable, "libc.so.6:malloc" for others, made safe for a terminal. */
+const char *probe_display_name(const struct probe *p, char *buf, size_t size);
 
 /* Frees the probes' strings and exits, closes the held descriptors; pl is empty after. */
 void probe_list_free(struct probe_list *pl);

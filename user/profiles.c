@@ -331,13 +331,6 @@ static const struct frame_info *caller_frame(struct profiles *ps, struct prof *p
 	return &c->f;
 }
 
-/* The probe's own frames atop a kernel stack taken in a tracepoint: fnprof's, not the target's. */
-static bool probe_frame(const struct frame_info *f)
-{
-	return !strncmp(f->func, "bpf_", 4) || !strncmp(f->func, "__bpf_trace", 11) ||
-	       !strncmp(f->func, "__traceiter_", 12);
-}
-
 /* The frames of one stack, leaf first (kernel frames first), at most MAX_FRAMES. */
 static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_key *k,
 			const struct frame_info **out, __u64 *ips)
@@ -347,7 +340,7 @@ static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_k
 	const struct sym_stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
 	int n = 0, i;
 
-	for (i = 0; ks && i < ks->nr && probe_frame(&ks->f[i]); i++)
+	for (i = 0; ks && i < ks->nr && symbolize_probe_frame(&ks->f[i]); i++)
 		;
 	for (; ks && i < ks->nr && n < MAX_FRAMES; i++, n++)
 		out[n] = &ks->f[i], ips[n] = ks->ips[i];

@@ -8,6 +8,7 @@
 #include "json.h"
 #include "report.h"
 #include "sanitize.h"
+#include "slow_report.h"
 #include "stats.h"
 #include "steps.h"
 
@@ -169,19 +170,6 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 		fig->cpu_pct = est * oncpu / (r->interval_s * 1e7);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
 		fig->proc_pct = 100.0 * est * oncpu / r->proc_cpu_ns;
-}
-
-const char *probe_display_name(const struct probe *p, char *buf, size_t size)
-{
-	const char *base = strrchr(p->object, '/');
-	char raw[1024];
-
-	if (p->main_exe)
-		snprintf(raw, sizeof(raw), "%s", p->name);
-	else
-		snprintf(raw, sizeof(raw), "%s:%s", base ? base + 1 : p->object, p->name);
-	/* The names come from the target: no terminal escapes. */
-	return sanitize_term(raw, buf, size);
 }
 
 /* Report order: most wall time (outermost calls) first, uncalled functions last. */
@@ -726,6 +714,8 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 	for (k = 1; k < r->nr_procs; k++)
 		if (child_report(r, k, &c))
 			print_table(&c, f, hist, &r->procs[k]);
+	if (r->slow)
+		slow_print_table(r->slow, r->pl, f);
 }
 
 static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
@@ -975,6 +965,8 @@ void report_print_json(const struct report *r, FILE *f)
 		json_children(&j, r, false);
 		json_children(&j, r, true);
 	}
+	if (r->slow)
+		slow_print_json(r->slow, r->pl, &j);
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);

@@ -12,6 +12,7 @@
 #include "events.h"
 #include "fnprof.h"
 #include "probe.h"
+#include "slow.h"
 #include "tracer.h"
 
 struct report {
@@ -42,6 +43,7 @@ struct report {
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
+	const struct slow_view *slow;  /* --slow: the report's slow calls, or NULL */
 };
 
 /* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */
@@ -74,8 +76,6 @@ struct fn_figures {
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig);
 
-/* "name" for the main executable, "libc.so.6:malloc" for others. */
-const char *probe_display_name(const struct probe *p, char *buf, size_t size);
 
 void report_print_table(const struct report *r, FILE *f, bool hist);
 void report_print_json(const struct report *r, FILE *f);

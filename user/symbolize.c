@@ -446,3 +446,9 @@ void sym_stacks_free(struct sym_stack *st, size_t nr)
 	}
 	free(st);
 }
+
+bool symbolize_probe_frame(const struct frame_info *f)
+{
+	return !strncmp(f->func, "bpf_", 4) || !strncmp(f->func, "__bpf_trace", 11) ||
+	       !strncmp(f->func, "__traceiter_", 12);
+}

@@ -46,6 +46,9 @@ bool symbolize_main_object(struct symbolizer *s, struct frame_info *out);
 
 void symbolize_kernel(struct symbolizer *s, __u64 ip, struct frame_info *out);
 
+/* Whether a kernel frame is the probe's own (atop a stack taken in a tracepoint): fnprof's, not the target's. */
+bool symbolize_probe_frame(const struct frame_info *f);
+
 /* A stack symbolized once: nr frames, leaf first, each with the address it came from. */
 struct sym_stack {
 	int nr;

@@ -54,6 +54,8 @@ struct tracer {
 	__u32 *exited;             /* per_process: tgids whose slots go back after the next collect */
 	__u32 *exited_slots;
 	size_t nr_exited;
+	__u64 slow_ns;             /* --slow, 0 without */
+	__u32 slow_rate;           /* slow calls sent per second, at most */
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -246,7 +248,11 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
-	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0);
+	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
+			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
+	skel->rodata->slow_ns = t->slow_ns;
+	skel->rodata->slow_rate = t->slow_rate;
+	skel->rodata->slow_nr_ids = t->nr_probes;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
@@ -258,6 +264,11 @@ static int setup(struct trace_bpf *skel, void *arg)
 							       t->nr_threads : TRACER_GOROUTINES_MIN);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
+	if (!err && t->slow_ns)
+		err = bpf_map__set_max_entries(skel->maps.tslow, t->nr_threads);
+	/* A burst of slow calls: ~160 records of 25 KiB. */
+	if (!err && t->slow_ns)
+		err = bpf_map__set_max_entries(skel->maps.slow_calls, 4 << 20);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
 	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
@@ -277,10 +288,10 @@ static int load(struct tracer *t, const struct events *evs)
 
 	t->links.multi = t->calib_links.multi = uprobes_multi_supported();
 	/*
-	 * Without -e or --follow-forks, the target's probes need not wait for
-	 * the tracepoint programs (see attach()).
+	 * Without -e, --follow-forks or --slow, the target's probes need not
+	 * wait for the tracepoint programs (see attach()).
 	 */
-	if (evs || t->nr_slots > 1 || t->per_process)
+	if (evs || t->nr_slots > 1 || t->per_process || t->slow_ns)
 		err = trace_load(setup, &a, &t->skel, &t->sched);
 	else
 		err = trace_load_early(setup, &a, &t->skel, &t->sched, &t->pending);
@@ -472,8 +483,9 @@ static int attach_more(struct tracer *t)
  * While the tracepoint programs still load (t->pending), the target's
  * probes go in first: its calls are counted and timed from then on, and only
  * the on/off-CPU split of a call switched out before sched_switch's program
- * is attached (~10 ms later) counts that time as on-CPU. Fork children and
- * system calls (--follow-forks, -e) need their tracepoints first.
+ * is attached (~10 ms later) counts that time as on-CPU. Fork children,
+ * system calls and slow calls (--follow-forks, -e, --slow: each slow
+ * call's split and blocked stack are the point) need their tracepoints first.
  */
 static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 {
@@ -676,6 +688,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
+	t->slow_ns = conf->slow_ns;
+	t->slow_rate = conf->slow_rate;
 	steps_mark("tracer set-up");
 	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && (conf->follow_forks || t->nr_more))
@@ -750,22 +764,42 @@ int tracer_procs(struct tracer *t, struct traced_proc *procs)
 	return 0;
 }
 
-static int read_drops(struct tracer *t, __u64 drops[DROP_NR])
+/* The per-CPU counters [0, n) of map, each summed over the CPUs, into sums. */
+static int percpu_sums(struct tracer *t, const struct bpf_map *map, __u32 n, __u64 *sums)
 {
-	int fd = bpf_map__fd(t->skel->maps.drops), c;
+	int fd = bpf_map__fd(map), c;
 	__u32 r;
 
-	for (r = 0; r < DROP_NR; r++) {
-		__u64 sum = 0;
-
+	for (r = 0; r < n; r++) {
 		if (bpf_map_lookup_elem(fd, &r, t->drops_percpu))
 			return -errno;
-		for (c = 0; c < t->nr_cpus; c++)
-			sum += t->drops_percpu[c];
-		drops[r] = sum - t->drops_seen[r];
-		t->drops_seen[r] = sum;
+		for (sums[r] = 0, c = 0; c < t->nr_cpus; c++)
+			sums[r] += t->drops_percpu[c];
 	}
 	return 0;
+}
+
+static int read_drops(struct tracer *t, __u64 drops[DROP_NR])
+{
+	__u64 sums[DROP_NR];
+	int err = percpu_sums(t, t->skel->maps.drops, DROP_NR, sums);
+	__u32 r;
+
+	for (r = 0; !err && r < DROP_NR; r++) {
+		drops[r] = sums[r] - t->drops_seen[r];
+		t->drops_seen[r] = sums[r];
+	}
+	return err;
+}
+
+int tracer_slow_fd(struct tracer *t)
+{
+	return t->slow_ns ? bpf_map__fd(t->skel->maps.slow_calls) : -1;
+}
+
+int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR])
+{
+	return percpu_sums(t, t->skel->maps.slow_drops, SLOWDROP_NR, drops);
 }
 
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])

@@ -55,6 +55,8 @@ struct tracer_conf {
 			      * call (slot 0: the processes beyond); see tracer_note_exited() */
 	__u32 max_threads;   /* thread states (a thread holds one from its first traced call until
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
+	__u64 slow_ns;       /* --slow: calls this long or longer are sent with their stacks; 0: none */
+	__u32 slow_rate;     /* --slow: at most this many a second (the others are counted) */
 };
 
 /*
@@ -142,6 +144,11 @@ void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx);
  * probe list, whose statistics it adds to). 0 or -errno (message printed).
  */
 int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr);
+
+/* --slow: the ring buffer of slow calls (struct slow_call), -1 without. */
+int tracer_slow_fd(struct tracer *t);
+/* --slow: the kernel's counters of slow calls (enum slow_drop), since the start. 0 or -errno. */
+int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR]);
 
 void tracer_stop(struct tracer *t);
 

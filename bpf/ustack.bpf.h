@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Copies of the user stack and registers for DWARF unwinding in user space
+ * (struct dwarf_sample): what sampling (profile.bpf.c) and slow calls
+ * (slow.bpf.h) send.
+ */
+#ifndef FNPROF_USTACK_BPF_H
+#define FNPROF_USTACK_BPF_H
+
+#include "fnprof.h"
+
+/*
+ * Copies up to want bytes of the user stack from sp into buf (max + 4096
+ * bytes: the slack lets a page-sized read follow any offset below max), a
+ * page at a time: a read that runs past the stack's last page fails whole,
+ * so the copy stops at the first page that cannot be read (the top of the
+ * stack). Returns the bytes copied, at most max.
+ */
+static __always_inline __u32 ustack_copy(__u8 *buf, __u64 sp, __u64 want, const __u32 max)
+{
+	__u64 got = 0, chunk;
+	int i;
+
+	if (want > max)
+		want = max;
+	for (i = 0; i < max / 4096 + 1; i++) {
+		chunk = 4096 - ((sp + got) & 4095);
+		if (chunk > want - got)
+			chunk = want - got;
+		/* Checked on the very registers passed on: the verifier must see both bounds. */
+		asm volatile("" : "+r"(chunk), "+r"(got));
+		if (!chunk || chunk > 4096 || got >= max)
+			break;
+		if (bpf_probe_read_user(&buf[got], chunk, (void *)(sp + got)))
+			break;
+		got += chunk;
+	}
+	return got;
+}
+
+/* A task's user registers in DWARF order (struct dwarf_sample's regs). */
+static __always_inline void ustack_regs(__u64 *g, const struct pt_regs *r)
+{
+	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
+	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
+	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+}
+
+#endif /* FNPROF_USTACK_BPF_H */
