@@ -28,10 +28,19 @@ struct code_part {
 };
 
 /*
+ * A function's code (parts[0] is its entry part, whole), for the questions
+ * below: disassembled (Capstone) on the first one that needs it, once. The
+ * parts' bytes stay the caller's and must outlive it. NULL on allocation
+ * failure or more than 8 parts.
+ */
+struct arch_code;
+struct arch_code *arch_code_new(const struct code_part *parts, size_t nr);
+void arch_code_free(struct arch_code *a);
+
+/*
  * Exits of a function, found by disassembling it (Capstone): where ret-mode
- * probes go. The addresses of the instructions that leave the function made
- * of parts[0..nr) (parts[0] is its entry) with the caller's frame restored:
- * every ret, a jmp to an address outside the parts made with the stack as
+ * probes go. The addresses of the instructions that leave the function a
+ * with the caller's frame restored: every ret, a jmp to an address outside the parts made with the stack as
  * at entry (a tail call; one made inside the frame goes to an unnamed part
  * of the function), and an indirect jmp (`jmp *%rax`, `jmp *8(%rdi)`) made
  * with the stack as at entry that is not a switch's jump table. The stack
@@ -40,14 +49,14 @@ struct code_part {
  * or -EINVAL if the code does not disassemble cleanly to its end (then no
  * exit can be trusted), -ENOMEM on allocation failure (*addrs NULL either way).
  */
-int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs);
+int find_exits(struct arch_code *a, __u64 **addrs);
 
 /*
- * Whether the function made of parts[0..nr) calls nothing: no call, no jmp
- * out of its parts (a tail call), no indirect jmp but a switch's. false when
- * its code does not decode cleanly.
+ * Whether the function calls nothing: no call, no jmp out of its parts (a
+ * tail call), no indirect jmp but a switch's. false when its code does not
+ * decode cleanly.
  */
-bool arch_is_leaf(const struct code_part *parts, size_t nr);
+bool arch_is_leaf(struct arch_code *a);
 
 /* Reads up to len bytes of the object at link-time address vaddr into buf: how many (0: none). */
 typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
@@ -62,11 +71,10 @@ typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
  * `jbe`; `test %rdi,%rdi` before a `je`; an endbr64), and no branch of the
  * function can land on those bytes: direct jumps and calls of every part
  * (the cold one too), the entries of its jump tables (read through read),
- * and no indirect jmp other than a table's or a tail call. parts[0] is the
- * function's entry part, whole. 0 when none, or when the code does not
- * decode cleanly.
+ * and no indirect jmp other than a table's or a tail call. 0 when none, or
+ * when the code does not decode cleanly.
  */
-size_t arch_entry_skip(const struct code_part *parts, size_t nr, arch_read_fn read, void *ctx);
+size_t arch_entry_skip(struct arch_code *a, arch_read_fn read, void *ctx);
 /*
  * Where a single-stepped entry's twin goes (SITE_PAIR): the instruction
  * after the one at site (the entry probe's place), when the site's goes on

@@ -640,36 +640,71 @@ static int code_walked(const struct code_part *parts, size_t nr, struct code *c)
 	return walk(c, 0, 0, UNKNOWN) && walk_cases(c) ? 0 : -ENOMEM;
 }
 
-int find_exits(const struct code_part *parts, size_t nr, __u64 **addrs)
-{
+/* A function's code: its parts, and once asked for, their decoding and walk. */
+struct arch_code {
+	struct code_part parts[8];
+	size_t nr;
+	int walk_err;          /* code_walked's answer, once walked */
+	bool walked;
 	struct code c;
-	size_t i, n = 0;
-	int err = code_walked(parts, nr, &c);
+};
 
-	*addrs = NULL;
-	if (!err && !(*addrs = malloc((c.nr ? c.nr : 1) * sizeof(**addrs))))
-		err = -ENOMEM;
-	for (i = 0; !err && i < c.nr; i++)
-		if (is_exit(&c, &c.ins[i]))
-			(*addrs)[n++] = c.ins[i].addr;
-	free(c.ins);
-	return err ? err : (int)n;
+struct arch_code *arch_code_new(const struct code_part *parts, size_t nr)
+{
+	struct arch_code *a;
+
+	if (!nr || nr > sizeof(a->parts) / sizeof(a->parts[0]) || !(a = calloc(1, sizeof(*a))))
+		return NULL;
+	memcpy(a->parts, parts, nr * sizeof(*parts));
+	a->nr = nr;
+	return a;
 }
 
-bool arch_is_leaf(const struct code_part *parts, size_t nr)
+void arch_code_free(struct arch_code *a)
 {
-	struct code c;
-	size_t i;
-	bool leaf = !code_walked(parts, nr, &c);
+	if (a)
+		free(a->c.ins);
+	free(a);
+}
 
-	for (i = 0; leaf && i < c.nr; i++) {
-		const struct ins *s = &c.ins[i];
-
-		leaf = !s->call && !(s->kind == K_JMP && index_of(&c, s->target) < 0) &&
-		       !(s->kind == K_JMP_IND && !s->table);
+/* The decoded and walked code, disassembled on the first question only; NULL if it cannot be trusted. */
+static const struct code *walked(struct arch_code *a)
+{
+	if (!a->walked) {
+		a->walk_err = code_walked(a->parts, a->nr, &a->c);
+		a->walked = true;
 	}
-	free(c.ins);
-	return leaf;
+	return a->walk_err ? NULL : &a->c;
+}
+
+int find_exits(struct arch_code *a, __u64 **addrs)
+{
+	const struct code *c = walked(a);
+	size_t i, n = 0;
+
+	*addrs = NULL;
+	if (!c)
+		return a->walk_err;
+	if (!(*addrs = malloc((c->nr ? c->nr : 1) * sizeof(**addrs))))
+		return -ENOMEM;
+	for (i = 0; i < c->nr; i++)
+		if (is_exit(c, &c->ins[i]))
+			(*addrs)[n++] = c->ins[i].addr;
+	return (int)n;
+}
+
+bool arch_is_leaf(struct arch_code *a)
+{
+	const struct code *c = walked(a);
+	size_t i;
+
+	for (i = 0; c && i < c->nr; i++) {
+		const struct ins *s = &c->ins[i];
+
+		if (s->call || (s->kind == K_JMP && index_of(c, s->target) < 0) || (s->kind == K_JMP_IND && !s->table))
+			return false;
+	}
+	return c != NULL;
 }
 
 /* --- Where the entry probe goes ------------------------------------------ */
@@ -706,19 +741,25 @@ static bool entry_skippable(csh h, const cs_insn *in)
 	return true;
 }
 
+/* Instructions of an entry block looked at for a site: beyond, the probe stays at the start. */
+#define ENTRY_BLOCK_MAX 64
+
 /*
  * The first instruction of the entry block (p: the function's entry part)
  * that the kernel emulates or optimizes, when every one before it is
- * entry_skippable: its offset, or 0.
+ * entry_skippable: its offset, or 0. Only the block is decoded here: the
+ * whole function is, and must decode cleanly, when a site is found.
  */
 static size_t first_emulated(const struct code_part *p)
 {
-	size_t n, i, off = 0, site = 0;
-	cs_insn *in;
+	size_t n = 0, i, off = 0, site = 0;
+	cs_insn *in = NULL;
 	csh h;
 
-	in = decode_all(&h, p->code, p->size, p->vaddr, &n);
-	for (i = 0; in && i < n; off += in[i++].size) {
+	if (open_x86(&h) != CS_ERR_OK)
+		return 0;
+	n = cs_disasm(h, p->code, p->size, p->vaddr, ENTRY_BLOCK_MAX, &in);
+	for (i = 0; i < n; off += in[i++].size) {
 		if (site_kind_of(p->code + off, p->size - off) != SITE_STEPPED) {
 			site = off;
 			break;
@@ -726,8 +767,9 @@ static size_t first_emulated(const struct code_part *p)
 		if (!entry_skippable(h, &in[i]))
 			break;
 	}
-	if (in)
-		decode_free(&h, in, n);
+	if (n)
+		cs_free(in, n);
+	cs_close(&h);
 	return site;
 }
 
@@ -777,20 +819,16 @@ static bool lands_in(const struct code *c, __u64 lo, __u64 hi, arch_read_fn read
 	return false;
 }
 
-size_t arch_entry_skip(const struct code_part *parts, size_t nr, arch_read_fn read, void *ctx)
+size_t arch_entry_skip(struct arch_code *a, arch_read_fn read, void *ctx)
 {
+	const struct code_part *p = &a->parts[0];
+	const struct code *c;
 	size_t site;
-	struct code c;
 
-	if (!nr || !parts[0].size || site_kind_of(parts[0].code, parts[0].size) != SITE_STEPPED)
+	if (!p->size || site_kind_of(p->code, p->size) != SITE_STEPPED || !(site = first_emulated(p)))
 		return 0;
-	site = first_emulated(&parts[0]);
-	if (!site)
-		return 0;
-	if (code_walked(parts, nr, &c) || lands_in(&c, parts[0].vaddr, parts[0].vaddr + site, read, ctx))
-		site = 0;
-	free(c.ins);
-	return site;
+	c = walked(a);
+	return c && !lands_in(c, p->vaddr, p->vaddr + site, read, ctx) ? site : 0;
 }
 
 /*

@@ -440,9 +440,6 @@ static int locate_exe(struct resolver *r)
 	return 0;
 }
 
-/* Most bytes of a function read to place its entry probe (arch_entry_skip); a longer one is not looked at. */
-#define ENTRY_CODE_MAX 65536
-
 /* What arch_entry_skip reads of an object beside the code: its jump tables. */
 struct object_reader {
 	int fd;
@@ -461,73 +458,73 @@ static size_t read_object(void *ctx, __u64 vaddr, void *buf, size_t len)
 
 static const struct sym *cold_part(const struct symtab *st, const struct sym *s);
 static unsigned char *read_code(int fd, __u64 off, __u64 size);
-static void free_parts(struct code_part parts[2], size_t nr);
 
-/*
- * The code of function s and of its cold part, each at most max bytes, read
- * from fd into parts: how many (0 if one cannot be read; then none is held).
- */
-static size_t read_parts(int fd, const struct sym *s, const struct symtab *st, struct code_part parts[2], __u64 max)
+/* A function's code as read from its object: its parts, and their disassembly once asked for. */
+struct fn_code {
+	struct code_part parts[2];
+	size_t nr;                 /* 0: not read (too large, or the object cannot be read) */
+	struct arch_code *arch;    /* NULL when not read */
+	struct object_reader obj;  /* for its jump tables */
+};
+
+static void fn_code_free(struct fn_code *fc);
+
+/* The code of function s and of its cold part, read once for the entry site and the exits. */
+static void fn_code_read(struct fn_code *fc, int fd, const struct sym *s, const struct symtab *st)
 {
 	const struct sym *sy[2] = { s, cold_part(st, s) };
 	size_t k, nr = sy[1] ? 2 : 1;
 
+	memset(fc, 0, sizeof(*fc));
+	fc->obj = (struct object_reader){ fd, st };
 	for (k = 0; k < nr; k++) {
-		parts[k] = (struct code_part){ fd >= 0 && sy[k]->size <= max ?
-					       read_code(fd, sy[k]->offset, sy[k]->size) : NULL,
-					       sy[k]->size, sy[k]->addr };
-		if (!parts[k].code) {
-			free_parts(parts, k);
-			return 0;
-		}
+		fc->parts[k] = (struct code_part){ fd >= 0 ? read_code(fd, sy[k]->offset, sy[k]->size) : NULL,
+						   sy[k]->size, sy[k]->addr };
+		if (!fc->parts[k].code)
+			break;
 	}
-	return nr;
+	fc->nr = k;
+	if (k == nr)
+		fc->arch = arch_code_new(fc->parts, nr);
+	if (!fc->arch) {
+		fn_code_free(fc);
+		fc->nr = 0;
+	}
 }
 
-static void free_parts(struct code_part parts[2], size_t nr)
+static void fn_code_free(struct fn_code *fc)
 {
 	size_t k;
 
-	for (k = 0; k < nr; k++)
-		free((void *)parts[k].code);
-}
-
-/* How far in the entry probe of s can go (arch_entry_skip), from the code of its parts. */
-static __u32 entry_skip(int fd, const struct sym *s, const struct symtab *st)
-{
-	struct object_reader o = { fd, st };
-	struct code_part code[2];
-	size_t nr = read_parts(fd, s, st, code, ENTRY_CODE_MAX);
-	__u32 skip = nr ? arch_entry_skip(code, nr, read_object, &o) : 0;
-
-	free_parts(code, nr);
-	return skip;
+	arch_code_free(fc->arch);
+	fc->arch = NULL;
+	for (k = 0; k < fc->nr; k++)
+		free((void *)fc->parts[k].code);
 }
 
 /*
- * The kind of p's entry probe site, from its first bytes in the file, and
- * how far in the probe can go (p->entry_skip) to land on an instruction
- * the kernel does not single-step.
+ * The kind of p's entry probe site, from its first bytes, and how far in
+ * the probe can go (p->entry_skip) to land on an instruction the kernel
+ * does not single-step. Without the function's code (fc->nr 0), from its
+ * first 16 bytes.
  */
-static void place_entry(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
+static void place_entry(struct resolver *r, struct probe *p, struct fn_code *fc)
 {
-	size_t len = p->size && p->size <= ENTRY_CODE_MAX ? p->size : 16;
-	unsigned char *code = calloc(1, len);
-	ssize_t n = -1;
+	unsigned char head[16];
+	const unsigned char *code = fc->nr ? fc->parts[0].code : head;
+	ssize_t n = fc->nr ? (ssize_t)fc->parts[0].size : -1;
 	int fd = code_fd(r, p->open_path);
 
-	if (fd >= 0 && code)
-		n = pread(fd, code, len, p->offset);
-	p->entry_skip = n == (ssize_t)p->size && p->size == len ? entry_skip(fd, s, st) : 0;
-	p->kind = code && n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
+	if (!fc->nr && fd >= 0)
+		n = pread(fd, head, sizeof(head), p->offset);
+	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, read_object, &fc->obj) : 0;
+	p->kind = n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
 		  site_kind_of(code, 0);
 	if (p->entry_skip)
 		log_debug("%s: entry probe %u bytes in, on an instruction the kernel emulates (%s)", p->name,
 			  p->entry_skip, site_kind_name(p->kind));
 	/* A twin for a single-stepped entry, if the function allows one (used or not: pair_entry). */
-	p->pair_off = n == (ssize_t)p->size && p->size == len ?
-		      arch_pair_offset(code, len, p->addr, p->entry_skip, &p->pair_ret) : 0;
-	free(code);
+	p->pair_off = fc->nr ? arch_pair_offset(code, n, p->addr, p->entry_skip, &p->pair_ret) : 0;
 }
 
 /*
@@ -582,15 +579,12 @@ static unsigned char *read_code(int fd, __u64 off, __u64 size)
  * offsets into p->exits; their number, or -EIO if the code cannot be read,
  * -EINVAL if it does not disassemble cleanly, -ENOMEM.
  */
-static int disasm_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
+static int disasm_exits(struct probe *p, const struct sym *s, const struct symtab *st, struct fn_code *fc)
 {
 	const struct sym *cold = cold_part(st, s);
-	struct code_part code[2];
-	size_t nr = read_parts(code_fd(r, p->open_path), s, st, code, SIZE_MAX);
 	__u64 *addrs = NULL;
-	int i, k, n = nr ? find_exits(code, nr, &addrs) : -EIO;
+	int i, k, n = fc->nr ? find_exits(fc->arch, &addrs) : -EIO;
 
-	free_parts(code, nr);
 	for (i = 0; i < n && n <= MAX_EXITS; i++) {
 		k = cold && addrs[i] - cold->addr < cold->size;
 		addrs[i] = (k ? cold : s)->offset + (addrs[i] - (k ? cold : s)->addr);
@@ -600,9 +594,9 @@ static int disasm_exits(struct resolver *r, struct probe *p, const struct sym *s
 }
 
 /* EXIT_RET: the function's exits, from its code. Falls back to entry-only without them. */
-static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
+static void find_ret_exits(struct probe *p, const struct sym *s, const struct symtab *st, struct fn_code *fc)
 {
-	int n = disasm_exits(r, p, s, st);
+	int n = disasm_exits(p, s, st, fc);
 
 	if (n > 0 && n <= MAX_EXITS) {
 		p->nr_exits = n;
@@ -628,18 +622,10 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
  * unwinder. Go is left out: its runtime reads every frame's return address
  * when it scans a goroutine stopped anywhere (asynchronous preemption).
  */
-static bool leaf_outside_go(struct resolver *r, const struct probe *p, const struct sym *s, const struct symtab *st)
+static bool leaf_outside_go(const struct resolver *r, const struct sym *s, const struct symtab *st,
+			    struct fn_code *fc)
 {
-	struct code_part code[2];
-	size_t nr;
-	bool leaf;
-
-	if (s->go || st->go || r->process_go)
-		return false;
-	nr = read_parts(code_fd(r, p->open_path), s, st, code, SIZE_MAX);
-	leaf = nr && arch_is_leaf(code, nr);
-	free_parts(code, nr);
-	return leaf;
+	return !s->go && !st->go && !r->process_go && fc->nr && arch_is_leaf(fc->arch);
 }
 
 /*
@@ -648,7 +634,8 @@ static bool leaf_outside_go(struct resolver *r, const struct probe *p, const str
  * uretprobes leaves the thread without any later one: the kernel checks its
  * limit of 64 before it drops the returns that the longjmp abandoned.
  */
-static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st)
+static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st,
+			struct fn_code *fc)
 {
 	p->exit = r->o->exit_mode;
 	/* Any process may map the object, C++ and Go ones too: only the ret probes are safe for all. */
@@ -665,7 +652,7 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			      : r->out->switches_stacks ? "stack switching (swapcontext, sigaltstack) in the process"
 			      : jumps ? "longjmp in the process"
 			      : NULL;
-		if (p->exit == EXIT_RET && leaf_outside_go(r, p, s, st)) {
+		if (p->exit == EXIT_RET && leaf_outside_go(r, s, st, fc)) {
 			p->exit = EXIT_URETPROBE;
 			p->exit_why = "a leaf: it calls nothing, so no exception, longjmp or stack switch passes its frame";
 		}
@@ -682,7 +669,7 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 		p->exit_why = "the program's entry point: jumped to, never returns";
 	}
 	if (p->exit == EXIT_RET)
-		find_ret_exits(r, p, s, st);
+		find_ret_exits(p, s, st, fc);
 	if (s->go && p->exit == EXIT_RET) {
 		p->go = true;
 		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";
@@ -693,6 +680,7 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 		     const struct symtab *st)
 {
 	struct probe_list *pl = r->out;
+	struct fn_code fc;
 	struct probe *p;
 	size_t i;
 
@@ -709,9 +697,11 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	};
 	if (!p->name || !p->object || !p->open_path)
 		return -ENOMEM;
-	place_entry(r, p, s, st);
+	fn_code_read(&fc, code_fd(r, open_path), s, st);
+	place_entry(r, p, &fc);
 	pl->nr++;
-	choose_exit(r, p, s, st);
+	choose_exit(r, p, s, st, &fc);
+	fn_code_free(&fc);
 	pair_entry(r, p);
 	return 0;
 }

@@ -14,12 +14,14 @@ static int exits_of(const unsigned char *code, size_t size, const unsigned char 
 		    __u64 *out, int max)
 {
 	struct code_part parts[2] = { { code, size, BASE }, { cold, cold_size, BASE + 0x100 } };
+	struct arch_code *a = arch_code_new(parts, cold ? 2 : 1);
 	__u64 *addrs;
-	int n = find_exits(parts, cold ? 2 : 1, &addrs), i;
+	int n = find_exits(a, &addrs), i;
 
 	for (i = 0; i < n && i < max; i++)
 		out[i] = addrs[i];
 	free(addrs);
+	arch_code_free(a);
 	return n;
 }
 
@@ -158,8 +160,11 @@ static size_t read_table(void *ctx, __u64 vaddr, void *buf, size_t len)
 static size_t skip_of(const unsigned char *code, size_t size, const unsigned char *cold, size_t cold_size)
 {
 	struct code_part parts[2] = { { code, size, BASE }, { cold, cold_size, BASE + 0x100 } };
+	struct arch_code *a = arch_code_new(parts, cold ? 2 : 1);
+	size_t skip = arch_entry_skip(a, read_table, NULL);
 
-	return arch_entry_skip(parts, cold ? 2 : 1, read_table, NULL);
+	arch_code_free(a);
+	return skip;
 }
 
 /*
@@ -242,6 +247,29 @@ static void entry_goes_to_the_first_emulated_instruction(void)
 	CHECK(skip_of(sub_rsp, sizeof(sub_rsp), NULL, 0) == 0);
 	CHECK(skip_of(sys, sizeof(sys), NULL, 0) == 0);
 	CHECK(skip_of(loop, sizeof(loop), NULL, 0) == 0);
+}
+
+/* A leaf calls nothing: no call, no tail call, no indirect jmp but a switch's (issue 22's exits). */
+static void leaves(void)
+{
+	static const unsigned char plain[] = { 0x48, 0x89, 0xf8, 0xc3 };                     /* mov; ret */
+	static const unsigned char call[] = { 0x48, 0x89, 0xf8, 0xe8, 0x00, 0x10, 0x00, 0x00, 0xc3 };
+	static const unsigned char tail[] = { 0x89, 0xd2, 0xe9, 0x00, 0x10, 0x00, 0x00 };    /* jmp out */
+	static const unsigned char ind[] = { 0x48, 0x89, 0xf8, 0xff, 0xe0 };                 /* jmp *%rax */
+	static const unsigned char garbage[] = { 0x0f, 0x0b, 0xff };
+	const struct { const unsigned char *c; size_t n; bool leaf; } cases[] = {
+		{ plain, sizeof(plain), true }, { call, sizeof(call), false }, { tail, sizeof(tail), false },
+		{ ind, sizeof(ind), false }, { garbage, sizeof(garbage), false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct code_part part = { cases[i].c, cases[i].n, BASE };
+		struct arch_code *a = arch_code_new(&part, 1);
+
+		CHECK(arch_is_leaf(a) == cases[i].leaf);
+		arch_code_free(a);
+	}
 }
 
 /* What the kernel refuses or steps is not taken for emulated: a 0x66 jcc, xchg %r8,%rax (41 90). */
@@ -328,6 +356,7 @@ int main(void)
 	RUN(jump_table_is_not_an_exit);
 	RUN(entry_goes_to_the_first_emulated_instruction);
 	RUN(site_kinds_follow_the_kernel);
+	RUN(leaves);
 	RUN(jump_table_cases_are_read);
 	RUN(cold_part_landing_in_the_skipped_bytes);
 	RUN(indirect_tail_call_is_an_exit);
