@@ -15,6 +15,7 @@
 #include "array.h"
 #include "clock.h"
 #include "dwstacks.h"
+#include "rbreader.h"
 #include "unwind.h"
 
 struct ustack {
@@ -25,14 +26,9 @@ struct ustack {
 
 struct dwstacks {
 	bool per_thread;
-	struct ring_buffer *rb;
+	struct rb_reader rd;
 	struct unwinder *uw;      /* the thread's own */
-	pthread_t thread;
-	bool running;
-	volatile bool stop;
 	pthread_mutex_t lock;     /* everything below */
-	pthread_cond_t passed;
-	__u64 passes;             /* ring buffer reads completed by the thread */
 	struct ustack *stacks;    /* by id - DWSTACK_BASE */
 	size_t nr_stacks, cap_stacks;
 	__s32 *stack_index;       /* open addressing: stack id + 1, 0 empty; 2 * DWSTACK_MAX slots */
@@ -142,20 +138,10 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void *reader(void *arg)
+/* After each pass of the reader, with the lock held: its CPU time so far. */
+static void pass_done(void *ctx)
 {
-	struct dwstacks *d = arg;
-
-	while (!d->stop) {
-		ring_buffer__poll(d->rb, 50);
-		pthread_mutex_lock(&d->lock);
-		d->passes++;
-		d->st.cpu_s = thread_cpu_s();
-		pthread_cond_broadcast(&d->passed);
-		pthread_mutex_unlock(&d->lock);
-	}
-	ring_buffer__consume(d->rb);
-	return NULL;
+	((struct dwstacks *)ctx)->st.cpu_s = thread_cpu_s();
 }
 
 int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
@@ -167,16 +153,10 @@ int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
 		return -ENOMEM;
 	d->per_thread = per_thread;
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_cond_init(&d->passed, NULL);
 	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
 	d->uw = unwinder_new(pid);
-	d->rb = ring_buffer__new(rb_fd, on_sample, d, NULL);
-	if (!d->rb)
-		err = -errno;
-	if (d->stack_index && d->uw && d->rb && !grow_counts(d)) {
-		err = -pthread_create(&d->thread, NULL, reader, d);
-		d->running = !err;
-	}
+	if (d->stack_index && d->uw && !grow_counts(d))
+		err = rb_reader_start(&d->rd, rb_fd, on_sample, d, &d->lock, pass_done);
 	if (err) {
 		dwstacks_stop(d);
 		return err;
@@ -191,10 +171,7 @@ void dwstacks_stop(struct dwstacks *d)
 
 	if (!d)
 		return;
-	d->stop = true;
-	if (d->running)
-		pthread_join(d->thread, NULL);
-	ring_buffer__free(d->rb);
+	rb_reader_stop(&d->rd);
 	unwinder_free(d->uw);
 	for (i = 0; i < d->nr_stacks; i++)
 		free(d->stacks[i].ips);
@@ -202,19 +179,13 @@ void dwstacks_stop(struct dwstacks *d)
 	free(d->stack_index);
 	free(d->counts);
 	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->passed);
 	free(d);
 }
 
 void dwstacks_sync(struct dwstacks *d)
 {
-	__u64 want;
-
 	pthread_mutex_lock(&d->lock);
-	/* The pass under way may have begun before the samples now waiting: wait for the next one too. */
-	want = d->passes + 2;
-	while (d->running && d->passes < want)
-		pthread_cond_wait(&d->passed, &d->lock);
+	rb_reader_sync_locked(&d->rd);
 	pthread_mutex_unlock(&d->lock);
 }
 

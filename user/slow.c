@@ -11,22 +11,18 @@
 
 #include <bpf/libbpf.h>
 
+#include "rbreader.h"
 #include "slow.h"
 #include "symbolize.h"
 #include "unwind.h"
 
 struct slow {
 	__u64 threshold_ns;
-	struct ring_buffer *rb;
+	struct rb_reader rd;       /* its thread: everything but the fields below the lock */
 	struct unwinder *uw;       /* the thread's own, as is the symbolizer */
 	struct symbolizer *sym;
 	bool refreshed;            /* the symbolizer re-read the mappings in this pass */
-	pthread_t thread;
-	bool running;
-	volatile bool stop;
 	pthread_mutex_t lock;      /* everything below */
-	pthread_cond_t passed;
-	__u64 passes;              /* ring buffer reads completed by the thread */
 	struct slow_rec ring[SLOW_KEEP];   /* record seq at [(seq - 1) % SLOW_KEEP] */
 	__u64 seq;                 /* the last record's */
 	__u64 reported;            /* the last record an interval view took */
@@ -114,20 +110,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static void *reader(void *arg)
+/* After each pass of the reader: the next record may re-read the mappings again. */
+static void pass_done(void *ctx)
 {
-	struct slow *s = arg;
-
-	while (!s->stop) {
-		s->refreshed = false;
-		ring_buffer__poll(s->rb, 50);
-		pthread_mutex_lock(&s->lock);
-		s->passes++;
-		pthread_cond_broadcast(&s->passed);
-		pthread_mutex_unlock(&s->lock);
-	}
-	ring_buffer__consume(s->rb);
-	return NULL;
+	((struct slow *)ctx)->refreshed = false;
 }
 
 int slow_start(const struct slow_conf *c, struct slow **out)
@@ -139,16 +125,10 @@ int slow_start(const struct slow_conf *c, struct slow **out)
 		return -ENOMEM;
 	s->threshold_ns = c->threshold_ns;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->passed, NULL);
 	s->uw = unwinder_new(c->pid);
 	s->sym = symbolizer_new(c->pid);
-	s->rb = ring_buffer__new(c->rb_fd, on_record, s, NULL);
-	if (!s->rb)
-		err = -errno;
-	if (s->uw && s->sym && s->rb) {
-		err = -pthread_create(&s->thread, NULL, reader, s);
-		s->running = !err;
-	}
+	if (s->uw && s->sym)
+		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done);
 	if (err) {
 		slow_stop(s);
 		return err;
@@ -161,25 +141,11 @@ void slow_stop(struct slow *s)
 {
 	if (!s)
 		return;
-	s->stop = true;
-	if (s->running)
-		pthread_join(s->thread, NULL);
-	ring_buffer__free(s->rb);
+	rb_reader_stop(&s->rd);
 	unwinder_free(s->uw);
 	symbolizer_free(s->sym);
 	pthread_mutex_destroy(&s->lock);
-	pthread_cond_destroy(&s->passed);
 	free(s);
-}
-
-/* Waits until the records in the ring buffer now are kept; called with the lock held. */
-static void sync_locked(struct slow *s)
-{
-	/* The pass under way may have begun before the records now waiting: wait for the next one too. */
-	__u64 want = s->passes + 2;
-
-	while (s->running && s->passes < want)
-		pthread_cond_wait(&s->passed, &s->lock);
 }
 
 int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, struct slow_view *out)
@@ -189,7 +155,7 @@ int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, struc
 	memset(out, 0, sizeof(*out));
 	out->threshold_ns = s->threshold_ns;
 	pthread_mutex_lock(&s->lock);
-	sync_locked(s);
+	rb_reader_sync_locked(&s->rd);
 	from = total ? 0 : s->reported;
 	if (s->seq > SLOW_KEEP && from < s->seq - SLOW_KEEP)
 		from = s->seq - SLOW_KEEP;

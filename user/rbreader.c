@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+
+#include "rbreader.h"
+
+static void *reader(void *arg)
+{
+	struct rb_reader *r = arg;
+
+	while (!r->stop) {
+		ring_buffer__poll(r->rb, 50);
+		pthread_mutex_lock(r->lock);
+		r->passes++;
+		if (r->after_pass)
+			r->after_pass(r->ctx);
+		pthread_cond_broadcast(&r->passed);
+		pthread_mutex_unlock(r->lock);
+	}
+	ring_buffer__consume(r->rb);
+	return NULL;
+}
+
+int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
+		    void (*after_pass)(void *ctx))
+{
+	int err;
+
+	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .ctx = ctx };
+	pthread_cond_init(&r->passed, NULL);
+	r->rb = ring_buffer__new(fd, sample, ctx, NULL);
+	if (!r->rb)
+		return -errno;
+	err = -pthread_create(&r->thread, NULL, reader, r);
+	r->running = !err;
+	return err;
+}
+
+void rb_reader_stop(struct rb_reader *r)
+{
+	r->stop = true;
+	if (r->running)
+		pthread_join(r->thread, NULL);
+	r->running = false;
+	ring_buffer__free(r->rb);
+	r->rb = NULL;
+	pthread_cond_destroy(&r->passed);
+}
+
+void rb_reader_sync_locked(struct rb_reader *r)
+{
+	/* The pass under way may have begun before the records now waiting: wait for the next one too. */
+	__u64 want = r->passes + 2;
+
+	while (r->running && r->passes < want)
+		pthread_cond_wait(&r->passed, r->lock);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A thread that reads a BPF ring buffer for its owner (sampling's DWARF
+ * stacks, --slow's records), and a way to wait until what the buffer holds
+ * now has been read.
+ */
+#ifndef FNPROF_RBREADER_H
+#define FNPROF_RBREADER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+struct rb_reader {
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool running;
+	volatile bool stop;
+	pthread_mutex_t *lock;     /* the owner's: held around each pass's end */
+	pthread_cond_t passed;
+	__u64 passes;              /* reads of the buffer completed */
+	void (*after_pass)(void *ctx);   /* called with *lock held after each pass, or NULL */
+	void *ctx;
+};
+
+/*
+ * Reads ring buffer fd in a thread of its own, handing each record to
+ * sample(ctx, ...). 0 or -errno (nothing left running).
+ */
+int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
+		    void (*after_pass)(void *ctx));
+/* Stops the thread after it has read what is left. Safe on a reader that never started. */
+void rb_reader_stop(struct rb_reader *r);
+/* Waits, with *lock held, until the records in the buffer now have been read. */
+void rb_reader_sync_locked(struct rb_reader *r);
+
+#endif /* FNPROF_RBREADER_H */
