@@ -71,10 +71,11 @@ typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
  * `jbe`; `test %rdi,%rdi` before a `je`; an endbr64), and no branch of the
  * function can land on those bytes: direct jumps and calls of every part
  * (the cold one too), the entries of its jump tables (read through read),
- * and no indirect jmp other than a table's or a tail call. 0 when none, or
- * when the code does not decode cleanly.
+ * and no indirect jmp other than a table's or a tail call. With keep_args,
+ * nor may they write an argument register (a probe that reads the call's
+ * arguments). 0 when none, or when the code does not decode cleanly.
  */
-size_t arch_entry_skip(struct arch_code *a, arch_read_fn read, void *ctx);
+size_t arch_entry_skip(struct arch_code *a, bool keep_args, arch_read_fn read, void *ctx);
 /*
  * Where a single-stepped entry's twin goes (SITE_PAIR): the instruction
  * after the one at site (the entry probe's place), when the site's goes on
@@ -107,13 +108,6 @@ void fnprof_calib_nop(void);
 void fnprof_calib_ret(void);
 void fnprof_calib_entry_only(void);
 extern const unsigned int arch_calib_ret_offset;
-
-/*
- * Where, from the start of free() (its first len bytes in code), the heap
- * profile's probe goes: at a later instruction that sees the same pointer
- * argument and that the kernel emulates rather than single-steps, or 0.
- */
-size_t arch_free_probe_offset(const unsigned char *code, size_t len);
 
 /* The system's library directories for this architecture, ':'-separated, searched first. */
 extern const char arch_lib_dirs[];

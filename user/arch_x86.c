@@ -719,21 +719,35 @@ static bool is_sp(x86_reg r)
  * goes on to the next), and leaving the stack pointer and the caller's
  * frame as they were, so that the return address is still at [sp] where the
  * uretprobe takes it and the call is matched to its return by sp. Nor may
- * it write r14, Go's goroutine register, which the probe reads. It may read
- * memory and fault: it would fault untraced too.
+ * it write r14, Go's goroutine register, which the probe reads, nor with
+ * keep_args an argument register. It may read memory and fault: it would
+ * fault untraced too.
  */
-static bool entry_skippable(csh h, const cs_insn *in)
+static bool entry_skippable(csh h, const cs_insn *in, bool keep_args)
 {
+	/* r14, and the argument registers of the SysV ABI, each at every width. */
+	static const x86_reg kept[] = {
+		X86_REG_R14, X86_REG_R14D, X86_REG_R14W, X86_REG_R14B,
+		X86_REG_RDI, X86_REG_EDI, X86_REG_DI, X86_REG_DIL, X86_REG_RSI, X86_REG_ESI, X86_REG_SI, X86_REG_SIL,
+		X86_REG_RDX, X86_REG_EDX, X86_REG_DX, X86_REG_DL, X86_REG_DH, X86_REG_RCX, X86_REG_ECX, X86_REG_CX,
+		X86_REG_CL, X86_REG_CH, X86_REG_R8, X86_REG_R8D, X86_REG_R8W, X86_REG_R8B, X86_REG_R9, X86_REG_R9D,
+		X86_REG_R9W, X86_REG_R9B,
+	};
+	size_t nr_kept = keep_args ? sizeof(kept) / sizeof(kept[0]) : 4;
 	const cs_x86 *x = &in->detail->x86;
 	cs_regs rd, wr;
 	uint8_t nr, nw, i;
+	size_t k;
 
 	if (!straight(h, in) || cs_regs_access(h, in, rd, &nr, wr, &nw) != CS_ERR_OK)
 		return false;
-	for (i = 0; i < nw; i++)
-		if (is_sp(wr[i]) || wr[i] == X86_REG_R14 || wr[i] == X86_REG_R14D || wr[i] == X86_REG_R14W ||
-		    wr[i] == X86_REG_R14B)
+	for (i = 0; i < nw; i++) {
+		if (is_sp(wr[i]))
 			return false;
+		for (k = 0; k < nr_kept; k++)
+			if (wr[i] == kept[k])
+				return false;
+	}
 	for (i = 0; i < x->op_count; i++)
 		if (x->operands[i].type == X86_OP_MEM && x->operands[i].access & CS_AC_WRITE &&
 		    is_sp(x->operands[i].mem.base) && x->operands[i].mem.disp >= 0)
@@ -750,7 +764,7 @@ static bool entry_skippable(csh h, const cs_insn *in)
  * entry_skippable: its offset, or 0. Only the block is decoded here: the
  * whole function is, and must decode cleanly, when a site is found.
  */
-static size_t first_emulated(const struct code_part *p)
+static size_t first_emulated(const struct code_part *p, bool keep_args)
 {
 	size_t n = 0, i, off = 0, site = 0;
 	cs_insn *in = NULL;
@@ -764,7 +778,7 @@ static size_t first_emulated(const struct code_part *p)
 			site = off;
 			break;
 		}
-		if (!entry_skippable(h, &in[i]))
+		if (!entry_skippable(h, &in[i], keep_args))
 			break;
 	}
 	if (n)
@@ -819,29 +833,15 @@ static bool lands_in(const struct code *c, __u64 lo, __u64 hi, arch_read_fn read
 	return false;
 }
 
-size_t arch_entry_skip(struct arch_code *a, arch_read_fn read, void *ctx)
+size_t arch_entry_skip(struct arch_code *a, bool keep_args, arch_read_fn read, void *ctx)
 {
 	const struct code_part *p = &a->parts[0];
 	const struct code *c;
 	size_t site;
 
-	if (!p->size || site_kind_of(p->code, p->size) != SITE_STEPPED || !(site = first_emulated(p)))
+	if (!p->size || site_kind_of(p->code, p->size) != SITE_STEPPED || !(site = first_emulated(p, keep_args)))
 		return 0;
 	c = walked(a);
 	return c && !lands_in(c, p->vaddr, p->vaddr + site, read, ctx) ? site : 0;
 }
 
-/*
- * glibc's free starts with "test %rdi,%rdi; je ...": a uprobe on the test
- * is single-stepped (~10 us a call here), one on the conditional jump after
- * it is emulated (~0.5 us) and sees the same %rdi.
- */
-size_t arch_free_probe_offset(const unsigned char *code, size_t len)
-{
-	static const unsigned char test_rdi[] = { 0x48, 0x85, 0xff };
-
-	if (len >= 5 && !memcmp(code, test_rdi, 3) &&
-	    ((code[3] & 0xf0) == 0x70 || (code[3] == 0x0f && (code[4] & 0xf0) == 0x80)))
-		return 3;
-	return 0;
-}

@@ -82,18 +82,6 @@ static struct bpf_program *return_prog(struct heap_bpf *skel, const char *name)
 	return !strcmp(name, "posix_memalign") ? skel->progs.posix_memalign_return : skel->progs.alloc_return;
 }
 
-/* Where free's probe goes: the architecture may know a cheaper place than its first instruction. */
-static __u64 free_offset(const struct probe *p)
-{
-	unsigned char b[16];
-	int fd = open_regular(AT_FDCWD, p->open_path, 0);
-	ssize_t n = fd >= 0 ? pread(fd, b, sizeof(b), p->offset) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	return p->offset + (n > 0 ? arch_free_probe_offset(b, n) : 0);
-}
-
 /*
  * The sites of allocator function p, into their groups: its return probe
  * first, so that no sampled call misses its return; free's and realloc's
@@ -107,12 +95,13 @@ static void sites_of(struct heap *h, const struct probe *p, pid_t pid)
 
 	if (ret) {
 		s = &h->sites[DUTY_MAIN][h->nr_sites[DUTY_MAIN]++];
-		*s = (struct uprobe_site){ .prog = ret, .path = p->open_path, .pid = pid, .offset = p->offset,
-					   .retprobe = true, .what = p->name, .object = p->object };
+		*s = (struct uprobe_site){ .prog = ret, .path = p->open_path, .pid = pid,
+					   .offset = p->offset + p->entry_skip, .retprobe = true, .what = p->name,
+					   .object = p->object };
 	}
 	s = &h->sites[watch ? DUTY_WATCH : DUTY_MAIN][h->nr_sites[watch ? DUTY_WATCH : DUTY_MAIN]++];
 	*s = (struct uprobe_site){ .prog = entry_prog(h->skel, p->name), .path = p->open_path, .pid = pid,
-				   .offset = strcmp(p->name, "free") ? p->offset : free_offset(p),
+				   .offset = p->offset + p->entry_skip,
 				   .what = p->name, .object = p->object };
 }
 
@@ -137,6 +126,7 @@ static int attach_allocator(struct heap *h, const struct prof_conf *c, pid_t pid
 {
 	const struct resolve_conf rc = {
 		.funcs = specs, .nr_funcs = sizeof(specs) / sizeof(specs[0]), .cmd = c->cmd, .exit_mode = EXIT_NONE,
+		.reads_args = true,   /* free's `test %rdi,%rdi; je`: the probe on the je, which sees %rdi */
 	};
 	size_t i;
 	int g, err;

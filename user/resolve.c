@@ -517,7 +517,7 @@ static void place_entry(struct resolver *r, struct probe *p, struct fn_code *fc)
 
 	if (!fc->nr && fd >= 0)
 		n = pread(fd, head, sizeof(head), p->offset);
-	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, read_object, &fc->obj) : 0;
+	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, r->o->reads_args, read_object, &fc->obj) : 0;
 	p->kind = n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
 		  site_kind_of(code, 0);
 	if (p->entry_skip)

@@ -19,6 +19,8 @@ struct resolve_conf {
 	bool system_wide;          /* no process: the objects as the host sees them (pid is 0) */
 	bool counters;             /* -e: per-thread counts, which Go functions cannot have */
 	bool step_pair;            /* single-stepped entries paired with a twin probe where they can be */
+	bool reads_args;           /* the entry programs read the argument registers (the heap profile's):
+				    * an entry probe moved past instructions moves past none that write them */
 	const char *followed;      /* a script followed through exec: /proc/PID/exe of the child, stopped
 				    * right after it exec'd the program to trace (its main executable), or NULL */
 };

@@ -157,14 +157,39 @@ static size_t read_table(void *ctx, __u64 vaddr, void *buf, size_t len)
 }
 
 /* Where the entry probe of code linked at BASE goes (and an optional cold part at BASE + 0x100). */
-static size_t skip_of(const unsigned char *code, size_t size, const unsigned char *cold, size_t cold_size)
+static size_t skip_args(const unsigned char *code, size_t size, const unsigned char *cold, size_t cold_size,
+			bool keep_args)
 {
 	struct code_part parts[2] = { { code, size, BASE }, { cold, cold_size, BASE + 0x100 } };
 	struct arch_code *a = arch_code_new(parts, cold ? 2 : 1);
-	size_t skip = arch_entry_skip(a, read_table, NULL);
+	size_t skip = arch_entry_skip(a, keep_args, read_table, NULL);
 
 	arch_code_free(a);
 	return skip;
+}
+
+static size_t skip_of(const unsigned char *code, size_t size, const unsigned char *cold, size_t cold_size)
+{
+	return skip_args(code, size, cold, cold_size, false);
+}
+
+/* A probe that reads the arguments (the heap profile's) is not moved past a write to one. */
+static void entry_keeps_the_arguments_when_asked(void)
+{
+	/* test %rdi,%rdi; je 1f; push %rbx; pop %rbx; 1: ret (glibc's free) */
+	static const unsigned char free_like[] = { 0x48, 0x85, 0xff, 0x74, 0x02, 0x53, 0x5b, 0xc3 };
+	/* mov %rdi,%rax; push %rbp; pop %rbp; ret */
+	static const unsigned char to_rax[] = { 0x48, 0x89, 0xf8, 0x55, 0x5d, 0xc3 };
+	/* mov (%rdi),%rdi; push %rbp; pop %rbp; ret */
+	static const unsigned char sets_rdi[] = { 0x48, 0x8b, 0x3f, 0x55, 0x5d, 0xc3 };
+	/* xor %ecx,%ecx; push %rbp; pop %rbp; ret */
+	static const unsigned char sets_ecx[] = { 0x31, 0xc9, 0x55, 0x5d, 0xc3 };
+
+	CHECK(skip_args(free_like, sizeof(free_like), NULL, 0, true) == 3);
+	CHECK(skip_args(to_rax, sizeof(to_rax), NULL, 0, true) == 3);
+	CHECK(skip_args(sets_rdi, sizeof(sets_rdi), NULL, 0, false) == 3);
+	CHECK(skip_args(sets_rdi, sizeof(sets_rdi), NULL, 0, true) == 0);
+	CHECK(skip_args(sets_ecx, sizeof(sets_ecx), NULL, 0, true) == 0);
 }
 
 /*
@@ -357,6 +382,7 @@ int main(void)
 	RUN(entry_goes_to_the_first_emulated_instruction);
 	RUN(site_kinds_follow_the_kernel);
 	RUN(leaves);
+	RUN(entry_keeps_the_arguments_when_asked);
 	RUN(jump_table_cases_are_read);
 	RUN(cold_part_landing_in_the_skipped_bytes);
 	RUN(indirect_tail_call_is_an_exit);
