@@ -135,3 +135,11 @@ def test_probe_overhead_names_the_stepped_functions():
     check("single-stepped" in lines[i + 1] and " tiny " in lines[i + 1] + " " and "tiny_push" not in lines[i + 1],
           f"stepped line: {lines[i + 1]!r}")
     check("--stepped=single" in lines[i + 2], f"no advice: {lines[i + 2]!r}")
+
+
+def test_leaf_in_a_program_that_switches_stacks_keeps_ret_exits():
+    # swapcontext or sigaltstack in the program: a signal handler on a stack above the thread's that
+    # hits a uretprobe makes the kernel drop the returns pending below it, a leaf's too (SIGILL at
+    # its return). So the leaf rule stops there: scramble() calls nothing and still gets ret probes.
+    rows = {name: exit for _, _, exit, name in listed("-f", "scramble", "-f", "step", "--", target("coro"), "10")}
+    check(rows.get("scramble") == "ret" and rows.get("step") == "ret", f"exits: {rows}")

@@ -616,16 +616,20 @@ static void find_ret_exits(struct probe *p, const struct sym *s, const struct sy
 
 /*
  * A function that calls nothing (no call, no tail call, no indirect jump
- * but a switch's), in a process that is not Go: an exception is thrown by a
- * call, longjmp and swapcontext are calls, so none of them can pass its
- * frame, and a uretprobe's return address there is never read by an
- * unwinder. Go is left out: its runtime reads every frame's return address
- * when it scans a goroutine stopped anywhere (asynchronous preemption).
+ * but a switch's), in a process that is not Go and runs no code on stacks
+ * of its own: an exception is thrown by a call and a longjmp is one, so
+ * neither can pass its frame, and a uretprobe's return address there is
+ * never read by an unwinder. Go is left out: its runtime reads every
+ * frame's return address when it scans a goroutine stopped anywhere
+ * (asynchronous preemption). So is stack switching: a signal handler on an
+ * alternate stack above the thread's, hitting a uretprobe of its own, makes
+ * the kernel drop the pending returns below it as dead, the leaf's too,
+ * whose return then finds no return instance (SIGILL).
  */
 static bool leaf_outside_go(const struct resolver *r, const struct sym *s, const struct symtab *st,
 			    struct fn_code *fc)
 {
-	return !s->go && !st->go && !r->process_go && fc->nr && arch_is_leaf(fc->arch);
+	return !s->go && !st->go && !r->process_go && !r->out->switches_stacks && fc->nr && arch_is_leaf(fc->arch);
 }
 
 /*
@@ -654,7 +658,7 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			      : NULL;
 		if (p->exit == EXIT_RET && leaf_outside_go(r, s, st, fc)) {
 			p->exit = EXIT_URETPROBE;
-			p->exit_why = "a leaf: it calls nothing, so no exception, longjmp or stack switch passes its frame";
+			p->exit_why = "a leaf: it calls nothing, so no exception or longjmp passes its frame";
 		}
 	}
 	/*
