@@ -17,22 +17,23 @@
 #include "tracer.h"
 
 _Static_assert(CAL_NR <= TRACER_SELF_MAX, "the tracer takes every calibration case");
+_Static_assert((int)CAL_RET == (int)SITE_NR, "one calibration case per site kind, at its index");
 
 static const struct {
 	void (*fn)(void);
 	enum site_kind kind;
 	enum exit_mode exit;
-	const char *name;
+	const char *name;    /* the exit modes' cases; an entry kind's is its site's name */
 } cases[CAL_NR] = {
-	[CAL_EMULATED] = { fnprof_calib_emulated, SITE_EMULATED, EXIT_URETPROBE, "emulated" },
-	[CAL_STEPPED] = { fnprof_calib_stepped, SITE_STEPPED, EXIT_URETPROBE, "single-stepped" },
-	[CAL_NOP5] = { fnprof_calib_nop5, SITE_NOP5, EXIT_URETPROBE, "nop5" },
-	[CAL_PAIR] = { fnprof_calib_pair, SITE_PAIR, EXIT_URETPROBE, "stepped-pair" },
-	[CAL_PAIR_RET] = { fnprof_calib_pair_ret, SITE_PAIR_RET, EXIT_URETPROBE, "stepped-pair-ret" },
-	[CAL_JCC] = { fnprof_calib_jcc, SITE_JCC, EXIT_URETPROBE, "emulated-jcc" },
-	[CAL_JMP] = { fnprof_calib_jmp, SITE_JMP, EXIT_URETPROBE, "emulated-jmp" },
-	[CAL_CALL] = { fnprof_calib_call, SITE_CALL, EXIT_URETPROBE, "emulated-call" },
-	[CAL_NOP] = { fnprof_calib_nop, SITE_NOP, EXIT_URETPROBE, "emulated-nop" },
+	[CAL_EMULATED] = { fnprof_calib_emulated, SITE_EMULATED, EXIT_URETPROBE },
+	[CAL_STEPPED] = { fnprof_calib_stepped, SITE_STEPPED, EXIT_URETPROBE },
+	[CAL_NOP5] = { fnprof_calib_nop5, SITE_NOP5, EXIT_URETPROBE },
+	[CAL_PAIR] = { fnprof_calib_pair, SITE_PAIR, EXIT_URETPROBE },
+	[CAL_PAIR_RET] = { fnprof_calib_pair_ret, SITE_PAIR_RET, EXIT_URETPROBE },
+	[CAL_JCC] = { fnprof_calib_jcc, SITE_JCC, EXIT_URETPROBE },
+	[CAL_JMP] = { fnprof_calib_jmp, SITE_JMP, EXIT_URETPROBE },
+	[CAL_CALL] = { fnprof_calib_call, SITE_CALL, EXIT_URETPROBE },
+	[CAL_NOP] = { fnprof_calib_nop, SITE_NOP, EXIT_URETPROBE },
 	[CAL_RET] = { fnprof_calib_ret, SITE_EMULATED, EXIT_RET, "ret-exit" },
 	[CAL_ENTRY_ONLY] = { fnprof_calib_entry_only, SITE_EMULATED, EXIT_NONE, "entry-only" },
 };
@@ -430,7 +431,7 @@ double calib_cost_seen(const struct calibration *c, const struct probe *p, const
 
 const char *calib_case_name(enum calib_case k)
 {
-	return k < CAL_NR ? cases[k].name : "?";
+	return (int)k < (int)SITE_NR ? site_kind_name((enum site_kind)k) : k < CAL_NR ? cases[k].name : "?";
 }
 
 void calibration_print(const struct calibration *c, FILE *f)

@@ -49,7 +49,6 @@ static inline bool site_paired(enum site_kind k)
 const char *site_kind_name(enum site_kind k);
 const char *exit_mode_name(enum exit_mode m);
 
-
 struct probe {
 	char *name;       /* function */
 	char *object;     /* object path as the target sees it */
