@@ -8,6 +8,7 @@
 #define FNPROF_PROF_BPF_H
 
 #include "fnprof.h"
+#include "maps.bpf.h"
 
 #define EFAULT 14  /* not in vmlinux.h: errno values are macros */
 
@@ -37,10 +38,7 @@ struct {
 
 static __always_inline void pbump(__u32 idx)
 {
-	__u64 *n = bpf_map_lookup_elem(&pdrops, &idx);
-
-	if (n)
-		(*n)++;  /* per CPU; a rare lost increment under preemption is harmless */
+	percpu_add(&pdrops, idx, 1);
 }
 
 /* A stack id, or the reason there is none: -EFAULT only means "no such stack" (a kernel thread's user stack). */

@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "fnprof.h"
+#include "maps.bpf.h"
 #include "ustack.bpf.h"
 
 #define EFAULT 14  /* not in vmlinux.h: errno values are macros */
@@ -68,10 +69,7 @@ struct {
 
 static __always_inline void bump(__u32 idx)
 {
-	__u64 *n = bpf_map_lookup_elem(&sdrops, &idx);
-
-	if (n)
-		(*n)++;  /* per-CPU and not preemptible here (NMI or hrtimer context) */
+	percpu_add(&sdrops, idx, 1);
 }
 
 /* A stack id, or the reason there is none: -EFAULT only means "no such stack". */

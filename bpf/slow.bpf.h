@@ -69,10 +69,7 @@ struct {
 
 static __always_inline void slow_count(__u32 reason)
 {
-	__u64 *n = bpf_map_lookup_elem(&slow_drops, &reason);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
+	percpu_add(&slow_drops, reason, 1);
 }
 
 static __always_inline struct thread_slow *thread_slow(const struct thread_state *ts)

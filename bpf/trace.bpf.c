@@ -12,6 +12,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "fnprof.h"
+#include "maps.bpf.h"
 #include "trace.bpf.h"
 #include "arch.bpf.h"
 #include "bits.bpf.h"
@@ -170,10 +171,7 @@ struct {
 
 static __always_inline void count_drops(__u32 reason, __u64 nr)
 {
-	__u64 *n = bpf_map_lookup_elem(&drops, &reason);
-
-	if (n)
-		__sync_fetch_and_add(n, nr);
+	percpu_add(&drops, reason, nr);
 }
 
 #define count_drop(reason) count_drops(reason, 1)
