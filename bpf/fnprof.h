@@ -216,7 +216,35 @@ enum prof_drop {
 	PDROP_SEEN,         /* events seen (switches in, futex waits, allocations) */
 	PDROP_KEPT,         /* of them sampled and counted */
 	PDROP_FREED,        /* heap: frees (and reallocs' old blocks) seen */
+	PDROP_DW_FP,        /* --call-graph dwarf: counted with the frame-pointer stack instead (no copy) */
+	PDROP_RINGBUF,      /* of those, because the ring buffer to user space was full */
 	PDROP_NR,
+};
+
+/*
+ * --call-graph dwarf for offcpu, mutex and heap: an event's key and values
+ * with the user registers and stack copy (PDW_STACK), or the values of a
+ * stack sent before under an id (PDW_BY_ID: a mutex's waker). User space
+ * unwinds the copy and counts the values per (key, unwound stack); it
+ * remembers the stack of an event sent with an id, which the heap's live
+ * map and the mutex's wakers hold in prof_key.ustack instead of a stack map
+ * id: PROF_DW_ID | cpu << PROF_DW_SEQ_BITS | sequence number on that CPU.
+ */
+enum prof_dw_op {
+	PDW_STACK,
+	PDW_BY_ID,
+};
+
+#define PROF_DW_ID 0x40000000
+#define PROF_DW_SEQ_BITS 20
+#define PROF_DW_CPUS 1024         /* CPUs told apart in ids (10 bits) */
+
+struct prof_dwarf {
+	struct prof_key key;      /* ustack: PDW_BY_ID: the id; else unused */
+	struct prof_val val;      /* all zero: nothing to count (only the stack to remember) */
+	__u32 op;                 /* PDW_* */
+	__u32 id;                 /* PDW_STACK: 0, or the id to remember its stack by */
+	struct dwarf_sample user; /* PDW_STACK: followed by its stack_len bytes */
 };
 
 /* --- Slow calls (--slow: trace.bpf.c, slow.bpf.h) ------------------------- */

@@ -82,20 +82,6 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	return id;
 }
 
-/* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
-static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
-{
-	struct return_instance *ri = BPF_CORE_READ(t, utask, return_instances);
-	int i;
-
-	for (i = 0; i < FNPROF_MAX_RETS && ri; i++) {
-		h->ret_slot[i] = BPF_CORE_READ(ri, stack);
-		h->ret_addr[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
-		ri = BPF_CORE_READ(ri, next);
-	}
-	h->nr_rets = i;
-}
-
 /* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
 static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid)
 {

@@ -40,8 +40,16 @@ struct prof_duty {
 	const char *snapshot_lost; /* why the snapshot values (in use) are unknown; NULL: they are known */
 };
 
+struct dwstacks;
+
 struct prof_src {
 	const struct prof_desc *desc;
+	/*
+	 * --call-graph dwarf: the unwound stacks and their values (read with the
+	 * counts map's); stack ids from DWSTACK_BASE up, and ids (PROF_DW_ID...)
+	 * in the live map's keys. NULL with frame pointers. The loader's stop frees it.
+	 */
+	struct dwstacks *dw;
 	int stacks_fd, counts_fd, drops_fd;
 	int live_fd;          /* heap: sampled pointers (-> struct prof_live) adding to values 2, 3; else -1 */
 	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */

@@ -17,6 +17,7 @@
 #include "array.h"
 #include "fit.h"
 #include "json.h"
+#include "dwstacks.h"
 #include "log.h"
 #include "outfile.h"
 #include "proc.h"
@@ -91,7 +92,7 @@ void profiles_stop(struct profiles *ps)
 
 		if (p->on && p->src.stop)
 			p->src.stop(&p->src);
-		sym_stacks_free(p->ustacks, NR_STACKS);
+		sym_stacks_free(p->ustacks, DWSTACK_BASE + DWSTACK_MAX);
 		sym_stacks_free(p->kstacks, NR_STACKS);
 		free(p->prev);
 		free(p->callers);
@@ -122,7 +123,7 @@ int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
 
 		if (!(c->kinds & 1U << k) || !starters[k])
 			continue;
-		p->ustacks = calloc(NR_STACKS, sizeof(*p->ustacks));
+		p->ustacks = calloc(DWSTACK_BASE + DWSTACK_MAX, sizeof(*p->ustacks));  /* with dwarf's ids */
 		p->kstacks = calloc(NR_STACKS, sizeof(*p->kstacks));
 		err = p->ustacks && p->kstacks ? starters[k](c, pid, &p->src) : -ENOMEM;
 		p->on = !err;
@@ -166,6 +167,30 @@ static void add_values(const struct prof_desc *d, struct entry *e, const __u64 *
 		e->total[i] += d->fixed[i] ? (double)v[i - from] / PROF_FP_ONE : (double)v[i - from];
 }
 
+/* --call-graph dwarf: the unwound stacks' values, after the counts map's (their stack ids apart from its). */
+static struct entry *add_dw_counts(struct prof *p, struct entry *e, size_t *nr, size_t cap)
+{
+	struct dwstack_prof *c = NULL;
+	size_t n, i;
+
+	if (!p->src.dw)
+		return e;
+	dwstacks_sync(p->src.dw);
+	n = dwstacks_prof_counts(p->src.dw, &c);
+	for (i = 0; c && i < n; i++) {
+		/* A lost stack's key may be in the map too: it is counted apart (DWSTACK_LOST). */
+		if (c[i].key.ustack < 0)
+			c[i].key.ustack = DWSTACK_LOST;
+		if (ARRAY_RESERVE(e, *nr + 1, cap))
+			break;
+		memset(&e[*nr], 0, sizeof(*e));
+		e[*nr].key = c[i].key;
+		add_values(p->src.desc, &e[(*nr)++], c[i].val.v, 0, p->src.desc->nr_values);
+	}
+	free(c);
+	return e;
+}
+
 /* Every counted stack of the profile so far, unsorted; the heap's live pointers added as in use. */
 static struct entry *read_counts(struct prof *p, size_t *nr)
 {
@@ -185,7 +210,7 @@ static struct entry *read_counts(struct prof *p, size_t *nr)
 		e[*nr].key = key;
 		add_values(d, &e[(*nr)++], val.v, 0, d->nr_values);
 	}
-	return e;
+	return add_dw_counts(p, e, nr, cap);
 }
 
 /* heap: the sampled pointers not freed yet, into values 2 and 3 of their stacks' entries. */
@@ -204,6 +229,11 @@ static struct entry *add_live(struct prof *p, struct entry *e, size_t *nr)
 		cur = &ptr;
 		if (bpf_map_lookup_elem(p->src.live_fd, &ptr, &l))
 			continue;
+		if (p->src.dw) {  /* the id of the stack sent, not a stack map id (dwarf) */
+			__s32 us = dwstacks_by_id(p->src.dw, l.key.ustack);
+
+			l.key.ustack = us < 0 ? DWSTACK_LOST : us;
+		}
 		probe.key = l.key;
 		hit = sorted ? bsearch(&probe, e, sorted, sizeof(*e), cmp_key) : NULL;
 		for (i = sorted; !hit && i < *nr; i++)  /* entries added below, after the sorted ones */
@@ -299,15 +329,21 @@ static const struct sym_stack *get_stack(struct profiles *ps, struct prof *p, __
 	struct sym_stack *t;
 	int n;
 
-	if (id < 0 || (!by_hash && id >= NR_STACKS))
+	if (id < 0 || (!by_hash && id >= (kernel ? NR_STACKS : DWSTACK_BASE + DWSTACK_MAX)))
 		return NULL;
 	t = by_hash ? kstack_slot(p, id) : kernel ? &p->kstacks[id] : &p->ustacks[id];
 	if (!t || t->f)
 		return t;
-	if (bpf_map_lookup_elem(by_hash ? p->src.kstacks_fd : p->src.stacks_fd, &id, ips))
-		return NULL;
-	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
-		;
+	if (!kernel && id >= DWSTACK_BASE) {  /* unwound with DWARF */
+		n = p->src.dw ? dwstacks_stack(p->src.dw, id, ips, FNPROF_STACK_DEPTH) : -ENOENT;
+		if (n < 0)
+			return NULL;
+	} else {
+		if (bpf_map_lookup_elem(by_hash ? p->src.kstacks_fd : p->src.stacks_fd, &id, ips))
+			return NULL;
+		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
+			;
+	}
 	if (symbolize_stack(ps->sym, ips, n, kernel, false, n, t))
 		return NULL;
 	return t;
@@ -489,6 +525,21 @@ static void print_drops(FILE *out, const __u64 *d)
 			(unsigned long long)d[PDROP_NO_WAKER]);
 }
 
+/* --call-graph dwarf: how the user stacks were walked, and what fell back to frame pointers. */
+static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
+{
+	struct dwstack_stats st;
+
+	if (!p->src.dw)
+		return;
+	dwstacks_stats(p->src.dw, &st);
+	fprintf(out, "stacks: unwound with DWARF CFI: %llu, %llu cut short by the copy's end, %llu lost (table full), "
+		     "%llu not found by id; %llu with frame pointers instead (%llu of them: ring buffer full); "
+		     "unwinding used %.1f ms of CPU\n", (unsigned long long)st.samples, (unsigned long long)st.truncated,
+		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
+		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
+}
+
 /* The probes' cost, at their cost per event measured at start. */
 static double cost_ns(const struct prof *p, const __u64 *d)
 {
@@ -606,6 +657,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 			fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)), fmt_of(p, sc, f->total[sc], b, sizeof(b)));
 	}
 	print_drops(out, d);
+	print_unwind(p, out, d);
 	fflush(out);
 }
 
@@ -665,6 +717,25 @@ static void json_drops(struct json *j, const __u64 *d)
 	json_obj_end(j);
 }
 
+static void json_unwind(struct json *j, const struct prof *p, const __u64 *d)
+{
+	struct dwstack_stats st;
+
+	json_str(j, "call_graph", p->src.dw ? "dwarf" : "fp");
+	if (!p->src.dw)
+		return;
+	dwstacks_stats(p->src.dw, &st);
+	json_obj_begin(j, "unwind");
+	json_u64(j, "samples", st.samples);
+	json_u64(j, "truncated", st.truncated);
+	json_u64(j, "lost", st.lost);
+	json_u64(j, "ids_lost", st.ids_lost);
+	json_u64(j, "fp_fallback", d[PDROP_DW_FP]);
+	json_u64(j, "ringbuf_full", d[PDROP_RINGBUF]);
+	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+	json_obj_end(j);
+}
+
 static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
 		       const __u64 *d)
 {
@@ -675,6 +746,7 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
+	json_unwind(&j, p, d);
 	if (desc->kind == PROF_HEAP)
 		json_u64(&j, "frees", d[PDROP_FREED]);
 	if (p->src.event_cost_ns) {
