@@ -17,9 +17,11 @@
  * thread's own context after it came back and before it ran user code again:
  * at its system call's exit (a blocked thread waits in one) or, at the
  * latest, at its next switch-out. Its user registers are compared with those
- * it was switched out with: a thread preempted in user code has run on (its
- * stack changed), and its wait is counted with the frame-pointer stack taken
- * at the switch-out instead (counted, PDROP_DW_FP).
+ * it was switched out with, and a system call entered before the copy means
+ * that it ran user code: a thread preempted in user code, or on its way out
+ * of a system call, has run on (its stack changed), and its wait is counted
+ * with the frame-pointer stack taken at the switch-out instead (counted,
+ * PDROP_DW_FP).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -75,7 +77,7 @@ struct {
  */
 static __always_inline void resolve(struct off_state *st, struct pt_regs *r)
 {
-	bool same = r->ip == st->uip && r->sp == st->usp;
+	bool same = r && r->ip == st->uip && r->sp == st->usp;
 
 	st->pend = false;
 	if (same && pdw_send(r, &st->key, &st->pv, false))
@@ -190,6 +192,20 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		switched_out(ctx, prev, prev_state);
 	if (next->tgid == target_tgid && next->pid)
 		switched_in(next);
+	return 0;
+}
+
+/* dwarf: a thread that enters a system call with its copy not taken ran user code since (loaded with dwarf only). */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct off_state *st;
+
+	if (bpf_get_current_pid_tgid() >> 32 != target_tgid)
+		return 0;
+	st = bpf_task_storage_get(&offs, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->pend)
+		resolve(st, NULL);
 	return 0;
 }
 

@@ -50,6 +50,11 @@ $(TEST_BIN)/slowcall: tests/targets/slowcall.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@
 
+# The profiles' DWARF stacks' target: waits in glibc from code without frame pointers.
+$(TEST_BIN)/waits: tests/targets/waits.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread
+
 $(CET_PROGS): $(TEST_BIN)/%_cet: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@ -lpthread -lm
