@@ -240,7 +240,12 @@ enum prof_dw_op {
 #define PROF_DW_CPUS 1024         /* CPUs told apart in ids (10 bits) */
 
 struct prof_dwarf {
-	struct prof_key key;      /* ustack: PDW_BY_ID: the id; else unused */
+	/*
+	 * ustack: PDW_BY_ID: the id; else unused. caller: PDW_STACK: 0, or an
+	 * address to put before the unwound stack's leaf (heap: the allocator's,
+	 * whose frame had returned when the copy was taken).
+	 */
+	struct prof_key key;
 	struct prof_val val;      /* all zero: nothing to count (only the stack to remember) */
 	__u32 op;                 /* PDW_* */
 	__u32 id;                 /* PDW_STACK: 0, or the id to remember its stack by */

@@ -12,7 +12,8 @@
  *
  * --call-graph dwarf: a sampled allocation's stack is copied at its return
  * (the callers' frames are as they were at the call; the allocator's own is
- * gone) and sent with its values under an id, which its live entry keeps in
+ * gone: its address, taken at the entry, goes first) and sent with its values
+ * under an id, which its live entry keeps in
  * place of a stack id. Allocations not sampled copy nothing.
  */
 #include "vmlinux.h"
@@ -115,8 +116,9 @@ static __always_inline void on_alloc(void *ctx, __u64 size, __u64 memptr, bool w
 	pbump(PDROP_SEEN);
 	if (!allocs_on || !size || !sample_now(size))
 		return;
-	if (dwarf) {  /* the stack is copied at the return */
-		p.key = (struct prof_key){ .tid = per_thread ? tid : 0, .ustack = -1, .kstack = -1 };
+	if (dwarf) {  /* the stack is copied at the return; the allocator's address will be its leaf */
+		p.key = (struct prof_key){ .tid = per_thread ? tid : 0, .ustack = -1, .kstack = -1,
+					   .caller = PT_REGS_IP((struct pt_regs *)ctx) };
 		goto keep;
 	}
 	pkey_here(ctx, &p.key, 0, false);
@@ -159,6 +161,7 @@ static __always_inline void count_alloc(struct pt_regs *ctx, struct prof_key *ke
 
 	if (dwarf) {
 		id = pdw_send(ctx, key, v, true);
+		key->caller = 0;  /* sent as the leaf (dwstacks.c puts it first) */
 		if (id) {
 			key->ustack = id;
 			return;

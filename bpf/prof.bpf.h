@@ -105,6 +105,19 @@ struct {
 } pdw_bufs SEC(".maps");
 
 /*
+ * Records wake the reader only when the ring buffer is half full: it reads
+ * every 50 ms anyway (rbreader.c), and a wake-up at each record makes it
+ * runnable just as the thread that sent it returns to user space, which on
+ * a busy machine preempts that thread: run-queue waits the profile then
+ * counts, caused by itself.
+ */
+static __always_inline __u64 pdw_wakeup(void)
+{
+	return bpf_ringbuf_query(&pdw_rb, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&pdw_rb, BPF_RB_RING_SIZE) / 2 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/*
  * Sends k and v with the current thread's user registers r and a copy of
  * its stack; with_id: under a new id, returned (user space remembers the
  * stack by it). 0 when nothing was sent (a full ring buffer, counted): the
@@ -131,7 +144,7 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 	if (len > FNPROF_MAX_STACK_COPY)
 		len = FNPROF_MAX_STACK_COPY;
 	b->hdr.user.stack_len = len;
-	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, 0)) {
+	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, pdw_wakeup())) {
 		pbump(PDROP_RINGBUF);
 		pbump(PDROP_DW_FP);
 		return 0;
@@ -152,7 +165,7 @@ static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struc
 	b->hdr.op = PDW_BY_ID;
 	b->hdr.id = 0;
 	b->hdr.user.stack_len = 0;
-	if (!bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), 0))
+	if (!bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), pdw_wakeup()))
 		return true;
 	pbump(PDROP_RINGBUF);
 	return false;

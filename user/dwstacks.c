@@ -249,8 +249,13 @@ static int on_prof(void *ctx, void *data, size_t size)
 	if (size < sizeof(*r) || r->user.stack_len > size - sizeof(*r))
 		return 0;
 	key = r->key;
-	if (r->op == PDW_STACK)
+	key.caller = 0;
+	if (r->op == PDW_STACK && r->key.caller) {  /* the leaf the copy no longer has */
+		ips[0] = r->key.caller;
+		n = 1 + unwinder_unwind(d->uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated);
+	} else if (r->op == PDW_STACK) {
 		n = unwinder_unwind(d->uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated);
+	}
 	pthread_mutex_lock(&d->lock);
 	if (r->op == PDW_BY_ID) {
 		key.ustack = by_id_locked(d, key.ustack, true);
