@@ -38,24 +38,29 @@ LOAD = os.path.join(HERE, ".output", "profload")
 # (profile, load, ops, what one kept event is, fnprof's other arguments)
 LOADS = [
     ("offcpu", "switch", 40000, "wait (pipe ping-pong on one CPU)", []),
-    ("mutex", "mutex", 20000, "futex wait (4 threads, one lock held 20 us)", []),
+    # profload's mutex load has too few futex waits here (100-900 in 20000 ops) for its time to tell
+    # anything: tests/bin/waits runs 1.5 s of contention instead (not timed per op: no time added).
+    ("mutex", None, 0, "futex wait (tests/bin/waits mutex: 4 threads, one lock held 100 us)", []),
     ("heap", "alloc", 400000, "sampled allocation (malloc(64)+free, --heap-rate 1K)", ["--heap-rate", "1K"]),
 ]
 
 
 def run(profile, load, ops, cg, args):
     """One run: (the load's ns per op, the last JSON report or None, BPF run time ns)."""
-    cmd = [LOAD, load, str(ops)]
+    cmd = [LOAD, load, str(ops)] if load else [os.path.join(ROOT, "tests", "bin", "waits"), "mutex", "1.5"]
     if cg is None:
+        if not load:
+            return 0, None, 0
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         return ns_per_op(p.stdout), None, 0
     d = tempfile.mkdtemp()
     out = os.path.join(d, "r.json")
     p = subprocess.Popen([FNPROF, "--profile", profile, "--call-graph", cg] + args + ["--json", "-o", out, "--"] + cmd,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    times = {}
+    times, names = {}, {}
     while p.poll() is None:  # the programs' run time, read while fnprof holds them
         times.update(bpf_prog_times(p.pid))
+        names.update(prog_names(times))
         time.sleep(0.05)
     stdout, stderr = p.communicate()
     reps = [json.loads(l) for l in open(out) if l.startswith("{")]
@@ -63,7 +68,23 @@ def run(profile, load, ops, cg, args):
     os.rmdir(d)
     if p.returncode or not reps:
         sys.exit(f"profile_stacks bench: fnprof failed on {' '.join(cmd)}: {stderr[-2000:]}")
-    return ns_per_op(stdout), reps[-1], sum(t for t, _ in times.values())
+    rep = reps[-1]
+    rep["filters"] = [times[i] for i, n in names.items() if n in FILTERS]
+    return ns_per_op(stdout) if load else 0, rep, sum(t for t, _ in times.values())
+
+
+# offcpu's system-call programs with dwarf: they run for every system call of every process.
+FILTERS = ("on_sys_enter", "on_sys_exit")
+
+
+def prog_names(ids):
+    """{prog id: name} of the given program ids."""
+    try:
+        progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                                          timeout=10).stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {}
+    return {p["id"]: p.get("name", "") for p in progs if p["id"] in ids}
 
 
 def ns_per_op(stdout):
@@ -74,7 +95,8 @@ def ns_per_op(stdout):
 
 
 def cost_case(profile, load, ops, args, repeats):
-    r = {cg: {"ns": [], "kept": [], "bpf": [], "unwind": []} for cg in ("none", "fp", "dwarf")}
+    r = {cg: {"ns": [], "kept": [], "bpf": [], "unwind": [], "calls": [], "per_call": []}
+         for cg in ("none", "fp", "dwarf")}
     for _ in range(repeats):
         for cg in ("none", "fp", "dwarf"):
             ns, rep, bpf = run(profile, load, ops, None if cg == "none" else cg, args)
@@ -83,10 +105,19 @@ def cost_case(profile, load, ops, args, repeats):
                 r[cg]["kept"].append(rep["kept"])
                 r[cg]["bpf"].append(bpf / max(rep["kept"], 1))
                 r[cg]["unwind"].append(rep.get("unwind", {}).get("cpu_ns", 0) / max(rep["kept"], 1))
+                enter = [(t, n) for t, n in rep["filters"]]
+                if enter:  # system calls seen (by sys_enter's), and the two programs' time per call
+                    calls = min(n for _, n in enter)
+                    r[cg]["calls"].append(calls / max(rep["kept"], 1))
+                    r[cg]["per_call"].append(sum(t for t, _ in enter) / max(calls, 1))
     med = {cg: {k: statistics.median(v) if v else 0 for k, v in x.items()} for cg, x in r.items()}
     for cg in ("fp", "dwarf"):
-        med[cg]["added"] = (med[cg]["ns"] - med["none"]["ns"]) * ops / max(med[cg]["kept"], 1)
+        med[cg]["added"] = (med[cg]["ns"] - med["none"]["ns"]) * ops / max(med[cg]["kept"], 1) if load else None
     return med
+
+
+def us(ns, sign=""):
+    return "-" if ns is None else f"{ns / 1e3:{sign}.2f} us"
 
 
 def goals():
@@ -126,9 +157,14 @@ def tables(g, costs, repeats):
               "dwarf - fp | unwinding in fnprof |", "|---|---|---|---|---|---|---|---|---|---|"]
     for (profile, _, _, what, _), m in zip(LOADS, costs):
         f, d = m["fp"], m["dwarf"]
-        lines.append(f"| {profile} | {what} | {d['kept']:.0f} | {f['added'] / 1e3:.2f} us | {d['added'] / 1e3:.2f} us | "
-                     f"{(d['added'] - f['added']) / 1e3:+.2f} us | {f['bpf'] / 1e3:.2f} us | {d['bpf'] / 1e3:.2f} us | "
-                     f"{(d['bpf'] - f['bpf']) / 1e3:+.2f} us | {d['unwind'] / 1e3:.2f} us |")
+        diff = None if d["added"] is None else d["added"] - f["added"]
+        lines.append(f"| {profile} | {what} | {d['kept']:.0f} | {us(f['added'])} | {us(d['added'])} | {us(diff, '+')} | "
+                     f"{us(f['bpf'])} | {us(d['bpf'])} | {us(d['bpf'] - f['bpf'], '+')} | {us(d['unwind'])} |")
+    d = costs[0]["dwarf"]
+    lines += ["", f"offcpu with dwarf runs two programs on every system call of every process (sys_enter, "
+              f"sys_exit: the copy is taken at a kept wait's system call exit): {d['per_call']:.0f} ns per system "
+              f"call for both (the copies included), {d['calls']:.0f} system calls on the machine per kept wait in "
+              "this run."]
     return "\n".join(lines) + "\n"
 
 

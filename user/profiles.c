@@ -15,9 +15,9 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "dwstacks.h"
 #include "fit.h"
 #include "json.h"
-#include "dwstacks.h"
 #include "log.h"
 #include "outfile.h"
 #include "proc.h"
@@ -534,7 +534,7 @@ static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
 		return;
 	dwstacks_stats(p->src.dw, &st);
 	fprintf(out, "stacks: unwound with DWARF CFI: %llu, %llu cut short by the copy's end, %llu lost (table full), "
-		     "%llu not found by id; %llu with frame pointers instead (%llu of them: ring buffer full); "
+		     "%llu not found by id; %llu with frame pointers instead; ring buffer full %llu times; "
 		     "unwinding used %.1f ms of CPU\n", (unsigned long long)st.samples, (unsigned long long)st.truncated,
 		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
 		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
