@@ -14,7 +14,7 @@
 #include "prof_src.h"
 
 /* Records the ring buffer holds at least, of the largest size: its room for a burst of kept events. */
-#define PROF_DW_RING_RECORDS 512
+#define PROF_DW_RING_RECORDS 256
 
 /* Before load: sizes pdw_rb (rb) and pdw_bufs (bufs) for c; with c->dwarf false, the smallest. 0 or -errno. */
 int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *bufs);
