@@ -7,6 +7,7 @@ pthread_mutex_unlock), and clang++ compiling tests/targets/compile/unit.cpp unde
 The frame-pointer walk (--call-graph fp) on the same runs is measured too: it loses the callers of
 glibc, so each check is one that fp fails.
 """
+import json
 import os
 import re
 import shutil
@@ -138,6 +139,29 @@ def test_mutex_dwarf_charges_the_releasing_function():
     try:
         fp, _ = share(path, "delay", named("hold_and_release"), lock)
         check(fp < 0.5, f"fp walk charges hold_and_release {100 * fp:.1f}%: the target has frame pointers?")
+    finally:
+        shutil.rmtree(d)
+
+
+def test_offcpu_dwarf_copy_too_short_is_counted_and_fp_is_said():
+    # With 64 bytes of stack copied, the walk from clock_nanosleep needs more than the copy: every
+    # unwound stack is cut short, and the report says so (a loss is never silent); the JSON says
+    # which walk was used, dwarf or fp.
+    d = tempfile.mkdtemp()
+    try:
+        for cg, want in (("dwarf,64", "dwarf"), ("fp", "fp")):
+            out = os.path.join(d, f"{want}.json")
+            p = run_fnprof(["--profile", "offcpu", "--call-graph", cg, "--json", "-o", out, "--", target("waits"),
+                            "sleep", "0.5"])
+            check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+            rep = [json.loads(l) for l in open(out) if l.startswith("{")][-1]
+            check(rep["call_graph"] == want, f"call_graph {rep['call_graph']} with --call-graph {cg}")
+            if want == "fp":
+                check("unwind" not in rep, f"fp has no unwinding: {rep.get('unwind')}")
+                continue
+            u = rep["unwind"]
+            check(u["samples"] >= 0.9 * rep["kept"] and u["truncated"] >= 0.9 * u["samples"],
+                  f"64-byte copies: {u} of {rep['kept']} kept waits (all should be cut short)")
     finally:
         shutil.rmtree(d)
 
