@@ -55,6 +55,7 @@ enum fnprof_drop {
 	DROP_GO_NOT_G,     /* Go: a traced call not on a goroutine's stack (r14 is no g there) */
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
+	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
 	DROP_NR,
 };
 

@@ -26,7 +26,12 @@ def test_slow_keeps_each_sleeping_call_with_both_stacks():
     check(rep["slow_calls_dropped"] == 0 and rep["slow_calls_seen"] == len(calls),
           f"dropped {rep['slow_calls_dropped']}, seen {rep['slow_calls_seen']}, kept {len(calls)}")
     s = sleepers(rep)
-    check(len(s) == t["sleeps"] == 30, f"{len(s)} sleeping calls kept, target slept {t['sleeps']} times")
+    # Now and then (about one run in 15 on a loaded machine) sched_switch reports no switch back in for
+    # a sleep, which then reads as on-CPU time: fnprof cannot see that time, but counts the switch it
+    # missed (switches_in_unseen). No sleep may be misread without being counted.
+    unseen = rep["dropped"]["switches_in_unseen"]
+    check(t["sleeps"] == 30 and len(s) <= 30 and len(s) + unseen >= 30 and unseen <= 2,
+          f"{len(s)} sleeping calls kept, {unseen} switches in unseen, target slept {t['sleeps']} times")
     for c in s:
         check(c["wall_ns"] >= 5e6, f"wall {c['wall_ns']} < 5 ms: {c}")
         check(c["wall_ns"] >= c["blocked_ns"] and c["longest_block_ns"] >= 4.5e6, f"{c}")

@@ -43,6 +43,8 @@ static const struct {
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
 	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
 					       "whether and when they returned was not seen (not timed)" },
+	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
+						   "sched_switch did not report: the time off the CPU before each read as on-CPU" },
 };
 
 const char *report_drop_key(unsigned int i)
