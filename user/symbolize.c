@@ -13,6 +13,7 @@
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
+#include "perfmap.h"
 #include "proc.h"
 #include "procmaps.h"
 #include "safeopen.h"
@@ -42,6 +43,7 @@ struct symbolizer {
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
+	struct perfmap *jit;  /* names of its JIT code; made once it maps executable memory of no file */
 	struct object *objs;
 	size_t nr_objs, cap_objs;
 	bool missed;  /* an address was in no mapping since the last refresh */
@@ -74,6 +76,7 @@ void symbolizer_free(struct symbolizer *s)
 	free(s->names.slot);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
+	perfmap_free(s->jit);
 	free(s);
 }
 
@@ -207,6 +210,11 @@ void symbolizer_refresh(struct symbolizer *s)
 	for (i = 0; i < pm->nr; i++)
 		if (pm->maps[i].exec)
 			object_get(s, &pm->maps[i]);
+	/* Its perf map too, while its root can be opened: after it exits, the names read stay. */
+	if (pm->nr_anon && !s->jit)
+		s->jit = perfmap_new(s->pid);
+	if (s->jit)
+		perfmap_refresh(s->jit, true);
 }
 
 /*
@@ -310,9 +318,24 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	return o;
 }
 
+/* Code of no file (JIT): named from the runtime's perf map, object "[jit]". */
+static void symbolize_jit(struct symbolizer *s, const struct anon_range *r, __u64 ip, struct frame_info *out)
+{
+	const char *name = s->jit ? perfmap_lookup(s->jit, ip) : NULL;
+
+	out->object = "[jit]";
+	out->map_start = r->start;
+	out->map_limit = r->end;
+	if (name && (out->func = intern(s, name)))
+		out->known = true;
+	else
+		out->func = "[unknown]";
+}
+
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 {
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	const struct anon_range *anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
 	const struct sym *sym = NULL;
 	struct object *obj;
 	struct symtab *st;
@@ -321,11 +344,16 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	memset(out, 0, sizeof(*out));
 	out->func = "[unknown]";
 	out->object = "[unknown]";
-	if (!m && !s->missed) {
+	if (!m && !anon && !s->missed) {
 		/* Mapped since the last refresh (dlopen)? Re-read once, not for every stray address. */
 		symbolizer_refresh(s);
 		s->missed = true;
 		m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+		anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
+	}
+	if (anon) {
+		symbolize_jit(s, anon, ip, out);
+		return;
 	}
 	obj = m ? object_get(s, m) : NULL;
 	if (!obj)
