@@ -129,6 +129,32 @@ static int cmp_sym(const void *a, const void *b)
 }
 
 /*
+ * The lines from old on (just read) sorted and merged into the sorted ones
+ * before: a file that grows costs its new lines' sort and one pass, not a
+ * sort of all. -ENOMEM leaves all sorted anyway (the slow way).
+ */
+static int sort_new(struct perfmap *pm, size_t old)
+{
+	struct jit_sym *out;
+	size_t i = 0, j = old, k = 0;
+
+	qsort(pm->syms + old, pm->nr - old, sizeof(*pm->syms), cmp_sym);
+	if (!old)
+		return 0;
+	out = malloc(pm->cap * sizeof(*out));
+	if (!out) {
+		qsort(pm->syms, pm->nr, sizeof(*pm->syms), cmp_sym);
+		return -ENOMEM;
+	}
+	while (i < old || j < pm->nr)
+		out[k++] = j == pm->nr || (i < old && cmp_sym(&pm->syms[i], &pm->syms[j]) <= 0) ? pm->syms[i++] :
+										  pm->syms[j++];
+	free(pm->syms);
+	pm->syms = out;
+	return 0;
+}
+
+/*
  * Sorted by start, then line: where two overlap, the later line wins; an
  * earlier one ends where a later one starts, or goes.
  */
@@ -136,7 +162,6 @@ static void flatten(struct perfmap *pm)
 {
 	size_t i, n = 0;
 
-	qsort(pm->syms, pm->nr, sizeof(*pm->syms), cmp_sym);
 	for (i = 0; i < pm->nr; i++) {
 		struct jit_sym cur = pm->syms[i];
 
@@ -187,8 +212,10 @@ size_t perfmap_add_text(struct perfmap *pm, const char *buf, size_t len)
 		}
 		p = nl + 1;
 	}
-	if (pm->nr != before)
+	if (pm->nr != before) {
+		sort_new(pm, before);
 		flatten(pm);
+	}
 	return p - buf;
 }
 
