@@ -33,7 +33,7 @@ struct perfmap {
 	double last_look;       /* CLOCK_MONOTONIC seconds */
 	long nspid;             /* its pid in its own pid namespace; 0 until known */
 	bool in_long_line;      /* what follows the last read ends a line too long to keep */
-	bool said_refused;
+	bool said_refused, said_full;
 	unsigned long nr_bad;   /* lines skipped: malformed or too long */
 };
 
@@ -204,9 +204,13 @@ size_t perfmap_add_text(struct perfmap *pm, const char *buf, size_t len)
 	while (p < end && (nl = memchr(p, '\n', end - p))) {
 		if (nl - p > PERFMAP_MAX_LINE || !parse_line(p, nl, &sym))
 			pm->nr_bad++;
-		else if (pm->nr >= PERFMAP_MAX_SYMS || ARRAY_RESERVE(pm->syms, pm->nr + 1, pm->cap))
+		else if (pm->nr >= PERFMAP_MAX_SYMS || ARRAY_RESERVE(pm->syms, pm->nr + 1, pm->cap)) {
 			free(sym.name);
-		else {
+			if (pm->nr >= PERFMAP_MAX_SYMS && !pm->said_full)
+				log_warn("perf map of process %d: over %u names; the rest are not read", pm->pid,
+					 PERFMAP_MAX_SYMS);
+			pm->said_full |= pm->nr >= PERFMAP_MAX_SYMS;
+		} else {
 			sym.seq = pm->seq++;
 			pm->syms[pm->nr++] = sym;
 		}
@@ -227,9 +231,10 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* A field of /proc/PID/status ("NSpid:", "Uid:"): its last or its first number. -1 if not there. */
-static long status_field(pid_t pid, const char *key, bool last)
+/* The pid of process pid in its own pid namespace: the last of /proc/PID/status's "NSpid:". -1 if unknown. */
+static long ns_pid(pid_t pid)
 {
+	const char *key = "NSpid:";
 	char path[64], line[256], *p;
 	long v = -1;
 	FILE *f;
@@ -240,7 +245,7 @@ static long status_field(pid_t pid, const char *key, bool last)
 		if (strncmp(line, key, strlen(key)))
 			continue;
 		line[strcspn(line, "\n")] = 0;
-		p = last ? strrchr(line, '\t') : line + strlen(key);
+		p = strrchr(line, '\t');
 		v = p ? strtol(p, NULL, 10) : -1;
 		break;
 	}
@@ -260,7 +265,7 @@ static int open_map(struct perfmap *pm)
 	int rfd, fd;
 
 	if (!pm->nspid)
-		pm->nspid = status_field(pm->pid, "NSpid:", true);
+		pm->nspid = ns_pid(pm->pid);
 	snprintf(path, sizeof(path), "/proc/%d/root", pm->pid);
 	rfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
@@ -275,8 +280,8 @@ static int open_map(struct perfmap *pm)
 static void refuse(struct perfmap *pm, const char *why)
 {
 	if (!pm->said_refused)
-		log_warn("perf map of process %d (/tmp/perf-PID.map in its root): %s; its JIT frames stay [unknown]",
-			 pm->pid, why);
+		log_warn("perf map /tmp/perf-%ld.map of process %d (in its root): %s; its JIT frames stay [unknown]",
+			 pm->nspid > 0 ? pm->nspid : (long)pm->pid, pm->pid, why);
 	pm->said_refused = true;
 }
 
@@ -311,12 +316,21 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
-/* Whether the file is the target's own: owned by its user (or by root when it runs as root). */
+/* Whether the file is the target's own: owned by its real or effective user ("Uid:\treal\teffective..."). */
 static bool owned_by_target(struct perfmap *pm, const struct stat *st)
 {
-	long uid = status_field(pm->pid, "Uid:", false);
+	char path[64], line[256];
+	long real = -1, eff = -1;
+	FILE *f;
 
-	return uid >= 0 && st->st_uid == (uid_t)uid;
+	snprintf(path, sizeof(path), "/proc/%d/status", pm->pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %ld %ld", &real, &eff) == 2)
+			break;
+	if (f)
+		fclose(f);
+	return (real >= 0 && st->st_uid == (uid_t)real) || (eff >= 0 && st->st_uid == (uid_t)eff);
 }
 
 /* What changed since the last read: appended lines are read alone, anything else from the start. */

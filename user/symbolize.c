@@ -190,6 +190,22 @@ static bool launched_not_execd(pid_t pid)
 	       self.st_ino == target.st_ino && parent_of(pid) == getpid();
 }
 
+/* A memfd: code some JIT compilers map twice (writable, executable); or an ELF run from memory. */
+static bool is_memfd(const char *path)
+{
+	return !strncmp(path, "/memfd:", 7);
+}
+
+static bool maps_exec_memfd(const struct procmaps *pm)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].exec && is_memfd(pm->maps[i].path))
+			return true;
+	return false;
+}
+
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
@@ -211,7 +227,7 @@ void symbolizer_refresh(struct symbolizer *s)
 		if (pm->maps[i].exec)
 			object_get(s, &pm->maps[i]);
 	/* Its perf map too, while its root can be opened: after it exits, the names read stay. */
-	if (pm->nr_anon && !s->jit)
+	if ((pm->nr_anon || maps_exec_memfd(pm)) && !s->jit)
 		s->jit = perfmap_new(s->pid);
 	if (s->jit)
 		perfmap_refresh(s->jit, true);
@@ -318,17 +334,23 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	return o;
 }
 
-/* Code of no file (JIT): named from the runtime's perf map, object "[jit]". */
-static void symbolize_jit(struct symbolizer *s, const struct anon_range *r, __u64 ip, struct frame_info *out)
+/* The name the runtime's perf map gives the JIT code at ip (interned), or NULL. */
+static const char *jit_name(struct symbolizer *s, __u64 ip)
 {
 	const char *name = s->jit ? perfmap_lookup(s->jit, ip) : NULL;
 
+	return name ? intern(s, name) : NULL;
+}
+
+/* Code of no file (JIT): named from the perf map, object "[jit]". */
+static void symbolize_jit(struct symbolizer *s, const struct anon_range *r, __u64 ip, struct frame_info *out)
+{
 	out->object = "[jit]";
 	out->map_start = r->start;
 	out->map_limit = r->end;
-	if (name && (out->func = intern(s, name)))
-		out->known = true;
-	else
+	out->func = jit_name(s, ip);
+	out->known = out->func != NULL;
+	if (!out->func)
 		out->func = "[unknown]";
 }
 
@@ -337,6 +359,7 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
 	const struct anon_range *anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
 	const struct sym *sym = NULL;
+	const char *name = NULL;
 	struct object *obj;
 	struct symtab *st;
 	__u64 vaddr;
@@ -365,10 +388,12 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	st = obj->st;
 	if (st && !symtab_off_to_vaddr(st, ip - m->start + m->pgoff, &vaddr))
 		sym = symtab_lookup(st, vaddr);
-	if (sym && (out->func = intern(s, sym_display_name(sym))))
-		out->known = true;
-	else
-		out->func = "[unknown]";
+	if (sym)
+		name = intern(s, sym_display_name(sym));
+	else if (is_memfd(m->path))  /* no ELF symbol in a memfd: JIT code, named in the perf map? */
+		name = jit_name(s, ip);
+	out->known = name != NULL;
+	out->func = name ? name : "[unknown]";
 }
 
 int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max)

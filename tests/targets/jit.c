@@ -4,12 +4,14 @@
  * for SECONDS, as a JIT compiler's code runs. With "write" it names its code
  * in /tmp/perf-PID.map as runtimes do (a stale name first, then the real one
  * for the same range: the later line must win); with "nowrite" the test
- * writes (or plants) the map itself.
+ * writes (or plants) the map itself; with "memfd" the code is in a memfd
+ * mapped executable (as JITs that map their code twice do), named as with "write".
  *
- * Usage: jit SECONDS write|nowrite
+ * Usage: jit SECONDS write|nowrite|memfd
  * Prints "ready pid=PID code=ADDR size=SIZE" (its own pid: in a pid namespace,
  * the namespace's), then "truth jit loops=N" at the end.
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,29 @@ static int write_map(void *code)
 	return fclose(f);
 }
 
+/* Executable code: an anonymous mapping, or a memfd's (with memfd), holding the spin loop. */
+static unsigned char *map_code(int memfd)
+{
+	unsigned char page[4096], *code;
+	int fd = -1;
+
+	memset(page, 0xcc, sizeof(page));
+	memcpy(page, spin_code, sizeof(spin_code));
+	if (memfd) {
+		fd = memfd_create("jit", MFD_CLOEXEC);
+		if (fd < 0 || write(fd, page, sizeof(page)) != sizeof(page))
+			return NULL;
+		code = mmap(NULL, sizeof(page), PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+		close(fd);
+		return code == MAP_FAILED ? NULL : code;
+	}
+	code = mmap(NULL, sizeof(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED)
+		return NULL;
+	memcpy(code, page, sizeof(page));
+	return mprotect(code, sizeof(page), PROT_READ | PROT_EXEC) ? NULL : code;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -51,16 +76,12 @@ int main(int argc, char **argv)
 	double end;
 	void (*spin)(unsigned long);
 
-	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite"))) {
-		fprintf(stderr, "usage: jit SECONDS write|nowrite\n");
+	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd"))) {
+		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd\n");
 		return 2;
 	}
-	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (code == MAP_FAILED)
-		return 1;
-	memset(code, 0xcc, 4096);
-	memcpy(code, spin_code, sizeof(spin_code));
-	if (mprotect(code, 4096, PROT_READ | PROT_EXEC) || (!strcmp(argv[2], "write") && write_map(code))) {
+	code = map_code(!strcmp(argv[2], "memfd"));
+	if (!code || (strcmp(argv[2], "nowrite") && write_map(code))) {
 		perror("jit");
 		return 1;
 	}
