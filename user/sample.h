@@ -39,15 +39,9 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 int sampler_write_files(struct sampler *s);
 
 /*
- * Instead of reports: the pprof profile (gzip'd profile.proto, the --pprof
- * format) of every sample so far, span_s seconds of sampling, malloc'd into
- * *out. 0 or -errno.
- */
-int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len);
-
-/*
- * The same, into a profile being built (pprof.h), so that the samples of
- * several samplers (processes) make one profile. 0 or -errno.
+ * Instead of reports: every sample so far into a profile being built
+ * (pprof.h, made with pprof_new at this sampler's period), so that the
+ * samples of several samplers (processes) make one profile. 0 or -errno.
  */
 struct pprof;
 int sampler_pprof_add(struct sampler *s, struct pprof *p);
