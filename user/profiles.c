@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The offcpu, mutex and heap profiles: reads the weighted stacks their BPF
- * objects count, symbolizes them, and prints one table or JSON line per
- * profile and report, and their pprof files. The kinds differ only in their
- * prof_desc (what the values mean) and in how they are loaded (prof_src).
+ * objects count and hands them to the stack pipeline (stackrows.h), around
+ * whose table or JSON it prints each profile's header and drops; and their
+ * pprof files. The kinds differ only in their prof_desc (what the values
+ * mean) and in how they are loaded (prof_src).
  */
 #include <errno.h>
 #include <limits.h>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The sampling profiler: loads profile.bpf.c, opens one sampling perf event
- * per CPU, and turns the kernel's per-stack counts into the top-functions
- * table, JSON, folded stacks and pprof.
+ * per CPU, and hands the per-stack counts (the kernel's, and dwstacks' with
+ * --call-graph dwarf) to the stack pipeline (stackrows.h) as the CPU
+ * profile: the top-functions table, JSON, folded stacks, pprof, flame graph.
  */
 #include <errno.h>
 #include <linux/perf_event.h>
