@@ -22,7 +22,7 @@ struct sampler_conf {
 	const char *pprof_path;    /* --pprof FILE, or NULL */
 	const char *folded_path;   /* --folded FILE, or NULL */
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied and unwound in user space */
-	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..65536, x8) */
+	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..FNPROF_MAX_STACK_COPY, x8) */
 };
 
 /* Loads and attaches the sampler for process pid at conf->freq_hz. 0 or -errno (message printed). */
