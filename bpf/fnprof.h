@@ -55,6 +55,7 @@ enum fnprof_drop {
 	DROP_GO_NOT_G,     /* Go: a traced call not on a goroutine's stack (r14 is no g there) */
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
+	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
 	DROP_NR,
 };
 
@@ -109,6 +110,11 @@ struct fn_stats {
 /* --- Sampling (profile.bpf.c) --------------------------------------------- */
 
 #define FNPROF_STACK_DEPTH 127   /* PERF_MAX_STACK_DEPTH */
+/*
+ * The stack maps' size (profile.bpf.c, prof.bpf.h): their ids are below it,
+ * and user space numbers the stacks it unwinds itself from it on (dwstacks.h).
+ */
+#define FNPROF_STACK_MAP_ENTRIES 16384
 
 /* Samples are counted per (thread, user stack, kernel stack). */
 struct sample_key {
@@ -134,6 +140,7 @@ enum sample_drop {
  */
 #define FNPROF_NR_REGS 17
 #define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
+#define FNPROF_DEFAULT_STACK_COPY 16384  /* and without SIZE: a multiple of 8, at most the above */
 #define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
 
 struct dwarf_sample {
@@ -191,9 +198,11 @@ enum prof_mutex_label {
 };
 
 /*
- * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/65536, interpolated
+ * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/PROF_HEAP_WONE, interpolated
  * between; from x = PROF_HEAP_WTAB / PROF_HEAP_WSTEPS on it is x (e^-x < 1e-7).
  */
+#define PROF_HEAP_WSHIFT 16
+#define PROF_HEAP_WONE (1ULL << PROF_HEAP_WSHIFT)
 #define PROF_HEAP_WSTEPS 64
 #define PROF_HEAP_WTAB (16 * PROF_HEAP_WSTEPS + 1)
 /* Exponential intervals drawn by user space: -ln(U) * rate, picked at random by the probes. */

@@ -149,8 +149,8 @@ static __always_inline void weigh(__u64 size, struct prof_live *l)
 	w1 = bpf_map_lookup_elem(&wtab, &k);
 	if (!w0 || !w1)
 		return;
-	f = *w0 + (*w1 - *w0) * frac / rate;     /* x/(1-e^-x) in 1/65536 */
-	l->bytes = rate * f >> 16;
+	f = *w0 + (*w1 - *w0) * frac / rate;     /* x/(1-e^-x) in 1/PROF_HEAP_WONE */
+	l->bytes = rate * f >> PROF_HEAP_WSHIFT;
 	l->objects = (l->bytes << PROF_FP_SHIFT) / size;
 }
 

@@ -21,7 +21,7 @@ const volatile __u32 stack_bytes = 16384;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");

@@ -20,11 +20,11 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 target_tgid = 0;
 const volatile bool per_thread = false;
 const volatile bool dwarf = false;        /* --call-graph dwarf: copy registers and stack */
-const volatile __u32 stack_bytes = 16384;  /* how much of the user stack, a multiple of 8 */
+const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;  /* how much of the user stack, a multiple of 8 */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");

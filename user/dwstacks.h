@@ -21,9 +21,8 @@
 
 #include "fnprof.h"
 
-#define DWSTACK_BASE 16384     /* the stack map's size: ids below are the kernel's */
+#define DWSTACK_BASE FNPROF_STACK_MAP_ENTRIES  /* ids below are the kernel stack map's */
 #define DWSTACK_MAX 65536      /* distinct unwound stacks kept; beyond, a sample's user stack is lost */
-#define DWSTACK_LOST (-1001)   /* profiles: a user stack lost in the unwinding (apart from the maps' -1) */
 
 struct dwstacks;
 

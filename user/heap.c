@@ -182,7 +182,7 @@ static int fill_tables(struct heap *h, __u64 rate)
 	}
 	for (i = 0; !err && i < PROF_HEAP_WTAB; i++) {
 		double x = (double)i / PROF_HEAP_WSTEPS;
-		__u64 w = (__u64)llround((i ? x / -expm1(-x) : 1.0) * 65536);
+		__u64 w = (__u64)llround((i ? x / -expm1(-x) : 1.0) * PROF_HEAP_WONE);
 
 		err = bpf_map_update_elem(fd_w, &i, &w, 0);
 	}
