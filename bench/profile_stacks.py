@@ -25,6 +25,7 @@ import tempfile
 import time
 
 from profiles import bpf_prog_times
+from bpfstats import bpf_stats
 from results_section import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -175,15 +176,8 @@ def main():
     a = ap.parse_args()
     reps = 2 if a.quick else a.repeats
     t0 = time.time()
-    stats = "/proc/sys/kernel/bpf_stats_enabled"
-    old = open(stats).read().strip() if os.path.exists(stats) else None
-    if old is not None:
-        open(stats, "w").write("1")
-    try:
+    with bpf_stats():
         costs = [cost_case(p, load, ops // 4 if a.quick else ops, args, reps) for p, load, ops, _, args in LOADS]
-    finally:
-        if old is not None:
-            open(stats, "w").write(old)
     text = tables(goals(), costs, reps)
     print(text)
     print(f"profile_stacks bench: {time.time() - t0:.0f} s")

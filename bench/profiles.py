@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 
+from bpfstats import bpf_stats
 from results_section import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -145,15 +146,8 @@ def main():
     a = ap.parse_args()
     reps = 2 if a.quick else a.repeats
     t0 = time.time()
-    stats = "/proc/sys/kernel/bpf_stats_enabled"
-    old = open(stats).read().strip() if os.path.exists(stats) else None
-    if old is not None:
-        open(stats, "w").write("1")
-    try:
+    with bpf_stats():
         rows = [bench_case(p, l, n // 4 if a.quick else n, reps, args) for p, l, n, _, _, args in CASES]
-    finally:
-        if old is not None:
-            open(stats, "w").write(old)
     text = table(rows)
     print(text)
     print(f"profiles bench: {time.time() - t0:.0f} s")
