@@ -147,8 +147,8 @@ static int setup_target(struct run *r)
 {
 	int err;
 
-	if (r->o->system_wide)
-		return 0;   /* every process that maps the objects: no pid, nothing to watch */
+	if (r->o->system_wide || r->o->all)
+		return 0;   /* every process (that maps the objects): no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
 		for (size_t i = 0; i < r->o->nr_pids; i++) {
@@ -640,7 +640,7 @@ static int start_export(struct run *r)
 	struct export_conf conf = {
 		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
 		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
-		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL, .all = r->o->all,
 	};
 
 	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
@@ -716,7 +716,7 @@ static int start_sampling(struct run *r)
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
-		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes,
+		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes, .all = r->o->all,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);

@@ -26,6 +26,7 @@
 #include "outfile.h"
 #include "pprof.h"
 #include "proc.h"
+#include "proctab.h"
 #include "profile.skel.h"
 #include "sample.h"
 #include "sanitize.h"
@@ -56,6 +57,7 @@ struct sampler {
 	char comm[64];               /* the process's name, read while it runs */
 	struct thread_name *threads; /* --per-thread: names seen while the threads ran */
 	size_t nr_threads, cap_threads;
+	struct proctab *procs;       /* -a: every process's name, symbolizer and stacks (s->sym: the kernel's) */
 };
 
 struct thread_name {
@@ -150,6 +152,8 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		goto fail;
 	}
 	s->skel->rodata->target_tgid = pid;
+	s->skel->rodata->all_procs = o->all;
+	s->skel->rodata->self_tgid = getpid();
 	s->skel->rodata->per_thread = o->per_thread;
 	err = configure_dwarf(s);
 	if (!err)
@@ -166,9 +170,10 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		}
 	}
 	s->sym = symbolizer_new(pid);
+	s->procs = o->all ? proctab_new() : NULL;
 	s->ustacks = calloc(DWSTACK_BASE + DWSTACK_MAX, sizeof(*s->ustacks));
 	s->kstacks = calloc(16384, sizeof(*s->kstacks));
-	err = s->sym && s->ustacks && s->kstacks ? attach_events(s) : -ENOMEM;
+	err = s->sym && s->ustacks && s->kstacks && (s->procs || !o->all) ? attach_events(s) : -ENOMEM;
 	if (err)
 		goto fail;
 	*out = s;
@@ -192,6 +197,7 @@ void sampler_stop(struct sampler *s)
 	sym_stacks_free(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
 	sym_stacks_free(s->kstacks, 16384);
 	symbolizer_free(s->sym);
+	proctab_free(s->procs);
 	free(s->threads);
 	free(s->prev);
 	free(s);
@@ -232,12 +238,12 @@ static void remember_threads(struct sampler *s)
 	closedir(dir);
 }
 
-/* A thread's name: now, or as it was while it ran, or "[exited]". */
-static void thread_name(const struct sampler *s, __u32 tid, char *buf, size_t size)
+/* A thread's name (of process pid with -a): now, or as it was while it ran, or "[exited]". */
+static void thread_name(const struct sampler *s, pid_t pid, __u32 tid, char *buf, size_t size)
 {
 	size_t i;
 
-	proc_thread_name(s->pid, tid, "[exited]", buf, size);
+	proc_thread_name(s->procs ? pid : s->pid, tid, "[exited]", buf, size);
 	if (strcmp(buf, "[exited]"))
 		return;
 	for (i = 0; i < s->nr_threads; i++)
@@ -251,6 +257,10 @@ void sampler_refresh(struct sampler *s)
 
 	if (!s)
 		return;
+	if (s->procs) {
+		proctab_scan(s->procs, bpf_map__fd(s->skel->maps.procs));
+		return;
+	}
 	symbolizer_refresh(s->sym);
 	if (s->o.per_thread)
 		remember_threads(s);
@@ -289,6 +299,8 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 	size_t cap = 0;
 
 	*nr = 0;
+	if (s->procs)   /* the names of processes first sampled since the last look */
+		proctab_scan(s->procs, bpf_map__fd(s->skel->maps.procs));
 	while (!bpf_map_get_next_key(fd, cur, &next)) {
 		key = next;
 		cur = &key;
@@ -305,15 +317,28 @@ static struct entry *read_counts(struct sampler *s, size_t *nr)
 	return e;
 }
 
-static const struct sym_stack *get_stack(struct sampler *s, __s32 id, bool kernel)
+/* -a: a user stack's symbolizer and cache slot are its process's. */
+static struct sym_stack *stack_slot(struct sampler *s, pid_t pid, __s32 id, bool kernel, struct symbolizer **sym)
 {
-	struct sym_stack *st = kernel ? s->kstacks : s->ustacks, *t;
+	*sym = s->sym;
+	if (kernel || !s->procs)
+		return kernel ? &s->kstacks[id] : &s->ustacks[id];
+	*sym = proctab_symbolizer(s->procs, pid);
+	return *sym ? proctab_ustack(s->procs, pid, id) : NULL;
+}
+
+static const struct sym_stack *get_stack(struct sampler *s, pid_t pid, __s32 id, bool kernel)
+{
+	struct symbolizer *sym;
+	struct sym_stack *t;
 	__u64 ips[FNPROF_STACK_DEPTH] = {};
 	int n;
 
 	if (id < 0 || id >= (kernel ? 16384 : DWSTACK_BASE + DWSTACK_MAX))
 		return NULL;
-	t = &st[id];
+	t = stack_slot(s, pid, id, kernel, &sym);
+	if (!t)
+		return NULL;
 	if (t->f)
 		return t;
 	if (id >= DWSTACK_BASE) {
@@ -326,7 +351,7 @@ static const struct sym_stack *get_stack(struct sampler *s, __s32 id, bool kerne
 		for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
 			;
 	}
-	if (symbolize_stack(s->sym, ips, n, kernel, true, FNPROF_STACK_DEPTH, t))
+	if (symbolize_stack(sym, ips, n, kernel, true, FNPROF_STACK_DEPTH, t))
 		return NULL;
 	return t;
 }
@@ -336,7 +361,7 @@ static int sample_frames(struct sampler *s, const struct sample_key *k, const st
 			 __u64 *ips, int max)
 {
 	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
-	const struct sym_stack *ks = get_stack(s, k->kstack, true), *us = get_stack(s, k->ustack, false);
+	const struct sym_stack *ks = get_stack(s, k->pid, k->kstack, true), *us = get_stack(s, k->pid, k->ustack, false);
 	int n = 0, i;
 
 	for (i = 0; ks && i < ks->nr && n < max; i++, n++)
@@ -353,6 +378,7 @@ static int sample_frames(struct sampler *s, const struct sample_key *k, const st
 struct fn_agg {
 	const char *func, *object;
 	__u32 tid;
+	__u32 pid;          /* -a: its process (rows are per process); 0 otherwise */
 	__u64 self, total;
 };
 
@@ -362,9 +388,9 @@ struct agg_table {
 	__u64 samples;
 };
 
-static size_t agg_hash(const struct agg_table *t, const char *func, const char *object, __u32 tid)
+static size_t agg_hash(const struct agg_table *t, const char *func, const char *object, __u32 tid, __u32 pid)
 {
-	return ((uintptr_t)func * 31 + (uintptr_t)object * 7 + tid) & (t->cap - 1);
+	return ((uintptr_t)func * 31 + (uintptr_t)object * 7 + tid + pid * 131ULL) & (t->cap - 1);
 }
 
 /* Doubles the table: it stays at most half full, so that probing stays short. */
@@ -379,7 +405,7 @@ static int agg_grow(struct agg_table *t)
 	for (i = 0; i < t->cap; i++) {
 		if (!t->v[i].func)
 			continue;
-		for (h = agg_hash(&n, t->v[i].func, t->v[i].object, t->v[i].tid); n.v[h].func;
+		for (h = agg_hash(&n, t->v[i].func, t->v[i].object, t->v[i].tid, t->v[i].pid); n.v[h].func;
 		     h = (h + 1) & (cap - 1))
 			;
 		n.v[h] = t->v[i];
@@ -393,16 +419,16 @@ static int agg_grow(struct agg_table *t)
  * The function's row; names are compared as pointers, the symbolizer hands
  * out one string per function. NULL when out of memory.
  */
-static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, __u32 tid)
+static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, __u32 tid, __u32 pid)
 {
 	size_t h;
 
 	if (2 * (t->nr + 1) > t->cap && agg_grow(t))
 		return NULL;
-	for (h = agg_hash(t, f->func, f->object, tid); t->v[h].func; h = (h + 1) & (t->cap - 1))
-		if (t->v[h].func == f->func && t->v[h].object == f->object && t->v[h].tid == tid)
+	for (h = agg_hash(t, f->func, f->object, tid, pid); t->v[h].func; h = (h + 1) & (t->cap - 1))
+		if (t->v[h].func == f->func && t->v[h].object == f->object && t->v[h].tid == tid && t->v[h].pid == pid)
 			return &t->v[h];
-	t->v[h] = (struct fn_agg){ .func = f->func, .object = f->object, .tid = tid };
+	t->v[h] = (struct fn_agg){ .func = f->func, .object = f->object, .tid = tid, .pid = pid };
 	t->nr++;
 	return &t->v[h];
 }
@@ -412,7 +438,8 @@ static struct fn_agg *agg_slot(struct agg_table *t, const struct frame_info *f, 
  * stack. Inlined frames are left to the stacks (folded, pprof): in the table
  * a sample counts for the function its code was compiled into, as perf's.
  */
-static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, __u32 tid, __u64 cnt)
+static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, const struct sample_key *k,
+		     __u64 cnt)
 {
 	struct fn_agg *a;
 	bool leaf = true;
@@ -427,7 +454,7 @@ static int agg_stack(struct agg_table *t, const struct frame_info **fr, int n, _
 				break;
 		if (j < i)
 			continue;  /* recursion: counted once */
-		a = agg_slot(t, fr[i], tid);
+		a = agg_slot(t, fr[i], k->tid, k->pid);
 		if (!a)
 			return -ENOMEM;
 		a->total += cnt;
@@ -463,7 +490,7 @@ static int aggregate(struct sampler *s, const struct entry *e, size_t nr, struct
 		if (!e[i].delta)
 			continue;
 		n = sample_frames(s, &e[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
-		if (agg_stack(t, fr, n, e[i].key.tid, e[i].delta))
+		if (agg_stack(t, fr, n, &e[i].key, e[i].delta))
 			return -ENOMEM;
 	}
 	for (i = 0, k = 0; i < t->cap; i++)
@@ -506,7 +533,7 @@ static bool row_shown(const struct agg_table *t, size_t i, unsigned int top, uns
 }
 
 /* The FUNCTION column's width for the rows shown (fit.h). */
-static size_t func_width(const struct agg_table *t, unsigned int top, FILE *out)
+static size_t func_width(const struct agg_table *t, unsigned int top, FILE *out, bool s_all)
 {
 	const char **names = calloc(t->nr ? t->nr : 1, sizeof(*names));
 	unsigned int shown = 0;
@@ -515,7 +542,7 @@ static size_t func_width(const struct agg_table *t, unsigned int top, FILE *out)
 	for (i = 0; names && i < t->nr; i++)
 		if (row_shown(t, i, top, &shown))
 			names[n++] = t->v[i].func;
-	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, FIT_SAMPLE_REST) : 0;
+	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, FIT_SAMPLE_REST + (s_all ? 24 : 0)) : 0;
 	free(names);
 	return w ? w : FIT_FUNC_WIDTH;
 }
@@ -526,11 +553,12 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 	double per_core = s->o.freq_hz * (span > 0 ? span : 1), pct = t->samples ? 100.0 / t->samples : 0;
 	__u32 tid = (__u32)-1;
 	unsigned int shown = 0;
-	size_t i, w = func_width(t, s->o.top, out);
-	char comm[64];
+	size_t i, w = func_width(t, s->o.top, out, s->procs);
+	char comm[64], who[32];
 
-	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
-		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)t->samples, s->o.freq_hz,
+	snprintf(who, sizeof(who), s->procs ? "all processes" : "pid %d", s->pid);
+	fprintf(out, "\n%s %s, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
+		final ? "sampled:" : "sampling:", who, span, (unsigned long long)t->samples, s->o.freq_hz,
 		s->event, t->samples / per_core);
 	for (i = 0; i < t->nr; i++) {
 		const struct fn_agg *a = &t->v[i];
@@ -538,20 +566,26 @@ static void print_table(struct sampler *s, FILE *out, const struct agg_table *t,
 		if (a->tid != tid) {
 			tid = a->tid;
 			if (s->o.per_thread) {
-				thread_name(s, tid, comm, sizeof(comm));
+				thread_name(s, a->pid, tid, comm, sizeof(comm));
 				fprintf(out, "\nthread %u (%s):\n", tid, comm);
 			}
+			if (s->procs)
+				fprintf(out, "%7s %-15s ", "PID", "COMM");
 			fprintf(out, "%-*s %-*s %7s %7s %8s %6s\n", (int)w, "FUNCTION", FIT_OBJECT_WIDTH, "OBJECT", "SELF%",
 				"TOTAL%", "SAMPLES", "CORES");
 		}
 		if (!row_shown(t, i, s->o.top, &shown))
 			continue;
+		if (s->procs)
+			fprintf(out, "%7u %-15s ", a->pid, proctab_comm(s->procs, a->pid));
 		fit_name_cells(out, a->func, w, a->object);
 		fprintf(out, "%7.2f %7.2f %8llu %6.2f\n", a->self * pct, a->total * pct, (unsigned long long)a->self,
 			a->self / per_core);
 	}
 	if (s->dw)
 		print_unwind_stats(s, out);
+	if (s->procs)
+		proctab_print_stats(s->procs, out);
 	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
 		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
 			     "%llu kernel (stack map full or collision)\n",
@@ -589,6 +623,8 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 		json_u64(&j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
 		json_obj_end(&j);
 	}
+	if (s->procs)
+		proctab_json_stats(s->procs, &j);
 	json_arr_begin(&j, "functions");
 	for (i = 0; i < t->nr; i++) {
 		const struct fn_agg *a = &t->v[i];
@@ -596,6 +632,10 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 		json_obj_begin(&j, NULL);
 		json_str(&j, "name", a->func);
 		json_str(&j, "object", a->object);
+		if (s->procs) {
+			json_u64(&j, "pid", a->pid);
+			json_str(&j, "comm", proctab_comm(s->procs, a->pid));
+		}
 		if (s->o.per_thread)
 			json_u64(&j, "tid", a->tid);
 		json_f64(&j, "self_pct", a->self * pct);
@@ -666,6 +706,9 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 	s->nr_prev = nr;
 	memcpy(s->drops_prev, drops, sizeof(drops));
 	s->run_s += interval_s;
+	/* Their stacks were symbolized above: exited processes need their mappings no more. */
+	if (s->procs)
+		proctab_release_exited(s->procs);
 	return 0;
 }
 
@@ -707,7 +750,9 @@ static char *folded_frames(struct sampler *s, const struct entry *e)
 	if (!f)
 		return NULL;
 	if (e->key.tid)
-		thread_name(s, e->key.tid, comm, sizeof(comm));
+		thread_name(s, e->key.pid, e->key.tid, comm, sizeof(comm));
+	else if (s->procs)
+		snprintf(comm, sizeof(comm), "%s", proctab_comm(s->procs, e->key.pid));
 	else
 		snprintf(comm, sizeof(comm), "%s", s->comm[0] ? s->comm : "[process]");
 	/* flamegraph.pl splits frames on ';' and the count off at the last space. */
@@ -797,13 +842,18 @@ static int add_to_pprof(struct sampler *s, struct pprof *p)
 	struct frame_info exe;
 	int n, k, g, nl, err = 0;
 
-	if (symbolize_main_object(s->sym, &exe))
+	if (!s->procs && symbolize_main_object(s->sym, &exe))
 		pprof_mapping(p, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
 	for (i = 0; !err && i < s->nr_prev; i++) {
-		n = sample_frames(s, &s->prev[i].key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
+		const struct sample_key *key = &s->prev[i].key;
+
+		n = sample_frames(s, key, fr, ips, 2 * FNPROF_STACK_DEPTH + 1);
 		for (k = 0, nl = 0; k < n; k += g, nl++)
 			locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
-		err = pprof_sample(p, locs, nl, s->prev[i].count);
+		/* -a: whose each sample is, as pprof labels (go tool pprof -tags, Parca, Pyroscope). */
+		err = s->procs ? pprof_sample_process(p, locs, nl, s->prev[i].count, key->pid,
+						      proctab_comm(s->procs, key->pid)) :
+				 pprof_sample(p, locs, nl, s->prev[i].count);
 	}
 	return err;
 }
@@ -893,7 +943,7 @@ static int flame_stack(struct sampler *s, struct flame *fl, const struct entry *
 	int n, k = 0, i;
 
 	if (e->key.tid) {
-		thread_name(s, e->key.tid, comm, sizeof(comm));
+		thread_name(s, e->key.pid, e->key.tid, comm, sizeof(comm));
 		snprintf(thread, sizeof(thread), "%s (thread %u)", comm, e->key.tid);
 		out[k++] = (struct flame_frame){ .name = thread, .object = "", .kind = FLAME_ROOT };
 	}

@@ -13,6 +13,7 @@
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
+#include "objcache.h"
 #include "proc.h"
 #include "procmaps.h"
 #include "safeopen.h"
@@ -24,6 +25,9 @@ struct object {
 	const char *path;   /* interned */
 	struct symtab *st;  /* NULL: could not be read */
 	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
+	dev_t dev;          /* the file: with a shared cache, st and inl are the cache's */
+	ino_t ino;
+	bool shared;
 };
 
 /*
@@ -45,17 +49,35 @@ struct symbolizer {
 	struct object *objs;
 	size_t nr_objs, cap_objs;
 	bool missed;  /* an address was in no mapping since the last refresh */
+	struct objcache *cache;  /* -a: objects' symbols shared with other processes' symbolizers, or NULL */
 };
 
 struct symbolizer *symbolizer_new(pid_t pid)
+{
+	return symbolizer_new_shared(pid, NULL);
+}
+
+struct symbolizer *symbolizer_new_shared(pid_t pid, struct objcache *cache)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
 	if (s) {
 		s->pid = pid;
+		s->cache = cache;
 		symbolizer_refresh(s);
 	}
 	return s;
+}
+
+/* An object's symbols and DWARF go: its own, or its reference to the shared cache's. */
+static void object_release(struct symbolizer *s, struct object *o)
+{
+	if (o->shared) {
+		objcache_release(s->cache, o->dev, o->ino);
+		return;
+	}
+	symtab_free(o->st);
+	inlines_close(o->inl);
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -64,10 +86,8 @@ void symbolizer_free(struct symbolizer *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nr_objs; i++) {
-		symtab_free(s->objs[i].st);
-		inlines_close(s->objs[i].inl);
-	}
+	for (i = 0; i < s->nr_objs; i++)
+		object_release(s, &s->objs[i]);
 	free(s->objs);
 	for (i = 0; i < s->names.cap; i++)
 		free(s->names.slot[i]);
@@ -147,8 +167,7 @@ static void drop_unmapped(struct symbolizer *s, const struct procmaps *pm)
 			i++;
 			continue;
 		}
-		symtab_free(o->st);
-		inlines_close(o->inl);
+		object_release(s, o);
 		*o = s->objs[--s->nr_objs];
 	}
 }
@@ -296,9 +315,15 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	*o = (struct object){ .path = intern(s, m->path) };
+	*o = (struct object){ .path = intern(s, m->path), .dev = makedev(m->dev_major, m->dev_minor), .ino = m->inode };
 	if (!o->path)
 		return NULL;
+	/* A file another process's symbolizer read already (never the vDSO: no inode). */
+	if (s->cache && o->ino && objcache_get(s->cache, o->dev, o->ino, &o->st, &o->inl)) {
+		o->shared = true;
+		s->nr_objs++;
+		return o;
+	}
 	o->st = read_symtab(s, m, &fd);
 	/* Its DWARF is read now too: the mapping, through which the file is opened, goes with the process. */
 	if (o->st && m->path[0] == '/')
@@ -306,6 +331,7 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	else if (fd >= 0)
 		close(fd);
 	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
+	o->shared = s->cache && o->ino && !objcache_add(s->cache, o->dev, o->ino, o->st, o->inl);
 	s->nr_objs++;
 	return o;
 }

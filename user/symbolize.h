@@ -24,6 +24,9 @@ struct frame_info {
 };
 
 struct symbolizer *symbolizer_new(pid_t pid);
+struct objcache;
+/* The same, with the objects' symbols and DWARF taken from and added to cache (objcache.h), which must outlive it. */
+struct symbolizer *symbolizer_new_shared(pid_t pid, struct objcache *cache);
 void symbolizer_free(struct symbolizer *s);
 
 /* Re-reads /proc/PID/maps if the process still runs; the old mappings stay otherwise. */
