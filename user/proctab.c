@@ -13,7 +13,6 @@
 #include "clock.h"
 #include "fnprof.h"
 #include "json.h"
-#include "objcache.h"
 #include "proc.h"
 #include "proctab.h"
 #include "sanitize.h"
@@ -43,20 +42,18 @@ struct proctab {
 	size_t nr, cap;
 	__u32 *index;
 	size_t index_cap;
-	struct objcache *cache;
+	struct symbolizer *parent;      /* whose names and object cache the processes' symbolizers share */
 	size_t nr_sym;
 	__u64 tick;
 	struct proctab_stats st;
 };
 
-struct proctab *proctab_new(void)
+struct proctab *proctab_new(struct symbolizer *parent)
 {
 	struct proctab *t = calloc(1, sizeof(*t));
 
-	if (t && !(t->cache = objcache_new())) {
-		free(t);
-		return NULL;
-	}
+	if (t)
+		t->parent = parent;
 	return t;
 }
 
@@ -81,7 +78,6 @@ void proctab_free(struct proctab *t)
 		symbolizer_free(t->ent[i].sym);
 		free_stacks(&t->ent[i]);
 	}
-	objcache_free(t->cache);
 	free(t->ent);
 	free(t->index);
 	free(t);
@@ -160,7 +156,7 @@ static struct symbolizer *hold_symbolizer(struct proctab *t, struct proc_ent *e)
 		return e->sym;
 	if (t->nr_sym >= PROCTAB_MAX_SYMBOLIZERS)
 		evict_one(t);
-	e->sym = symbolizer_new_shared(e->pid, t->cache);
+	e->sym = symbolizer_new_child(e->pid, t->parent);
 	e->refreshed = monotonic_s();
 	t->nr_sym += e->sym != NULL;
 	return e->sym;
@@ -353,7 +349,7 @@ void proctab_stats(const struct proctab *t, struct proctab_stats *out)
 	*out = t->st;
 	out->procs = t->nr;
 	out->symbolizers = t->nr_sym;
-	out->objects = objcache_nr(t->cache);
+	out->objects = symbolizer_nr_shared(t->parent);
 }
 
 void proctab_print_stats(const struct proctab *t, FILE *out)

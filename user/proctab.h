@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * -a: the processes a whole-machine sampler saw. Per process: its name as
- * first seen (kept after it exits), a symbolizer (objcache.h shares the
- * objects' symbols between processes) and its user stacks symbolized once.
+ * first seen (kept after it exits), a symbolizer (sharing the objects'
+ * symbols and the names with the others) and its user stacks symbolized once.
  *
  * Bounds: at most PROCTAB_MAX_SYMBOLIZERS processes hold a symbolizer (the
  * least recently sampled gives its up: re-read if it is sampled again; an
@@ -36,8 +36,12 @@ struct proctab_stats {
 	__u64 forgotten;          /* processes forgotten for the cap on known ones */
 };
 
-/* NULL when out of memory. */
-struct proctab *proctab_new(void);
+/*
+ * The processes' symbolizers are parent's children (symbolize.h): they share
+ * its names and objects, so parent must outlive the table. NULL when out of
+ * memory.
+ */
+struct proctab *proctab_new(struct symbolizer *parent);
 void proctab_free(struct proctab *t);
 
 /*

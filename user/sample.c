@@ -170,7 +170,7 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		}
 	}
 	s->sym = symbolizer_new(pid);
-	s->procs = o->all ? proctab_new() : NULL;
+	s->procs = o->all && s->sym ? proctab_new(s->sym) : NULL;
 	s->ustacks = calloc(DWSTACK_BASE + DWSTACK_MAX, sizeof(*s->ustacks));
 	s->kstacks = calloc(16384, sizeof(*s->kstacks));
 	err = s->sym && s->ustacks && s->kstacks && (s->procs || !o->all) ? attach_events(s) : -ENOMEM;
@@ -196,8 +196,8 @@ void sampler_stop(struct sampler *s)
 	profile_bpf__destroy(s->skel);
 	sym_stacks_free(s->ustacks, DWSTACK_BASE + DWSTACK_MAX);
 	sym_stacks_free(s->kstacks, 16384);
+	proctab_free(s->procs);   /* its symbolizers first: s->sym is their parent */
 	symbolizer_free(s->sym);
-	proctab_free(s->procs);
 	free(s->threads);
 	free(s->prev);
 	free(s);

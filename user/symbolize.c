@@ -42,31 +42,52 @@ struct names {
 
 struct symbolizer {
 	pid_t pid;
-	struct names names;
+	struct names own_names;
+	struct names *names;     /* own_names, or the parent's (symbolizer_new_child) */
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
 	struct object *objs;
 	size_t nr_objs, cap_objs;
 	bool missed;  /* an address was in no mapping since the last refresh */
-	struct objcache *cache;  /* -a: objects' symbols shared with other processes' symbolizers, or NULL */
+	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
+	bool own_cache;
 };
 
-struct symbolizer *symbolizer_new(pid_t pid)
-{
-	return symbolizer_new_shared(pid, NULL);
-}
-
-struct symbolizer *symbolizer_new_shared(pid_t pid, struct objcache *cache)
+static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
-	if (s) {
-		s->pid = pid;
-		s->cache = cache;
-		symbolizer_refresh(s);
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->names = parent ? parent->names : &s->own_names;
+	if (parent && !parent->cache) {
+		parent->cache = objcache_new();
+		parent->own_cache = parent->cache != NULL;
 	}
+	s->cache = parent ? parent->cache : NULL;
+	if (parent && !s->cache) {
+		free(s);
+		return NULL;
+	}
+	symbolizer_refresh(s);
 	return s;
+}
+
+struct symbolizer *symbolizer_new(pid_t pid)
+{
+	return create(pid, NULL);
+}
+
+struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent)
+{
+	return create(pid, parent);
+}
+
+size_t symbolizer_nr_shared(const struct symbolizer *s)
+{
+	return s->cache ? objcache_nr(s->cache) : 0;
 }
 
 /* An object's symbols and DWARF go: its own, or its reference to the shared cache's. */
@@ -89,9 +110,11 @@ void symbolizer_free(struct symbolizer *s)
 	for (i = 0; i < s->nr_objs; i++)
 		object_release(s, &s->objs[i]);
 	free(s->objs);
-	for (i = 0; i < s->names.cap; i++)
-		free(s->names.slot[i]);
-	free(s->names.slot);
+	for (i = 0; i < s->own_names.cap; i++)
+		free(s->own_names.slot[i]);
+	free(s->own_names.slot);
+	if (s->own_cache)
+		objcache_free(s->cache);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
 	free(s);
@@ -131,7 +154,7 @@ static int names_grow(struct names *n)
 /* The one copy of name; NULL when out of memory. */
 static const char *intern(struct symbolizer *s, const char *name)
 {
-	struct names *n = &s->names;
+	struct names *n = s->names;
 	size_t h;
 
 	if (2 * (n->nr + 1) > n->cap && names_grow(n))
