@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""fnprof -a with many processes running: its peak RSS and its CPU time per second of run.
+
+tests/bin/procs starts BUSY children spinning and LIGHT ones that spin 200 us every 100 ms (so that
+every one of them is sampled now and then, and so needs its name, mappings and symbols), and fnprof
+-a samples the machine for SECONDS, with --call-graph fp and dwarf in turn; a baseline run with no
+children is measured the same way just before, under the same load. Peak RSS is fnprof's own VmHWM
+(bench/peakrss.py), its CPU time the rusage wait4 gives (all its threads).
+
+Usage: python3 bench/system.py [--light 198] [--busy 2] [--seconds 20]   (as root, after make test-build)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import peakrss  # noqa: E402
+
+FNPROF = os.path.join(ROOT, "fnprof")
+PROCS = os.path.join(ROOT, "tests", "bin", "procs")
+
+
+def start_procs(busy, light):
+    p = subprocess.Popen([PROCS, str(busy), str(light), "0", "3600"], stdout=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith("ready"):
+            return p
+    raise SystemExit("procs did not start")
+
+
+def measure(call_graph, seconds):
+    """(peak RSS KiB, CPU s per s, the final JSON report) of one fnprof -a run."""
+    # The JSON report lists every process's functions: into a file, never a pipe nobody reads yet.
+    with tempfile.TemporaryFile(mode="w+") as out:
+        p = subprocess.Popen([FNPROF, "-a", "-d", str(seconds), "--json", "--call-graph", call_graph],
+                             stdout=subprocess.DEVNULL, stderr=out, text=True)
+        t0 = time.monotonic()
+        status, ru, kib = peakrss.wait(p.pid)
+        wall = time.monotonic() - t0
+        out.seek(0)
+        err = out.read()
+    if status:
+        raise SystemExit(f"fnprof failed ({status}):\n{err[-2000:]}")
+    rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+    return kib, (ru.ru_utime + ru.ru_stime) / wall, rep
+
+
+def row(label, call_graph, kib, cpu, rep):
+    pr = rep["processes"]
+    return (f"| {label} | {call_graph} | {kib / 1024:.1f} MiB | {cpu * 100:.1f}% | {pr['seen']} | "
+            f"{pr['objects']} | {rep['samples']} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--busy", type=int, default=2)
+    ap.add_argument("--light", type=int, default=198)
+    ap.add_argument("--seconds", type=float, default=20)
+    a = ap.parse_args()
+    print("| processes | call graph | peak RSS | CPU (of one core) | processes seen | object files | samples |")
+    print("|-----------|------------|----------|-------------------|----------------|--------------|---------|")
+    for cg in ("fp", "dwarf"):
+        print(row("baseline", cg, *measure(cg, a.seconds)), flush=True)
+        procs = start_procs(a.busy, a.light)
+        try:
+            time.sleep(1)
+            print(row(f"+{a.busy + a.light}", cg, *measure(cg, a.seconds)), flush=True)
+        finally:
+            procs.terminate()
+            procs.communicate()
+
+
+if __name__ == "__main__":
+    main()
