@@ -52,9 +52,9 @@ def measure(call_graph, seconds):
 
 
 def row(label, call_graph, kib, cpu, rep):
-    pr = rep["processes"]
+    pr, uw = rep["processes"], rep.get("unwind", {})
     return (f"| {label} | {call_graph} | {kib / 1024:.1f} MiB | {cpu * 100:.1f}% | {pr['seen']} | "
-            f"{pr['objects']} | {rep['samples']} |")
+            f"{pr['objects']} | {pr['evicted']} / {uw.get('unwinders_evicted', '-')} | {rep['samples']} |")
 
 
 def main():
@@ -63,8 +63,10 @@ def main():
     ap.add_argument("--light", type=int, default=198)
     ap.add_argument("--seconds", type=float, default=20)
     a = ap.parse_args()
-    print("| processes | call graph | peak RSS | CPU (of one core) | processes seen | object files | samples |")
-    print("|-----------|------------|----------|-------------------|----------------|--------------|---------|")
+    print("| processes | call graph | peak RSS | CPU (of one core) | processes seen | object files | "
+          "given up: symbolizers / unwinders | samples |")
+    print("|-----------|------------|----------|-------------------|----------------|--------------|"
+          "-----------------------------------|---------|")
     for cg in ("fp", "dwarf"):
         print(row("baseline", cg, *measure(cg, a.seconds)), flush=True)
         procs = start_procs(a.busy, a.light)

@@ -18,7 +18,7 @@
 
 #define DWSTACK_BASE 16384     /* the stack map's size: ids below are the kernel's */
 #define DWSTACK_MAX 65536      /* distinct unwound stacks kept; beyond, a sample's user stack is lost */
-#define DWSTACK_MAX_UNWINDERS 256  /* -a: processes with an unwinder (their objects' CFI) at once */
+#define DWSTACK_MAX_UNWINDERS 64  /* -a: processes with an unwinder (their objects' CFI) at once */
 
 struct dwstacks;
 

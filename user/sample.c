@@ -519,6 +519,9 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU\n", s->o.stack_bytes,
 		(unsigned long long)st.samples, (unsigned long long)st.truncated,
 		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
+	if (s->procs)
+		fprintf(out, "unwinders: %llu processes hold one (at most %d), %llu given up for the cap\n",
+			(unsigned long long)st.unwinders, DWSTACK_MAX_UNWINDERS, (unsigned long long)st.unwinders_evicted);
 }
 
 /*
@@ -621,6 +624,8 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 		json_u64(&j, "truncated", st.truncated);
 		json_u64(&j, "lost", st.lost);
 		json_u64(&j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+		json_u64(&j, "unwinders", st.unwinders);
+		json_u64(&j, "unwinders_evicted", st.unwinders_evicted);
 		json_obj_end(&j);
 	}
 	if (s->procs)
