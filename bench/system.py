@@ -34,26 +34,51 @@ def start_procs(busy, light):
     raise SystemExit("procs did not start")
 
 
+def rss_anon(pid):
+    """RssAnon of pid now (KiB): the memory that is fnprof's own, not file pages it maps (libdwfl maps
+    the objects it unwinds through; those pages are the page cache's, shared)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def wait_sampling(pid):
+    """peakrss.wait, with the peak RssAnon too: (status, rusage, peak VmHWM KiB, peak RssAnon KiB)."""
+    anon = 0
+    while True:
+        peakrss.sample(pid)
+        anon = max(anon, rss_anon(pid))
+        wpid, status, ru = os.wait4(pid, os.WNOHANG)
+        if wpid == pid:
+            return status, ru, peakrss.peak(pid), anon
+        time.sleep(0.005)
+
+
 def measure(call_graph, seconds):
-    """(peak RSS KiB, CPU s per s, the final JSON report) of one fnprof -a run."""
+    """(peak RSS KiB, peak anonymous RSS KiB, CPU s per s, the final JSON report) of one fnprof -a run."""
     # The JSON report lists every process's functions: into a file, never a pipe nobody reads yet.
     with tempfile.TemporaryFile(mode="w+") as out:
         p = subprocess.Popen([FNPROF, "-a", "-d", str(seconds), "--json", "--call-graph", call_graph],
                              stdout=subprocess.DEVNULL, stderr=out, text=True)
         t0 = time.monotonic()
-        status, ru, kib = peakrss.wait(p.pid)
+        status, ru, kib, anon = wait_sampling(p.pid)
         wall = time.monotonic() - t0
         out.seek(0)
         err = out.read()
     if status:
         raise SystemExit(f"fnprof failed ({status}):\n{err[-2000:]}")
     rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
-    return kib, (ru.ru_utime + ru.ru_stime) / wall, rep
+    return kib, anon, (ru.ru_utime + ru.ru_stime) / wall, rep
 
 
-def row(label, call_graph, kib, cpu, rep):
+def row(label, call_graph, kib, anon, cpu, rep):
     pr, uw = rep["processes"], rep.get("unwind", {})
-    return (f"| {label} | {call_graph} | {kib / 1024:.1f} MiB | {cpu * 100:.1f}% | {pr['seen']} | "
+    return (f"| {label} | {call_graph} | {kib / 1024:.1f} MiB | {anon / 1024:.1f} MiB | {cpu * 100:.1f}% | {pr['seen']} | "
             f"{pr['objects']} | {pr['evicted']} / {uw.get('unwinders_evicted', '-')} | {rep['samples']} |")
 
 
@@ -63,9 +88,9 @@ def main():
     ap.add_argument("--light", type=int, default=198)
     ap.add_argument("--seconds", type=float, default=20)
     a = ap.parse_args()
-    print("| processes | call graph | peak RSS | CPU (of one core) | processes seen | object files | "
+    print("| processes | call graph | peak RSS | of it anonymous | CPU (of one core) | processes seen | object files | "
           "given up: symbolizers / unwinders | samples |")
-    print("|-----------|------------|----------|-------------------|----------------|--------------|"
+    print("|-----------|------------|----------|-----------------|-------------------|----------------|--------------|"
           "-----------------------------------|---------|")
     for cg in ("fp", "dwarf"):
         print(row("baseline", cg, *measure(cg, a.seconds)), flush=True)

@@ -204,3 +204,24 @@ def test_all_not_root():
                         FNPROF, "-a", "-d", "1"], capture_output=True, text=True, timeout=30)
     check(p.returncode == 1, f"exit {p.returncode}: {p.stderr}")
     check("CAP_BPF" in p.stderr and "sudo" in p.stderr, p.stderr)
+
+
+def test_all_under_asan_with_exiting_processes():
+    """fnprof-asan -a with interval reports while processes exit (their symbolizers dropped, their
+    stacks kept) and --folded/--pprof written at the end: no memory error, no leak, both call graphs."""
+    from test_asan import run_asan
+    d = tempfile.mkdtemp()
+    try:
+        for cg in ("fp", "dwarf"):
+            # The children live 1 s of fnprof's 2.5: two reports see them, the rest after they exited.
+            with Procs(1, 4, 1, seconds=1):
+                folded, pprof = os.path.join(d, f"{cg}.folded"), os.path.join(d, f"{cg}.pb.gz")
+                p = run_asan(["-a", "-d", "2.5", "-i", "0.5", "--call-graph", cg, "--folded", folded,
+                              "--pprof", pprof])
+                check(p.returncode == 0, p.stderr[-3000:])
+            with open(folded) as f:
+                text = f.read()
+            check(re.search(r"^pbusy0;.*procs_spin \d+$", text, re.M), f"{cg}: {text[:2000]}")
+            check(re.search(r"processes: \d+ seen, [1-9]\d* exited", p.stderr), p.stderr[-2000:])
+    finally:
+        shutil.rmtree(d)

@@ -605,6 +605,8 @@ static void print_json(struct sampler *s, FILE *out, const struct agg_table *t, 
 	size_t i;
 
 	json_report_begin(&j, out, "sample", s->pid, span);
+	if (s->procs)
+		json_bool(&j, "all_processes", true);   /* -a: pid is 0 */
 	json_u64(&j, "freq_hz", s->o.freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", t->samples);
