@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import FNPROF, Skip, check, final_report, run_fnprof, target, within
+from harness import FNPROF, Skip, check, final_report, run_fnprof, target, wait_for, within
 from test_fleet import Fnprof, http_get
 
 FREQ = 99
@@ -209,19 +209,34 @@ def test_all_not_root():
 def test_all_under_asan_with_exiting_processes():
     """fnprof-asan -a with interval reports while processes exit (their symbolizers dropped, their
     stacks kept) and --folded/--pprof written at the end: no memory error, no leak, both call graphs."""
-    from test_asan import run_asan
+    from test_asan import ASAN
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     d = tempfile.mkdtemp()
     try:
         for cg in ("fp", "dwarf"):
-            # The children live 1 s of fnprof's 2.5: two reports see them, the rest after they exited.
-            with Procs(1, 4, 1, seconds=1):
-                folded, pprof = os.path.join(d, f"{cg}.folded"), os.path.join(d, f"{cg}.pb.gz")
-                p = run_asan(["-a", "-d", "2.5", "-i", "0.5", "--call-graph", cg, "--folded", folded,
-                              "--pprof", pprof])
-                check(p.returncode == 0, p.stderr[-3000:])
+            folded, pprof = os.path.join(d, f"{cg}.folded"), os.path.join(d, f"{cg}.pb.gz")
+            err = open(os.path.join(d, f"{cg}.err"), "w+")
+            p = subprocess.Popen([ASAN, "-a", "-i", "0.5", "--call-graph", cg, "--folded", folded,
+                                  "--pprof", pprof], stderr=err, env=env)
+            try:
+                # Sampling already (its first report), then the children: they live 1.5 s of the run,
+                # and the reports after they exited still have their stacks.
+                check(wait_for(lambda: "sampling: all processes" in open(err.name).read(), timeout=60),
+                      open(err.name).read()[-2000:])
+                with Procs(1, 4, 1, seconds=1.5) as procs:
+                    procs.proc.wait(timeout=30)
+                time.sleep(1.2)
+            finally:
+                p.send_signal(signal.SIGINT)
+                p.wait(timeout=60)
+            err.seek(0)
+            text = err.read()
+            for word in ("AddressSanitizer", "LeakSanitizer", "runtime error"):
+                check(word not in text, f"{word} in fnprof-asan -a:\n{text[-4000:]}")
+            check(p.returncode == 0, text[-3000:])
             with open(folded) as f:
-                text = f.read()
-            check(re.search(r"^pbusy0;.*procs_spin \d+$", text, re.M), f"{cg}: {text[:2000]}")
-            check(re.search(r"processes: \d+ seen, [1-9]\d* exited", p.stderr), p.stderr[-2000:])
+                stacks = f.read()
+            check(re.search(r"^pbusy0;.*procs_spin \d+$", stacks, re.M), f"{cg}: {stacks[:2000]}")
+            check(re.search(r"processes: \d+ seen, [1-9]\d* exited", text), text[-2000:])
     finally:
         shutil.rmtree(d)
