@@ -240,3 +240,18 @@ def test_all_under_asan_with_exiting_processes():
             check(re.search(r"processes: \d+ seen, [1-9]\d* exited", text), text[-2000:])
     finally:
         shutil.rmtree(d)
+
+
+def test_all_names_functions_of_processes_gone_before_the_report():
+    """A process sampled, then gone before the only report: its name is the one it had, and its
+    functions are named from its files (read when the report needs them: the same file, by device
+    and inode, as it was mapped)."""
+    with Fnprof(["-a", "--call-graph", "fp"]) as fp:
+        with Procs(1, 0, 0, seconds=1.5) as procs:
+            pid = procs.of_kind("busy")[0]
+            procs.proc.wait(timeout=30)
+        check(not os.path.exists(f"/proc/{pid}"), f"{pid} still there")
+        time.sleep(0.5)
+        out, err = fp.stop()
+        check(fp.proc.returncode == 0, err[-3000:])
+        check(re.search(rf"^\s*{pid} pbusy0\s+procs_spin\s", err, re.M), err[-3000:])

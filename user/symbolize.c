@@ -52,6 +52,12 @@ struct symbolizer {
 	bool missed;  /* an address was in no mapping since the last refresh */
 	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
 	bool own_cache;
+	/*
+	 * A child (-a): objects are read when a frame needs them, not all at
+	 * each refresh (only the vDSO, which goes with the process); after the
+	 * process exits, from the same file (device, inode) where it still is.
+	 */
+	bool lazy;
 };
 
 static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
@@ -67,6 +73,7 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 		parent->own_cache = parent->cache != NULL;
 	}
 	s->cache = parent ? parent->cache : NULL;
+	s->lazy = parent != NULL;
 	if (parent && !s->cache) {
 		free(s);
 		return NULL;
@@ -247,7 +254,7 @@ void symbolizer_refresh(struct symbolizer *s)
 	drop_unmapped(s, pm);
 	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */
 	for (i = 0; i < pm->nr; i++)
-		if (pm->maps[i].exec)
+		if (pm->maps[i].exec && (!s->lazy || !strcmp(pm->maps[i].path, "[vdso]")))
 			object_get(s, &pm->maps[i]);
 }
 
@@ -304,6 +311,30 @@ static int load_in_root(struct symbolizer *s, const struct mapping *m, struct sy
 }
 
 /*
+ * A lazy symbolizer's process exited before a frame needed the object: the
+ * path as fnprof sees it, read only if it is the very file that was mapped
+ * (device and inode), as load_in_root. *obj: the file, open, for its DWARF.
+ */
+static int load_same_file(const struct mapping *m, struct symtab **st, int *obj)
+{
+	char path[64];
+	struct stat sb;
+	int fd = m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, err = -ESTALE;
+
+	if (fd < 0)
+		return fd;
+	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = symtab_load(path, st);
+	}
+	if (err)
+		close(fd);
+	else
+		*obj = fd;
+	return err;
+}
+
+/*
  * Reads the object's symbols through the mapping itself (no path lookup),
  * else inside the target's root. *obj: the object's file, open (the caller
  * closes it), for its DWARF; -1 where there is none (the vDSO).
@@ -322,7 +353,9 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m,
 		*obj = open_regular(AT_FDCWD, path, 0);
 		return st;
 	}
-	return load_in_root(s, m, &st, obj) ? NULL : st;
+	if (!load_in_root(s, m, &st, obj))
+		return st;
+	return s->lazy && !load_same_file(m, &st, obj) ? st : NULL;
 }
 
 /* The object mapped at m, its symbols read on first sight. NULL only when out of memory. */
@@ -466,6 +499,14 @@ static int frames_of(struct symbolizer *s, __u64 ip, bool kernel, bool inlines, 
 	return n + 1;
 }
 
+static void shrink(void **p, int n, size_t size)
+{
+	void *v = realloc(*p, (n ? n : 1) * size);
+
+	if (v)
+		*p = v;
+}
+
 int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, bool inlines, int max,
 		    struct sym_stack *t)
 {
@@ -482,6 +523,9 @@ int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, 
 			t->ips[nf++] = ips[i];
 	}
 	t->nr = nf;
+	/* Room for max frames was taken while filling: cached stacks keep what they hold (most are short). */
+	shrink((void **)&t->f, nf, sizeof(*t->f));
+	shrink((void **)&t->ips, nf, sizeof(*t->ips));
 	return 0;
 }
 

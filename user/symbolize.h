@@ -27,7 +27,10 @@ struct symbolizer *symbolizer_new(pid_t pid);
 /*
  * -a: a symbolizer for process pid that shares its parent's names (the
  * strings frames point to, which so outlive it) and objects' symbols and
- * DWARF (objcache.h: one copy per file, by device and inode). The parent
+ * DWARF (objcache.h: one copy per file, by device and inode). It reads an
+ * object when a frame first needs it, not all at each refresh (so memory
+ * goes to the objects sampled code is in), and after the process exited,
+ * from the same file (device and inode) where it still lies. The parent
  * must outlive it. NULL when out of memory.
  */
 struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent);
