@@ -10,4 +10,7 @@ python3 prod.py
 # Issue 15: attach time with the target's CPU busy, against funclatency.
 python3 attach_busy.py
 # Issue 16: what the offcpu, mutex and heap profiles cost the target.
-exec python3 profiles.py
+python3 profiles.py
+# Issue 24: the offcpu, mutex and heap profiles' stacks, fp against dwarf (needs make test-build).
+make -s -C .. test-build
+exec python3 profile_stacks.py

@@ -55,6 +55,7 @@ enum fnprof_drop {
 	DROP_GO_NOT_G,     /* Go: a traced call not on a goroutine's stack (r14 is no g there) */
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
+	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
 	DROP_NR,
 };
 
@@ -109,6 +110,11 @@ struct fn_stats {
 /* --- Sampling (profile.bpf.c) --------------------------------------------- */
 
 #define FNPROF_STACK_DEPTH 127   /* PERF_MAX_STACK_DEPTH */
+/*
+ * The stack maps' size (profile.bpf.c, prof.bpf.h): their ids are below it,
+ * and user space numbers the stacks it unwinds itself from it on (dwstacks.h).
+ */
+#define FNPROF_STACK_MAP_ENTRIES 16384
 
 /* Samples are counted per (process, thread, user stack, kernel stack). */
 struct sample_key {
@@ -140,6 +146,7 @@ enum sample_drop {
  */
 #define FNPROF_NR_REGS 17
 #define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
+#define FNPROF_DEFAULT_STACK_COPY 16384  /* and without SIZE: a multiple of 8, at most the above */
 #define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
 
 struct dwarf_sample {
@@ -199,9 +206,11 @@ enum prof_mutex_label {
 };
 
 /*
- * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/65536, interpolated
+ * heap: x/(1-e^-x) at x = i / PROF_HEAP_WSTEPS, in 1/PROF_HEAP_WONE, interpolated
  * between; from x = PROF_HEAP_WTAB / PROF_HEAP_WSTEPS on it is x (e^-x < 1e-7).
  */
+#define PROF_HEAP_WSHIFT 16
+#define PROF_HEAP_WONE (1ULL << PROF_HEAP_WSHIFT)
 #define PROF_HEAP_WSTEPS 64
 #define PROF_HEAP_WTAB (16 * PROF_HEAP_WSTEPS + 1)
 /* Exponential intervals drawn by user space: -ln(U) * rate, picked at random by the probes. */
@@ -224,7 +233,40 @@ enum prof_drop {
 	PDROP_SEEN,         /* events seen (switches in, futex waits, allocations) */
 	PDROP_KEPT,         /* of them sampled and counted */
 	PDROP_FREED,        /* heap: frees (and reallocs' old blocks) seen */
+	PDROP_DW_FP,        /* --call-graph dwarf: counted with the frame-pointer stack instead (no copy) */
+	PDROP_RINGBUF,      /* of those, because the ring buffer to user space was full */
 	PDROP_NR,
+};
+
+/*
+ * --call-graph dwarf for offcpu, mutex and heap: an event's key and values
+ * with the user registers and stack copy (PDW_STACK), or the values of a
+ * stack sent before under an id (PDW_BY_ID: a mutex's waker). User space
+ * unwinds the copy and counts the values per (key, unwound stack); it
+ * remembers the stack of an event sent with an id, which the heap's live
+ * map and the mutex's wakers hold in prof_key.ustack instead of a stack map
+ * id: PROF_DW_ID | cpu << PROF_DW_SEQ_BITS | sequence number on that CPU.
+ */
+enum prof_dw_op {
+	PDW_STACK,
+	PDW_BY_ID,
+};
+
+#define PROF_DW_ID 0x40000000
+#define PROF_DW_SEQ_BITS 20
+#define PROF_DW_CPUS 1024         /* CPUs told apart in ids (10 bits) */
+
+struct prof_dwarf {
+	/*
+	 * ustack: PDW_BY_ID: the id; else unused. caller: PDW_STACK: 0, or an
+	 * address to put before the unwound stack's leaf (heap: the allocator's,
+	 * whose frame had returned when the copy was taken).
+	 */
+	struct prof_key key;
+	struct prof_val val;      /* all zero: nothing to count (only the stack to remember) */
+	__u32 op;                 /* PDW_* */
+	__u32 id;                 /* PDW_STACK: 0, or the id to remember its stack by */
+	struct dwarf_sample user; /* PDW_STACK: followed by its stack_len bytes */
 };
 
 /* --- Slow calls (--slow: trace.bpf.c, slow.bpf.h) ------------------------- */

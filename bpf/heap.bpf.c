@@ -9,6 +9,12 @@
  * free costs a lookup in the map of sampled pointers. Under --max-overhead
  * the allocation probes come and go in bursts (user/duty.c); free's and
  * realloc's entry probes stay, so that sampled blocks are not freed unseen.
+ *
+ * --call-graph dwarf: a sampled allocation's stack is copied at its return
+ * (the callers' frames are as they were at the call; the allocator's own is
+ * gone: its address, taken at the entry, goes first) and sent with its values
+ * under an id, which its live entry keeps in
+ * place of a stack id. Allocations not sampled copy nothing.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -110,10 +116,16 @@ static __always_inline void on_alloc(void *ctx, __u64 size, __u64 memptr, bool w
 	pbump(PDROP_SEEN);
 	if (!allocs_on || !size || !sample_now(size))
 		return;
+	if (dwarf) {  /* the stack is copied at the return; the allocator's address will be its leaf */
+		p.key = (struct prof_key){ .tid = per_thread ? tid : 0, .ustack = -1, .kstack = -1,
+					   .caller = PT_REGS_IP((struct pt_regs *)ctx) };
+		goto keep;
+	}
 	pkey_here(ctx, &p.key, 0, false);
 	/* At the first instruction the caller's frame is not linked yet: its return address is at [sp]. */
 	if (bpf_probe_read_user(&p.key.caller, sizeof(p.key.caller), (void *)PT_REGS_SP((struct pt_regs *)ctx)))
 		p.key.caller = 0;
+keep:
 	if (bpf_map_update_elem(&pendings, &tid, &p, BPF_ANY))
 		pbump(PDROP_STATE);
 }
@@ -137,12 +149,29 @@ static __always_inline void weigh(__u64 size, struct prof_live *l)
 	w1 = bpf_map_lookup_elem(&wtab, &k);
 	if (!w0 || !w1)
 		return;
-	f = *w0 + (*w1 - *w0) * frac / rate;     /* x/(1-e^-x) in 1/65536 */
-	l->bytes = rate * f >> 16;
+	f = *w0 + (*w1 - *w0) * frac / rate;     /* x/(1-e^-x) in 1/PROF_HEAP_WONE */
+	l->bytes = rate * f >> PROF_HEAP_WSHIFT;
 	l->objects = (l->bytes << PROF_FP_SHIFT) / size;
 }
 
-static __always_inline void on_return(__u64 ptr, bool via_memptr)
+/* A sampled allocation's values: with its stack copied (dwarf: its id into key), or the frame-pointer one. */
+static __always_inline void count_alloc(struct pt_regs *ctx, struct prof_key *key, const struct prof_val *v)
+{
+	__u32 id;
+
+	if (dwarf) {
+		id = pdw_send(ctx, key, v, true);
+		key->caller = 0;  /* sent as the leaf (dwstacks.c puts it first) */
+		if (id) {
+			key->ustack = id;
+			return;
+		}
+		pkey_here(ctx, key, 0, false);
+	}
+	pcount(key, v);
+}
+
+static __always_inline void on_return(struct pt_regs *ctx, __u64 ptr, bool via_memptr)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct pending *p = bpf_map_lookup_elem(&pendings, &tid);
@@ -164,7 +193,7 @@ static __always_inline void on_return(__u64 ptr, bool via_memptr)
 		return;
 	v.v[0] = l.objects;
 	v.v[1] = l.bytes;
-	pcount(&l.key, &v);
+	count_alloc(ctx, &l.key, &v);
 	pbump(PDROP_KEPT);
 	if (bpf_map_update_elem(&live, &ptr, &l, BPF_ANY))
 		pbump(PDROP_STATE);
@@ -220,14 +249,14 @@ int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_return, __u64 ptr)
 {
-	on_return(ptr, false);
+	on_return(ctx, ptr, false);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(posix_memalign_return, __u64 ret)
 {
-	on_return(ret, true);
+	on_return(ctx, ret, true);
 	return 0;
 }
 

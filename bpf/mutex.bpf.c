@@ -9,6 +9,12 @@
  * glibc waits on a mutex with FUTEX_WAIT and the value 2 (locked, with
  * waiters), or with the PI operations: those are labelled lock; other waits
  * (condition variables, semaphores, joins use FUTEX_WAIT_BITSET) are wait.
+ *
+ * --call-graph dwarf: a waker's stack is copied at its wake and sent under
+ * an id, which the wakers map keeps in place of a stack id; a waiter's at its
+ * wait's end (the same as at its start: it has not left the system call).
+ * Each wait's values then go to user space, which counts them per unwound
+ * stack: to the waiter's with its copy, to the waker's by id.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -74,15 +80,29 @@ static __always_inline void wait_begins(void *ctx, __u64 uaddr, __u32 cmd, __u32
 		pbump(PDROP_STATE);
 		return;
 	}
-	pkey_here(ctx, &w->key, lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, false);
+	if (dwarf)  /* the stack is copied at the end */
+		w->key = (struct prof_key){ .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0,
+					    .label = lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, .ustack = -1, .kstack = -1 };
+	else
+		pkey_here(ctx, &w->key, lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, false);
 	w->uaddr = uaddr;
 	w->since = bpf_ktime_get_ns();
 }
 
 static __always_inline void wakes(void *ctx, __u64 uaddr)
 {
-	struct prof_key k;
+	struct prof_key k = { .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0, .kstack = -1 };
+	struct prof_val none = {};
+	__u32 id;
 
+	if (dwarf) {
+		id = pdw_send((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), &k, &none, true);
+		if (id) {
+			k.ustack = id;
+			bpf_map_update_elem(&wakers, &uaddr, &k, BPF_ANY);
+			return;
+		}
+	}
 	pkey_here(ctx, &k, 0, false);
 	bpf_map_update_elem(&wakers, &uaddr, &k, BPF_ANY);
 }
@@ -102,8 +122,34 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* The waiter's share: with its stack copied (dwarf), or its frame-pointer stack. */
+static __always_inline void charge_waiter(void *ctx, struct waiting *w, const struct prof_val *v)
+{
+	if (dwarf) {
+		if (pdw_send((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), &w->key, v, false))
+			return;
+		pkey_here(ctx, &w->key, w->key.label, false);
+	}
+	pcount(&w->key, v);
+}
+
+/* The waker's share: by the id of its stack copy (dwarf), or with its frame-pointer stack. */
+static __always_inline void charge_waker(const struct prof_key *k, const struct prof_val *v)
+{
+	struct prof_key lost;
+
+	if (k->ustack < PROF_DW_ID || pdw_send_by_id(k, v)) {
+		if (k->ustack < PROF_DW_ID)
+			pcount(k, v);
+		return;
+	}
+	lost = *k;
+	lost.ustack = -1;
+	pcount(&lost, v);
+}
+
 /* The wait of d ns on w's futex: to the waker's stacks and to the waiter's. */
-static __always_inline void charge(struct waiting *w, __u64 d, long ret)
+static __always_inline void charge(void *ctx, struct waiting *w, __u64 d, long ret)
 {
 	struct prof_key *wk = bpf_map_lookup_elem(&wakers, &w->uaddr), k;
 	struct prof_val v = {};
@@ -120,11 +166,11 @@ static __always_inline void charge(struct waiting *w, __u64 d, long ret)
 	k.label = w->key.label;
 	v.v[0] = PROF_FP_ONE;
 	v.v[1] = d;
-	pcount(&k, &v);
+	charge_waker(&k, &v);
 	v.v[0] = v.v[1] = 0;
 	v.v[2] = PROF_FP_ONE;
 	v.v[3] = d;
-	pcount(&w->key, &v);
+	charge_waiter(ctx, w, &v);
 	pbump(PDROP_KEPT);
 }
 
@@ -144,6 +190,6 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
 	if (since < start_ns)
 		return 0;
 	pbump(PDROP_SEEN);
-	charge(w, bpf_ktime_get_ns() - since, ret);
+	charge(ctx, w, bpf_ktime_get_ns() - since, ret);
 	return 0;
 }

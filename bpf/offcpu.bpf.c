@@ -12,6 +12,16 @@
  * switch-in, of a wait that is kept only: the thread has not run since, its
  * kernel stack is still the one it was switched out with. Those stacks go
  * into a hash map of their own (kstacks), ids being their contents' hash.
+ *
+ * --call-graph dwarf: the user stack is copied for kept waits only, in the
+ * thread's own context after it came back and before it ran user code again:
+ * at its system call's exit (a blocked thread waits in one) or, at the
+ * latest, at its next switch-out. Its user registers are compared with those
+ * it was switched out with, and a system call entered before the copy means
+ * that it ran user code: a thread preempted in user code, or on its way out
+ * of a system call, has run on (its stack changed), and its wait is counted
+ * with the frame-pointer stack taken at the switch-out instead (counted,
+ * PDROP_DW_FP).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,6 +38,9 @@ __u64 start_ns = 0;
 struct off_state {
 	__u64 out_ns;       /* when switched out, 0 while running */
 	struct prof_key key;
+	__u64 uip, usp;     /* dwarf: the user registers it was switched out with */
+	struct prof_val pv; /* dwarf: a kept wait's values, until its stack is copied */
+	bool pend;          /* dwarf: pv waits for the copy */
 };
 
 struct kstack {
@@ -57,16 +70,38 @@ struct {
 	__type(value, struct off_state);
 } offs SEC(".maps");
 
+/*
+ * dwarf, in the thread's own context: its kept wait with a copy of its user
+ * stack if it is still the one it was switched out with, else (or when the
+ * ring buffer is full) with the frame-pointer stack.
+ */
+static __always_inline void resolve(struct off_state *st, struct pt_regs *r)
+{
+	bool same = r && r->ip == st->uip && r->sp == st->usp;
+
+	st->pend = false;
+	if (same && pdw_send(r, &st->key, &st->pv, false))
+		return;
+	if (!same)
+		pbump(PDROP_DW_FP);
+	pcount(&st->key, &st->pv);
+}
+
 static __always_inline void switched_out(void *ctx, struct task_struct *prev, unsigned int prev_state)
 {
 	struct off_state *st = bpf_task_storage_get(&offs, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
 
 	if (!st) {
 		pbump(PDROP_STATE);
 		return;
 	}
 	/* sched_switch runs in prev's context: the stacks taken here are prev's. */
+	if (st->pend)
+		resolve(st, r);
 	pkey_here(ctx, &st->key, prev_state ? PROF_OFFCPU_BLOCKED : PROF_OFFCPU_RUNQ, false);
+	st->uip = r->ip;
+	st->usp = r->sp;
 	st->out_ns = bpf_ktime_get_ns();
 }
 
@@ -139,8 +174,14 @@ static __always_inline void switched_in(struct task_struct *next)
 	v.v[0] = d >= rate_ns ? PROF_FP_ONE : (rate_ns << PROF_FP_SHIFT) / d;
 	v.v[1] = d >= rate_ns ? d : rate_ns;
 	st->key.kstack = kstack_of(next);
-	pcount(&st->key, &v);
 	pbump(PDROP_KEPT);
+	if (dwarf) {
+		/* next has not run yet: its user stack cannot be read from here (prev's context). */
+		st->pv = v;
+		st->pend = true;
+		return;
+	}
+	pcount(&st->key, &v);
 }
 
 SEC("tp_btf/sched_switch")
@@ -151,5 +192,35 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		switched_out(ctx, prev, prev_state);
 	if (next->tgid == target_tgid && next->pid)
 		switched_in(next);
+	return 0;
+}
+
+/* dwarf: a thread that enters a system call with its copy not taken ran user code since (loaded with dwarf only). */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct off_state *st;
+
+	if (bpf_get_current_pid_tgid() >> 32 != target_tgid)
+		return 0;
+	st = bpf_task_storage_get(&offs, bpf_get_current_task_btf(), 0, 0);
+	if (st && st->pend)
+		resolve(st, NULL);
+	return 0;
+}
+
+/* dwarf: a thread back from a wait copies its stack at its system call's exit (loaded with dwarf only). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t;
+	struct off_state *st;
+
+	if (bpf_get_current_pid_tgid() >> 32 != target_tgid)
+		return 0;
+	t = bpf_get_current_task_btf();
+	st = bpf_task_storage_get(&offs, t, 0, 0);
+	if (st && st->pend)
+		resolve(st, (struct pt_regs *)bpf_task_pt_regs(t));
 	return 0;
 }

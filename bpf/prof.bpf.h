@@ -9,15 +9,19 @@
 
 #include "fnprof.h"
 #include "maps.bpf.h"
+#include "ustack.bpf.h"
 
 #define EFAULT 14  /* not in vmlinux.h: errno values are macros */
 
 const volatile __u32 target_tgid = 0;
 const volatile bool per_thread = false;
+/* --call-graph dwarf: user stacks copied (stack_bytes of them) and sent with their values (pdw_send). */
+const volatile bool dwarf = false;
+const volatile __u32 stack_bytes = 16384;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
@@ -78,6 +82,93 @@ static __always_inline void pcount(const struct prof_key *k, const struct prof_v
 	for (i = 0; i < PROF_NR_VALUES; i++)
 		if (v->v[i])
 			__sync_fetch_and_add(&c->v[i], v->v[i]);
+}
+
+/* --call-graph dwarf: events with their stack copies to user space (its size set by user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} pdw_rb SEC(".maps");
+
+/* One record in the making per CPU (by CPU number: per-CPU values are limited to 32 KiB). */
+struct pdw_buf {
+	struct prof_dwarf hdr;
+	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
+	__u32 seq;                /* the ids this CPU gave so far */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);   /* the number of CPUs, set by user space */
+	__type(key, __u32);
+	__type(value, struct pdw_buf);
+} pdw_bufs SEC(".maps");
+
+/*
+ * Records wake the reader only when the ring buffer is half full: it reads
+ * every 50 ms anyway (rbreader.c), and a wake-up at each record makes it
+ * runnable just as the thread that sent it returns to user space, which on
+ * a busy machine preempts that thread: run-queue waits the profile then
+ * counts, caused by itself.
+ */
+static __always_inline __u64 pdw_wakeup(void)
+{
+	return bpf_ringbuf_query(&pdw_rb, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&pdw_rb, BPF_RB_RING_SIZE) / 2 ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/*
+ * Sends k and v with the current thread's user registers r and a copy of
+ * its stack; with_id: under a new id, returned (user space remembers the
+ * stack by it). 0 when nothing was sent (a full ring buffer, counted): the
+ * caller counts the event with its frame-pointer stack instead.
+ */
+static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof_key *k, const struct prof_val *v,
+				      bool with_id)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), len, id;
+	struct pdw_buf *b = bpf_map_lookup_elem(&pdw_bufs, &cpu);
+
+	if (!b)
+		return 0;
+	id = PROF_DW_ID | (cpu % PROF_DW_CPUS) << PROF_DW_SEQ_BITS | (b->seq++ & ((1U << PROF_DW_SEQ_BITS) - 1));
+	b->hdr.key = *k;
+	b->hdr.val = *v;
+	b->hdr.op = PDW_STACK;
+	b->hdr.id = with_id ? id : 0;
+	ustack_regs(b->hdr.user.regs, r);
+	b->hdr.user.tid = (__u32)bpf_get_current_pid_tgid();
+	b->hdr.user.kstack = k->kstack;
+	pending_returns(bpf_get_current_task_btf(), &b->hdr.user);
+	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
+	if (len > FNPROF_MAX_STACK_COPY)
+		len = FNPROF_MAX_STACK_COPY;
+	b->hdr.user.stack_len = len;
+	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, pdw_wakeup())) {
+		pbump(PDROP_RINGBUF);
+		pbump(PDROP_DW_FP);
+		return 0;
+	}
+	return id;
+}
+
+/* v for the stack sent before under id k->ustack (PDW_BY_ID). False when not sent (counted). */
+static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struct prof_val *v)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct pdw_buf *b = bpf_map_lookup_elem(&pdw_bufs, &cpu);
+
+	if (!b)
+		return false;
+	b->hdr.key = *k;
+	b->hdr.val = *v;
+	b->hdr.op = PDW_BY_ID;
+	b->hdr.id = 0;
+	b->hdr.user.stack_len = 0;
+	if (!bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), pdw_wakeup()))
+		return true;
+	pbump(PDROP_RINGBUF);
+	return false;
 }
 
 #endif /* FNPROF_PROF_BPF_H */

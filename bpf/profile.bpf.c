@@ -23,11 +23,11 @@ const volatile bool all_procs = false;
 const volatile __u32 self_tgid = 0;
 const volatile bool per_thread = false;
 const volatile bool dwarf = false;        /* --call-graph dwarf: copy registers and stack */
-const volatile __u32 stack_bytes = 16384;  /* how much of the user stack, a multiple of 8 */
+const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;  /* how much of the user stack, a multiple of 8 */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
+	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
@@ -91,20 +91,6 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	if (id < 0 && id != -EFAULT)
 		bump(drop);
 	return id;
-}
-
-/* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
-static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
-{
-	struct return_instance *ri = BPF_CORE_READ(t, utask, return_instances);
-	int i;
-
-	for (i = 0; i < FNPROF_MAX_RETS && ri; i++) {
-		h->ret_slot[i] = BPF_CORE_READ(ri, stack);
-		h->ret_addr[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
-		ri = BPF_CORE_READ(ri, next);
-	}
-	h->nr_rets = i;
 }
 
 /* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */

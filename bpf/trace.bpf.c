@@ -804,6 +804,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		count_orphan();
 		return 0;
 	}
+	/* Running, so switched back in: sched_switch did not see it (the time off the CPU is lost). */
+	if (ts->out_ns) {
+		count_drop(DROP_SWITCH_IN);
+		ts->out_ns = 0;
+	}
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
@@ -1013,6 +1018,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			ts = task_state(prev);
 		if (ts && ts->depth) {
 			now = bpf_ktime_get_ns();
+			if (ts->out_ns)
+				count_drop(DROP_SWITCH_IN);
 			if (nr_events)
 				ctr_read(ts, true);
 			ts->out_ns = now;

@@ -7,6 +7,8 @@
 #ifndef FNPROF_USTACK_BPF_H
 #define FNPROF_USTACK_BPF_H
 
+#include <bpf/bpf_core_read.h>
+
 #include "fnprof.h"
 
 /*
@@ -44,6 +46,20 @@ static __always_inline void ustack_regs(__u64 *g, const struct pt_regs *r)
 	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
 	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
 	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+}
+
+/* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
+static __always_inline void pending_returns(struct task_struct *t, struct dwarf_sample *h)
+{
+	struct return_instance *ri = BPF_CORE_READ(t, utask, return_instances);
+	int i;
+
+	for (i = 0; i < FNPROF_MAX_RETS && ri; i++) {
+		h->ret_slot[i] = BPF_CORE_READ(ri, stack);
+		h->ret_addr[i] = BPF_CORE_READ(ri, orig_ret_vaddr);
+		ri = BPF_CORE_READ(ri, next);
+	}
+	h->nr_rets = i;
 }
 
 #endif /* FNPROF_USTACK_BPF_H */

@@ -20,13 +20,24 @@ def sleepers(rep):
     return [c for c in rep["slow_calls"] if c["function"] == "handle" and c["blocked_ns"] >= 4.5e6]
 
 
+def check_sleepers(rep, s):
+    """All 30 sleeps kept as such, but those whose switch back in sched_switch did not report: now and
+    then (a run in 15 on a loaded machine) such a sleep reads as on-CPU time, which fnprof cannot see,
+    but it counts the switch it missed. No sleep may be misread without being counted."""
+    unseen = rep["dropped"]["switches_in_unseen"]
+    check(len(s) <= 30 and len(s) + unseen >= 30 and unseen <= 2,
+          f"{len(s)} sleeping calls of handle kept, {unseen} switches in unseen")
+    return unseen
+
+
 def test_slow_keeps_each_sleeping_call_with_both_stacks():
     rep, t = slow_run()
     calls = rep["slow_calls"]
     check(rep["slow_calls_dropped"] == 0 and rep["slow_calls_seen"] == len(calls),
           f"dropped {rep['slow_calls_dropped']}, seen {rep['slow_calls_seen']}, kept {len(calls)}")
     s = sleepers(rep)
-    check(len(s) == t["sleeps"] == 30, f"{len(s)} sleeping calls kept, target slept {t['sleeps']} times")
+    check(t["sleeps"] == 30, f"target slept {t['sleeps']} times")
+    check_sleepers(rep, s)
     for c in s:
         check(c["wall_ns"] >= 5e6, f"wall {c['wall_ns']} < 5 ms: {c}")
         check(c["wall_ns"] >= c["blocked_ns"] and c["longest_block_ns"] >= 4.5e6, f"{c}")
@@ -79,14 +90,14 @@ def test_slow_nested_traced_caller_unwinds_past_its_uretprobe():
     # serve_loop is traced too: its return address on the stack is the uretprobe's trampoline.
     rep, p = traced(["-f", "handle", "-f", "serve_loop", "--slow", "1ms"], target("slowcall"))
     s = sleepers(rep)
-    check(len(s) == 30, f"{len(s)} sleeping calls of handle kept")
+    unseen = check_sleepers(rep, s)
     for c in s:
         check(c["stack"][:2] == ["handle", "serve_loop"] and "main" in c["stack"], f"stack: {c['stack']}")
         check("serve_loop" in c["blocked_stack"] and "main" in c["blocked_stack"], f"{c['blocked_stack']}")
     outer = [c for c in rep["slow_calls"] if c["function"] == "serve_loop"]
     check(len(outer) == 1, f"{len(outer)} slow serve_loop calls")
     o = outer[0]
-    check(o["blocked_ns"] >= 30 * 4.5e6 and o["longest_block_ns"] >= 4.5e6, f"{o}")
+    check(o["blocked_ns"] >= (30 - unseen) * 4.5e6 and o["longest_block_ns"] >= 4.5e6, f"{o}")
     check(o["stack"][:2] == ["serve_loop", "main"], f"{o['stack']}")
     check("wait_for_disk" in (o["blocked_stack"] or []), f"outer blocked stack: {o['blocked_stack']}")
 

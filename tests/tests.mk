@@ -50,6 +50,17 @@ $(TEST_BIN)/slowcall: tests/targets/slowcall.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@
 
+# The profiles' DWARF stacks' target: waits in glibc from code without frame pointers.
+$(TEST_BIN)/waits: tests/targets/waits.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -fomit-frame-pointer -Wall -Wextra -Werror $< -o $@ -lpthread
+
+# The JIT target, static: it runs chroot'ed (a container's own /tmp) with nothing else in its root.
+TARGET_PROGS += $(TEST_BIN)/jit_static
+$(TEST_BIN)/jit_static: tests/targets/jit.c | $(TEST_BIN)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TARGET_CFLAGS) -static $< -o $@
+
 $(CET_PROGS): $(TEST_BIN)/%_cet: tests/targets/%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) -fcf-protection=full $< -o $@ -lpthread -lm

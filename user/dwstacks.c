@@ -49,7 +49,26 @@ struct dwstacks {
 	struct dwstack_count *counts;  /* open addressing on the key, count 0: empty */
 	size_t nr_counts, cap_counts;
 	struct dwstack_stats st;
+	/* Profiles (dwstacks_start_prof): */
+	struct pslot *pc;         /* open addressing on the key, used: taken */
+	size_t nr_pc, cap_pc;
+	struct id_slot *ids;      /* by CPU << id_bits | sequence number */
+	unsigned int id_bits, id_cpus;
 };
+
+struct pslot {
+	struct dwstack_prof c;
+	bool used;
+};
+
+struct id_slot {
+	__u32 id;                 /* 0: empty */
+	__s32 stack;
+};
+
+/* A record's stack follows its struct dwarf_sample, as on_sample's does. */
+_Static_assert(sizeof(struct prof_dwarf) == offsetof(struct prof_dwarf, user) + sizeof(struct dwarf_sample),
+	       "prof_dwarf: the stack copy must follow user");
 
 static __u64 hash_bytes(const void *p, size_t n)
 {
@@ -198,6 +217,123 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* --- profiles --------------------------------------------------------------- */
+
+static int grow_prof(struct dwstacks *d)
+{
+	size_t cap = d->cap_pc ? 2 * d->cap_pc : 1024, i, h;
+	struct pslot *n = calloc(cap, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < d->cap_pc; i++) {
+		if (!d->pc[i].used)
+			continue;
+		for (h = hash_bytes(&d->pc[i].c.key, sizeof(struct prof_key)) & (cap - 1); n[h].used; h = (h + 1) & (cap - 1))
+			;
+		n[h] = d->pc[i];
+	}
+	free(d->pc);
+	d->pc = n;
+	d->cap_pc = cap;
+	return 0;
+}
+
+static void count_prof(struct dwstacks *d, const struct prof_key *k, const struct prof_val *v)
+{
+	struct pslot *s;
+	size_t h;
+	int i;
+
+	if (2 * (d->nr_pc + 1) > d->cap_pc && grow_prof(d)) {
+		d->st.lost++;
+		return;
+	}
+	for (h = hash_bytes(k, sizeof(*k)) & (d->cap_pc - 1); d->pc[h].used; h = (h + 1) & (d->cap_pc - 1))
+		if (!memcmp(&d->pc[h].c.key, k, sizeof(*k)))
+			break;
+	s = &d->pc[h];
+	if (!s->used) {
+		s->used = true;
+		s->c.key = *k;
+		d->nr_pc++;
+	}
+	for (i = 0; i < PROF_NR_VALUES; i++)
+		s->c.val.v[i] += v->v[i];
+}
+
+/* The slot of an id in the table, or NULL: not an id, or from a CPU beyond the table. */
+static struct id_slot *id_slot(struct dwstacks *d, __u32 id)
+{
+	__u32 cpu = (id & ~PROF_DW_ID) >> PROF_DW_SEQ_BITS;
+
+	if (!(id & PROF_DW_ID) || cpu >= d->id_cpus)
+		return NULL;
+	return &d->ids[cpu << d->id_bits | (id & ((1U << d->id_bits) - 1))];
+}
+
+static __s32 by_id_locked(struct dwstacks *d, __s32 id, bool count_lost)
+{
+	struct id_slot *s;
+
+	if (id < PROF_DW_ID)
+		return id;
+	s = id_slot(d, id);
+	if (s && s->id == (__u32)id)
+		return s->stack;
+	d->st.ids_lost += count_lost;
+	return -1;
+}
+
+static bool has_values(const struct prof_val *v)
+{
+	int i;
+
+	for (i = 0; i < PROF_NR_VALUES; i++)
+		if (v->v[i])
+			return true;
+	return false;
+}
+
+/* One profile record: its stack unwound here, remembered and counted under the lock. */
+static int on_prof(void *ctx, void *data, size_t size)
+{
+	struct dwstacks *d = ctx;
+	const struct prof_dwarf *r = data;
+	__u64 ips[FNPROF_STACK_DEPTH];
+	struct prof_key key;
+	struct id_slot *s;
+	bool truncated = false;
+	int n = 0;
+
+	if (size < sizeof(*r) || r->user.stack_len > size - sizeof(*r))
+		return 0;
+	key = r->key;
+	key.caller = 0;
+	if (r->op == PDW_STACK && r->key.caller) {  /* the leaf the copy no longer has */
+		ips[0] = r->key.caller;
+		n = 1 + unwinder_unwind(d->uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated);
+	} else if (r->op == PDW_STACK) {
+		n = unwinder_unwind(d->uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated);
+	}
+	pthread_mutex_lock(&d->lock);
+	if (r->op == PDW_BY_ID) {
+		key.ustack = by_id_locked(d, key.ustack, true);
+	} else {
+		key.ustack = n ? intern(d, 0, ips, n) : -1;
+		d->st.lost += n && key.ustack < 0;
+		d->st.samples++;
+		d->st.truncated += truncated;
+		s = r->id ? id_slot(d, r->id) : NULL;
+		if (s)
+			*s = (struct id_slot){ .id = r->id, .stack = key.ustack };
+	}
+	if (has_values(&r->val))
+		count_prof(d, &key, &r->val);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
 /* After each pass of the reader, with the lock held: its CPU time so far; -a: once a second, exits. */
 static void pass_done(void *ctx)
 {
@@ -212,20 +348,54 @@ static void pass_done(void *ctx)
 	}
 }
 
-int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
+static struct dwstacks *dwstacks_new(pid_t pid)
 {
 	struct dwstacks *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
+	d->all = !pid;   /* -a: an unwinder per process (unwinder_of) */
+	d->uw = d->all ? NULL : unwinder_new(pid);
+	if (d->stack_index && (d->uw || d->all))
+		return d;
+	dwstacks_stop(d);
+	return NULL;
+}
+
+int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
+{
+	struct dwstacks *d = dwstacks_new(pid);
 	int err = -ENOMEM;
 
 	if (!d)
 		return -ENOMEM;
 	d->per_thread = per_thread;
-	d->all = !pid;
-	pthread_mutex_init(&d->lock, NULL);
-	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
-	d->uw = d->all ? NULL : unwinder_new(pid);
-	if (d->stack_index && (d->uw || d->all) && !grow_counts(d))
+	if (!grow_counts(d))
 		err = rb_reader_start(&d->rd, rb_fd, on_sample, d, &d->lock, pass_done);
+	if (err) {
+		dwstacks_stop(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+int dwstacks_start_prof(int rb_fd, pid_t pid, int nr_cpus, struct dwstacks **out)
+{
+	struct dwstacks *d = dwstacks_new(pid);
+	int err = -ENOMEM;
+
+	if (!d)
+		return -ENOMEM;
+	/* 2^20 slots at most, shared out among the CPUs; each CPU keeps at least its last 4096. */
+	d->id_cpus = nr_cpus < 1 ? 1 : nr_cpus > PROF_DW_CPUS ? PROF_DW_CPUS : nr_cpus;
+	for (d->id_bits = PROF_DW_SEQ_BITS; d->id_bits > 12 && (d->id_cpus << d->id_bits) > (1U << 20); d->id_bits--)
+		;
+	d->ids = calloc((size_t)d->id_cpus << d->id_bits, sizeof(*d->ids));
+	if (d->ids && !grow_prof(d))
+		err = rb_reader_start(&d->rd, rb_fd, on_prof, d, &d->lock, pass_done);
 	if (err) {
 		dwstacks_stop(d);
 		return err;
@@ -249,6 +419,8 @@ void dwstacks_stop(struct dwstacks *d)
 	free(d->stacks);
 	free(d->stack_index);
 	free(d->counts);
+	free(d->pc);
+	free(d->ids);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -271,6 +443,29 @@ size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out)
 			(*out)[n++] = d->counts[i];
 	pthread_mutex_unlock(&d->lock);
 	return n;
+}
+
+size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out)
+{
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&d->lock);
+	*out = calloc(d->nr_pc ? d->nr_pc : 1, sizeof(**out));
+	for (i = 0; *out && i < d->cap_pc; i++)
+		if (d->pc[i].used)
+			(*out)[n++] = d->pc[i].c;
+	pthread_mutex_unlock(&d->lock);
+	return n;
+}
+
+__s32 dwstacks_by_id(struct dwstacks *d, __s32 id)
+{
+	__s32 s;
+
+	pthread_mutex_lock(&d->lock);
+	s = by_id_locked(d, id, false);
+	pthread_mutex_unlock(&d->lock);
+	return s;
 }
 
 int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max)

@@ -5,6 +5,11 @@
  * per (thread, user stack, kernel stack) as the kernel counts frame-pointer
  * stacks. The unwound stacks get ids from DWSTACK_BASE up, apart from the
  * kernel stack map's.
+ *
+ * The other profiles (offcpu, mutex, heap) send struct prof_dwarf records
+ * instead (dwstacks_start_prof): weighted values counted per (prof_key,
+ * unwound stack), and stacks remembered by the ids the BPF programs gave
+ * them (PROF_DW_ID), for the heap's live map and the mutex's wakers.
  */
 #ifndef FNPROF_DWSTACKS_H
 #define FNPROF_DWSTACKS_H
@@ -16,7 +21,7 @@
 
 #include "fnprof.h"
 
-#define DWSTACK_BASE 16384     /* the stack map's size: ids below are the kernel's */
+#define DWSTACK_BASE FNPROF_STACK_MAP_ENTRIES  /* ids below are the kernel stack map's */
 #define DWSTACK_MAX 65536      /* distinct unwound stacks kept; beyond, a sample's user stack is lost */
 #define DWSTACK_MAX_UNWINDERS 64  /* -a: processes with an unwinder (their objects' CFI) at once */
 
@@ -27,10 +32,17 @@ struct dwstack_count {
 	__u64 count;
 };
 
+/* A profile's values per (key, stack): key.ustack is an unwound stack's id, or -1 (lost). */
+struct dwstack_prof {
+	struct prof_key key;
+	struct prof_val val;
+};
+
 struct dwstack_stats {
 	__u64 samples;      /* unwound */
 	__u64 truncated;    /* the walk ran past the end of the stack copy */
 	__u64 lost;         /* no room for one more distinct stack */
+	__u64 ids_lost;     /* profiles: values sent for an id whose stack was forgotten (or never came) */
 	double cpu_s;       /* CPU time the unwinding thread used */
 	__u64 unwinders;    /* processes with an unwinder now */
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
@@ -43,6 +55,12 @@ struct dwstack_stats {
  * a second). 0 or -errno.
  */
 int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out);
+/*
+ * The same for the struct prof_dwarf records of an offcpu, mutex or heap
+ * profile (prof.bpf.h's pdw_rb), from nr_cpus CPUs. An id's stack is kept
+ * until 2^PROF_DW_SEQ_BITS / nr_cpus (at least 4096) newer ids of its CPU.
+ */
+int dwstacks_start_prof(int rb_fd, pid_t pid, int nr_cpus, struct dwstacks **out);
 /* Stops the thread (after it read what is in the ring buffer) and frees; safe with NULL. */
 void dwstacks_stop(struct dwstacks *d);
 
@@ -51,6 +69,12 @@ void dwstacks_sync(struct dwstacks *d);
 
 /* A copy of the counts so far (the caller frees *out). The number of entries. */
 size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out);
+
+/* A copy of a profile's values so far, one entry per key (the caller frees *out). The number of entries. */
+size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out);
+
+/* The unwound stack id that id (PROF_DW_ID...) stands for; -1 when not known (any other value: itself). */
+__s32 dwstacks_by_id(struct dwstacks *d, __s32 id);
 
 /* The frames of stack id (>= DWSTACK_BASE) into ips, leaf first, up to max. -ENOENT if none. */
 int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);

@@ -20,8 +20,10 @@
 #include "arch.h"
 #include "clock.h"
 #include "duty.h"
+#include "dwstacks.h"
 #include "heap.skel.h"
 #include "log.h"
+#include "prof_dw.h"
 #include "prof_src.h"
 #include "resolve.h"
 #include "safeopen.h"
@@ -180,7 +182,7 @@ static int fill_tables(struct heap *h, __u64 rate)
 	}
 	for (i = 0; !err && i < PROF_HEAP_WTAB; i++) {
 		double x = (double)i / PROF_HEAP_WSTEPS;
-		__u64 w = (__u64)llround((i ? x / -expm1(-x) : 1.0) * 65536);
+		__u64 w = (__u64)llround((i ? x / -expm1(-x) : 1.0) * PROF_HEAP_WONE);
 
 		err = bpf_map_update_elem(fd_w, &i, &w, 0);
 	}
@@ -197,6 +199,7 @@ static void heap_stop(struct prof_src *s)
 {
 	struct heap *h = s->priv;
 
+	dwstacks_stop(s->dw);  /* its thread reads the object's ring buffer */
 	free_probes(h);
 	heap_bpf__destroy(h->skel);
 	free(h);
@@ -215,6 +218,13 @@ static int heap_load(struct heap *h, const struct prof_conf *c, pid_t pid)
 	h->skel->rodata->target_tgid = pid;
 	h->skel->rodata->per_thread = c->per_thread;
 	h->skel->rodata->rate = c->heap_rate;
+	h->skel->rodata->dwarf = c->dwarf;
+	h->skel->rodata->stack_bytes = c->stack_bytes;
+	err = prof_dw_size(c, h->skel->maps.pdw_rb, h->skel->maps.pdw_bufs);
+	if (err) {
+		log_err("cannot size the heap profile's stack buffers: %s", strerror(-err));
+		return err;
+	}
 	h->links[DUTY_MAIN].multi = h->links[DUTY_WATCH].multi = uprobes_multi_supported();
 	bpf_object__for_each_program(prog, h->skel->obj)
 		uprobes_prepare(prog, h->links[DUTY_MAIN].multi);
@@ -295,6 +305,7 @@ static int measure_cost(const struct prof_conf *c, double cost[DUTY_NR])
 
 	self.cmd = NULL;
 	self.heap_rate = 1ULL << 32;
+	self.dwarf = false;  /* nothing is sampled */
 	base = time_pairs(5000);
 	err = heap_load(&h, &self, getpid());
 	if (!err)
@@ -396,6 +407,8 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	/* Measured before the target's probes go in: the duty cycle accounts for them from then on. */
 	if (!err && (measure_cost(c, cost) || !cost[DUTY_MAIN]))
 		log_debug("heap: the probes' cost could not be measured");
+	if (!err)
+		err = prof_dw_start(c, pid, h->skel->maps.pdw_rb, &s);
 	if (!err)
 		err = attach_allocator(h, c, pid);
 	if (!err)

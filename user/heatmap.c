@@ -668,9 +668,6 @@ static int draw_function(const struct heatmap *hm, size_t fn, struct svg *doc, _
 	return 0;
 }
 
-/* Functions drawn: timed ones with calls, most wall time first. */
-static const struct heatmap *order_ctx;
-
 static double fn_wall(const struct heatmap *hm, size_t fn)
 {
 	double w = 0;
@@ -681,13 +678,14 @@ static double fn_wall(const struct heatmap *hm, size_t fn)
 	return w;
 }
 
-static int cmp_wall(const void *a, const void *b)
+static int cmp_wall(const void *a, const void *b, void *hm)
 {
-	double x = fn_wall(order_ctx, *(const size_t *)a), y = fn_wall(order_ctx, *(const size_t *)b);
+	double x = fn_wall(hm, *(const size_t *)a), y = fn_wall(hm, *(const size_t *)b);
 
 	return x > y ? -1 : x < y;
 }
 
+/* Functions drawn: timed ones with calls, most wall time first. */
 static size_t drawable(const struct heatmap *hm, size_t *order)
 {
 	size_t i, c, nr = 0;
@@ -701,8 +699,7 @@ static size_t drawable(const struct heatmap *hm, size_t *order)
 				break;
 			}
 	}
-	order_ctx = hm;
-	qsort(order, nr, sizeof(*order), cmp_wall);
+	qsort_r(order, nr, sizeof(*order), cmp_wall, (void *)hm);
 	return nr;
 }
 

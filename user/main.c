@@ -327,6 +327,8 @@ static int start_tracing(struct run *r)
 	return err;
 }
 
+static bool use_dwarf(const struct run *r);
+
 /* --profile offcpu, mutex, heap: the profiles other than cpu (sample.c). */
 static int start_profiles(struct run *r)
 {
@@ -334,6 +336,7 @@ static int start_profiles(struct run *r)
 		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
 		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
 		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd, .max_overhead_pct = r->o->heap_overhead_pct,
+		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes,
 	};
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))

@@ -6,8 +6,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "dwstacks.h"
 #include "log.h"
 #include "mutex.skel.h"
+#include "prof_dw.h"
 #include "prof_src.h"
 
 /*
@@ -41,6 +43,7 @@ static void mutex_arm(struct prof_src *s)
 
 static void mutex_stop(struct prof_src *s)
 {
+	dwstacks_stop(s->dw);  /* its thread reads the object's ring buffer */
 	mutex_bpf__destroy(s->priv);
 }
 
@@ -56,7 +59,11 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	}
 	skel->rodata->target_tgid = pid;
 	skel->rodata->per_thread = c->per_thread;
-	err = mutex_bpf__load(skel);
+	skel->rodata->dwarf = c->dwarf;
+	skel->rodata->stack_bytes = c->stack_bytes;
+	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
+	if (!err)
+		err = mutex_bpf__load(skel);
 	if (!err)
 		err = mutex_bpf__attach(skel);
 	if (err) {
@@ -69,6 +76,11 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 	};
+	err = prof_dw_start(c, pid, skel->maps.pdw_rb, out);
+	if (err) {
+		mutex_bpf__destroy(skel);
+		return err;
+	}
 	snprintf(out->note, sizeof(out->note), "every contended wait");
 	return 0;
 }

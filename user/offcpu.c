@@ -6,8 +6,10 @@
 
 #include <bpf/libbpf.h>
 
+#include "dwstacks.h"
 #include "log.h"
 #include "offcpu.skel.h"
+#include "prof_dw.h"
 #include "prof_src.h"
 
 /* As Go's block profile: contentions and delay; the label tells a run-queue wait from a blocked one. */
@@ -36,6 +38,7 @@ static void offcpu_arm(struct prof_src *s)
 
 static void offcpu_stop(struct prof_src *s)
 {
+	dwstacks_stop(s->dw);  /* its thread reads the object's ring buffer */
 	offcpu_bpf__destroy(s->priv);
 }
 
@@ -51,8 +54,15 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	}
 	skel->rodata->target_tgid = pid;
 	skel->rodata->per_thread = c->per_thread;
+	skel->rodata->dwarf = c->dwarf;
+	skel->rodata->stack_bytes = c->stack_bytes;
 	skel->rodata->rate_ns = c->offcpu_rate_ns;
-	err = offcpu_bpf__load(skel);
+	/* A thread back from a wait copies its stack at its system call's exit: with dwarf only. */
+	bpf_program__set_autoload(skel->progs.on_sys_enter, c->dwarf);
+	bpf_program__set_autoload(skel->progs.on_sys_exit, c->dwarf);
+	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
+	if (!err)
+		err = offcpu_bpf__load(skel);
 	if (!err)
 		err = offcpu_bpf__attach(skel);
 	if (err) {
@@ -66,6 +76,11 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),
 	};
+	err = prof_dw_start(c, pid, skel->maps.pdw_rb, out);
+	if (err) {
+		offcpu_bpf__destroy(skel);
+		return err;
+	}
 	if (c->offcpu_rate_ns % 1000)
 		snprintf(out->note, sizeof(out->note), "waits under %llu ns sampled", (unsigned long long)c->offcpu_rate_ns);
 	else

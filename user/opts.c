@@ -14,6 +14,9 @@
 #include "resolve.h"
 #include "prof_kind.h"
 
+/* The help text gives the default stack copy in words. */
+_Static_assert(FNPROF_DEFAULT_STACK_COPY == 16384, "update usage_text");
+
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID[,PID...] [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
@@ -85,8 +88,8 @@ static const char usage_text[] =
 "      --svg FILE         write pictures, one self-contained SVG file: a flame graph of the\n"
 "                         samples, a latency heatmap per -f function (open it in a browser)\n"
 "      --call-graph MODE  how user stacks are walked: fp (frame pointers, in the kernel),\n"
-"                         dwarf[,SIZE] (SIZE bytes of stack copied per sample, default 16384,\n"
-"                         unwound with the objects' CFI), auto (default: dwarf)\n"
+"                         dwarf[,SIZE] (SIZE bytes of stack copied per sample or kept event,\n"
+"                         default 16384, unwound with the objects' CFI), auto (default: dwarf)\n"
 "\n"
 "Symbols:\n"
 "      --no-debuginfod    do not download debug info (DEBUGINFOD_URLS) for stripped objects\n"
@@ -224,7 +227,7 @@ static int parse_call_graph(const char *arg, struct opts *o)
 		return -EINVAL;
 	if (comma) {
 		/* A multiple of 8, as perf asks: the copy holds whole words. */
-		if (parse_long(comma + 1, 8, 65536, &v) || v % 8)
+		if (parse_long(comma + 1, 8, FNPROF_MAX_STACK_COPY, &v) || v % 8)
 			return -EINVAL;
 		o->stack_bytes = v;
 	}
@@ -399,7 +402,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_CALL_GRAPH:
 		if (parse_call_graph(arg, o))
 			return usage_error("invalid --call-graph '%s' (fp, dwarf, dwarf,SIZE with SIZE a multiple of 8 "
-					   "up to 65536, or auto)", arg);
+					   "up to %d, or auto)", arg, FNPROF_MAX_STACK_COPY);
 		break;
 	case OPT_MAX_THREADS:
 		if (parse_long(arg, 1, 1 << 16, &v))

@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <linux/types.h>
 
+#include "fnprof.h"
 #include "metrics.h"
 #include "probe.h"
 
@@ -23,7 +25,9 @@ enum call_graph {
 	CG_DWARF,  /* stack copies unwound in user space with the objects' CFI (libdw) */
 };
 
-#define DEFAULT_STACK_BYTES 16384
+#define DEFAULT_STACK_BYTES FNPROF_DEFAULT_STACK_COPY
+_Static_assert(DEFAULT_STACK_BYTES % 8 == 0 && DEFAULT_STACK_BYTES <= FNPROF_MAX_STACK_COPY,
+	       "the default stack copy is a size --call-graph dwarf,SIZE takes");
 
 struct opts {
 	pid_t pid;                 /* -p; 0 when launching a command, or system-wide */

@@ -382,9 +382,9 @@ int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 
 	return p->samples.err;
 }
 
-int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, __u64 count, __u32 pid, const char *comm)
+int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, __u32 pid,
+			 const char *comm)
 {
-	__u64 values[2] = { count, count * p->period_ns };
 	struct buf *m = &p->tmp, label = {};
 
 	pb_packed(m, 1, locs, nr, &p->tmp2);

@@ -20,8 +20,21 @@ static int add_mapping(struct procmaps *pm, size_t *cap, const struct mapping *m
 	return 0;
 }
 
-/* One line: "start-end perms pgoff maj:min inode   path". File-backed ones and the vDSO count. */
-static bool parse_line(char *line, struct mapping *m)
+static int add_anon(struct procmaps *pm, size_t *cap, const struct mapping *m)
+{
+	if (ARRAY_RESERVE(pm->anon, pm->nr_anon + 1, *cap))
+		return -ENOMEM;
+	pm->anon[pm->nr_anon++] = (struct anon_range){ m->start, m->end };
+	return 0;
+}
+
+enum map_kind { MAPPING_OTHER, MAPPING_FILE, MAPPING_ANON_EXEC };
+
+/*
+ * One line: "start-end perms pgoff maj:min inode   path". Files and the vDSO
+ * are what samples land in; executable memory of no file is JIT code.
+ */
+static enum map_kind parse_line(char *line, struct mapping *m)
 {
 	char perms[8];
 	int n = 0;
@@ -29,19 +42,22 @@ static bool parse_line(char *line, struct mapping *m)
 	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
 		   (uint64_t *)&m->start, (uint64_t *)&m->end, perms, (uint64_t *)&m->pgoff,
 		   &m->dev_major, &m->dev_minor, (uint64_t *)&m->inode, &n) < 7)
-		return false;
+		return MAPPING_OTHER;
 	line[strcspn(line, "\n")] = 0;
 	m->path = line + n;
 	m->exec = perms[2] == 'x';
-	/* Files, and the vDSO: code that samples land in. */
-	return m->path[0] == '/' || !strcmp(m->path, "[vdso]");
+	if (m->path[0] == '/' || !strcmp(m->path, "[vdso]"))
+		return MAPPING_FILE;
+	if (m->exec && !m->inode && (!m->path[0] || !strncmp(m->path, "[anon:", 6)))
+		return MAPPING_ANON_EXEC;
+	return MAPPING_OTHER;
 }
 
 int procmaps_load(pid_t pid, struct procmaps **out)
 {
 	char path[64], *line = NULL;
 	struct procmaps *pm;
-	size_t len = 0, cap = 0;
+	size_t len = 0, cap = 0, cap_anon = 0;
 	struct mapping m;
 	int err = 0;
 	FILE *f;
@@ -56,9 +72,18 @@ int procmaps_load(pid_t pid, struct procmaps **out)
 		return -ENOMEM;
 	}
 	pm->pid = pid;
-	while (!err && getline(&line, &len, f) > 0)
-		if (parse_line(line, &m))
+	while (!err && getline(&line, &len, f) > 0) {
+		switch (parse_line(line, &m)) {
+		case MAPPING_FILE:
 			err = add_mapping(pm, &cap, &m);
+			break;
+		case MAPPING_ANON_EXEC:
+			err = add_anon(pm, &cap_anon, &m);
+			break;
+		default:
+			break;
+		}
+	}
 	free(line);
 	fclose(f);
 	if (err) {
@@ -78,6 +103,7 @@ void procmaps_free(struct procmaps *pm)
 	for (i = 0; i < pm->nr; i++)
 		free(pm->maps[i].path);
 	free(pm->maps);
+	free(pm->anon);
 	free(pm);
 }
 
@@ -88,6 +114,23 @@ const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
 	for (i = 0; i < pm->nr; i++)
 		if (addr >= pm->maps[i].start && addr < pm->maps[i].end)
 			return &pm->maps[i];
+	return NULL;
+}
+
+const struct anon_range *procmaps_find_anon(const struct procmaps *pm, __u64 addr)
+{
+	size_t lo = 0, hi = pm->nr_anon;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < pm->anon[mid].start)
+			hi = mid;
+		else if (addr >= pm->anon[mid].end)
+			lo = mid + 1;
+		else
+			return &pm->anon[mid];
+	}
 	return NULL;
 }
 

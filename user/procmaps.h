@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A process's file mappings, from /proc/PID/maps. */
+/*
+ * A process's file mappings, from /proc/PID/maps, and the ranges of its
+ * executable memory that no file backs (JIT code).
+ */
 #ifndef FNPROF_PROCMAPS_H
 #define FNPROF_PROCMAPS_H
 
@@ -16,10 +19,17 @@ struct mapping {
 	char *path;  /* as the target sees it: resolve under /proc/PID/root */
 };
 
+/* An executable mapping of no file: anonymous or "[anon:NAME]" (where JIT compilers put code). */
+struct anon_range {
+	__u64 start, end;
+};
+
 struct procmaps {
 	pid_t pid;
 	struct mapping *maps;
 	size_t nr;
+	struct anon_range *anon;  /* in address order, as the maps list them */
+	size_t nr_anon;
 };
 
 /* 0 or -errno (-ESRCH: no such process). */
@@ -28,6 +38,9 @@ void procmaps_free(struct procmaps *pm);
 
 /* The mapping holding address addr, or NULL. */
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr);
+
+/* The executable memory of no file that holds addr, or NULL. */
+const struct anon_range *procmaps_find_anon(const struct procmaps *pm, __u64 addr);
 
 /*
  * Path of the mapped object that name designates: an absolute path as the

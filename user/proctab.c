@@ -2,7 +2,6 @@
 /*
  * The processes in a dense array, found through an open-addressing index
  * (pid -> position + 1) rebuilt when it grows or entries are forgotten.
- * Each process's symbolized user stacks: an open-addressing table by id.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,12 +19,6 @@
 
 #define REFRESH_S 1.0   /* a live process's mappings are re-read this often */
 
-struct stack_slot {
-	bool used;
-	__s32 id;
-	struct sym_stack st;
-};
-
 struct proc_ent {
 	pid_t pid;
 	char comm[16];
@@ -33,8 +26,6 @@ struct proc_ent {
 	bool exited;
 	double refreshed;         /* when its mappings were read last (monotonic_s) */
 	__u64 used;               /* the scan of its last use: the least recent gives its symbolizer up */
-	struct stack_slot *stacks;
-	size_t nr_stacks, cap_stacks;
 };
 
 struct proctab {
@@ -57,27 +48,14 @@ struct proctab *proctab_new(struct symbolizer *parent)
 	return t;
 }
 
-static void free_stacks(struct proc_ent *e)
-{
-	size_t i;
-
-	for (i = 0; i < e->cap_stacks; i++) {
-		free(e->stacks[i].st.f);
-		free(e->stacks[i].st.ips);
-	}
-	free(e->stacks);
-}
-
 void proctab_free(struct proctab *t)
 {
 	size_t i;
 
 	if (!t)
 		return;
-	for (i = 0; i < t->nr; i++) {
+	for (i = 0; i < t->nr; i++)
 		symbolizer_free(t->ent[i].sym);
-		free_stacks(&t->ent[i]);
-	}
 	free(t->ent);
 	free(t->index);
 	free(t);
@@ -225,7 +203,6 @@ static void forget(struct proctab *t, int map_fd)
 
 		bpf_map_delete_elem(map_fd, &key);
 		drop_symbolizer(t, &t->ent[i]);
-		free_stacks(&t->ent[i]);
 	}
 	memmove(t->ent, t->ent + n, (t->nr - n) * sizeof(*t->ent));
 	t->nr -= n;
@@ -297,42 +274,6 @@ struct symbolizer *proctab_symbolizer(struct proctab *t, pid_t pid)
 	struct proc_ent *e = get(t, pid);
 
 	return e ? hold_symbolizer(t, e) : NULL;
-}
-
-static int grow_stacks(struct proc_ent *e)
-{
-	size_t cap = e->cap_stacks ? 2 * e->cap_stacks : 64, i, h;
-	struct stack_slot *v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < e->cap_stacks; i++) {
-		if (!e->stacks[i].used)
-			continue;
-		for (h = (__u32)e->stacks[i].id & (cap - 1); v[h].used; h = (h + 1) & (cap - 1))
-			;
-		v[h] = e->stacks[i];
-	}
-	free(e->stacks);
-	e->stacks = v;
-	e->cap_stacks = cap;
-	return 0;
-}
-
-struct sym_stack *proctab_ustack(struct proctab *t, pid_t pid, __s32 id)
-{
-	struct proc_ent *e = get(t, pid);
-	size_t h;
-
-	if (!e || (2 * (e->nr_stacks + 1) > e->cap_stacks && grow_stacks(e)))
-		return NULL;
-	for (h = (__u32)id & (e->cap_stacks - 1); e->stacks[h].used; h = (h + 1) & (e->cap_stacks - 1))
-		if (e->stacks[h].id == id)
-			return &e->stacks[h].st;
-	e->stacks[h].used = true;
-	e->stacks[h].id = id;
-	e->nr_stacks++;
-	return &e->stacks[h].st;
 }
 
 void proctab_release_exited(struct proctab *t)

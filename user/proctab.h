@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * -a: the processes a whole-machine sampler saw. Per process: its name as
- * first seen (kept after it exits), a symbolizer (sharing the objects'
- * symbols and the names with the others) and its user stacks symbolized once.
+ * first seen (kept after it exits) and a symbolizer (sharing the objects'
+ * symbols and the names with the others); stackrows.h keeps the stacks.
  *
  * Bounds: at most PROCTAB_MAX_SYMBOLIZERS processes hold a symbolizer (the
  * least recently sampled gives its up: re-read if it is sampled again; an
@@ -25,7 +25,6 @@
 
 struct proctab;
 struct symbolizer;
-struct sym_stack;
 
 struct proctab_stats {
 	size_t procs;             /* known now */
@@ -57,9 +56,6 @@ const char *proctab_comm(struct proctab *t, pid_t pid);
 
 /* The symbolizer of process pid, made now if it holds none. NULL when out of memory. */
 struct symbolizer *proctab_symbolizer(struct proctab *t, pid_t pid);
-
-/* The cache slot of (pid, user stack id): ->f is NULL until symbolize_stack fills it. NULL: no memory. */
-struct sym_stack *proctab_ustack(struct proctab *t, pid_t pid, __s32 id);
 
 /* After a report: processes that exited give their symbolizers up. */
 void proctab_release_exited(struct proctab *t);

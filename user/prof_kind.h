@@ -35,6 +35,8 @@ struct prof_conf {
 	__u64 heap_rate;           /* --heap-rate, bytes */
 	char **cmd;                /* launch mode: the command (its libraries are found before they map) */
 	double max_overhead_pct;   /* --max-overhead, for the heap profile's probes; 0: none */
+	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied for kept events and unwound */
+	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per event (8..65536, x8) */
 };
 
 /*

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * One profile's kernel side as profiles.c reads it: the description of its
- * values and the maps its BPF object fills (prof.bpf.h). offcpu.c, mutex.c
- * and heap.c each make one.
+ * values (struct prof_desc, stackrows.h) and the maps its BPF object fills
+ * (prof.bpf.h). offcpu.c, mutex.c and heap.c each make one.
  */
 #ifndef FNPROF_PROF_SRC_H
 #define FNPROF_PROF_SRC_H
@@ -12,23 +12,8 @@
 #include <linux/types.h>
 
 #include "fnprof.h"
-#include "pprof.h"
 #include "prof_kind.h"
-
-/* What a profile's values mean. */
-struct prof_desc {
-	enum prof_kind kind;
-	const char *what;                        /* "waits", "allocations": the events counted */
-	int nr_values;
-	struct pprof_type types[PROF_NR_VALUES]; /* pprof sample types, in prof_val order */
-	bool fixed[PROF_NR_VALUES];              /* kept in 1/PROF_FP_ONE (counts) */
-	bool snapshot[PROF_NR_VALUES];           /* a state now (in use), not a sum over an interval */
-	int rank, second;                        /* the values the table ranks by and shows beside */
-	const char *label_key;                   /* the pprof label, NULL if none */
-	const char *labels[2];                   /* its values by prof_key.label */
-	struct pprof_type period_type;
-	const char *default_type;                /* what pprof shows first; NULL: the last type */
-};
+#include "stackrows.h"   /* struct prof_desc */
 
 /* --max-overhead: the share of the target's work the probes saw, for the report to scale by. */
 struct prof_duty {
@@ -40,8 +25,16 @@ struct prof_duty {
 	const char *snapshot_lost; /* why the snapshot values (in use) are unknown; NULL: they are known */
 };
 
+struct dwstacks;
+
 struct prof_src {
 	const struct prof_desc *desc;
+	/*
+	 * --call-graph dwarf: the unwound stacks and their values (read with the
+	 * counts map's); stack ids from DWSTACK_BASE up, and ids (PROF_DW_ID...)
+	 * in the live map's keys. NULL with frame pointers. The loader's stop frees it.
+	 */
+	struct dwstacks *dw;
 	int stacks_fd, counts_fd, drops_fd;
 	int live_fd;          /* heap: sampled pointers (-> struct prof_live) adding to values 2, 3; else -1 */
 	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The offcpu, mutex and heap profiles: reads the weighted stacks their BPF
- * objects count, symbolizes them, and prints one table or JSON line per
- * profile and report, and their pprof files. The kinds differ only in their
- * prof_desc (what the values mean) and in how they are loaded (prof_src).
+ * objects count and hands them to the stack pipeline (stackrows.h), around
+ * whose table or JSON it prints each profile's header and drops; and their
+ * pprof files. The kinds differ only in their prof_desc (what the values
+ * mean) and in how they are loaded (prof_src).
  */
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,51 +15,19 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
-#include "fit.h"
+#include "dwstacks.h"
 #include "json.h"
 #include "log.h"
-#include "outfile.h"
-#include "proc.h"
 #include "prof_src.h"
 #include "profiles.h"
-#include "sanitize.h"
+#include "stackrows.h"
 #include "symbolize.h"
-
-#define NR_STACKS 16384   /* the stack maps' size (prof.bpf.h) */
-#define MAX_FRAMES (2 * FNPROF_STACK_DEPTH + 1)
-
-/*
- * One counted stack: its values since the start as counted, in the interval
- * being reported, and since the start as reported (scaled to the whole run
- * when the probes saw only a share of it: --max-overhead).
- */
-struct entry {
-	struct prof_key key;
-	double total[PROF_NR_VALUES], delta[PROF_NR_VALUES], out[PROF_NR_VALUES];
-};
-
-struct caller {
-	__u64 ip;
-	struct frame_info f;
-};
-
-/* Kernel stacks kept by hash id (prof_src.kstacks_fd), symbolized once. */
-struct kstack_ent {
-	__s32 id;
-	struct sym_stack st;
-};
 
 /* One running profile. */
 struct prof {
-	struct kstack_ent *kst;
-	size_t nr_kst, cap_kst;
-	struct caller *callers;            /* prof_key.caller addresses, symbolized */
-	size_t nr_callers, cap_callers;
 	struct prof_src src;
 	bool on;
-	struct sym_stack *ustacks, *kstacks;   /* by stack id, filled on first use */
-	struct entry *prev;                /* at the last report, sorted by key */
-	size_t nr_prev;
+	struct stackrows *rows;            /* its counts, stacks and rows */
 	__u64 drops_prev[PDROP_NR];
 	double run_s;
 	bool dutied;                       /* src.duty said the probes saw a share: duty holds it */
@@ -91,18 +59,26 @@ void profiles_stop(struct profiles *ps)
 
 		if (p->on && p->src.stop)
 			p->src.stop(&p->src);
-		sym_stacks_free(p->ustacks, NR_STACKS);
-		sym_stacks_free(p->kstacks, NR_STACKS);
-		free(p->prev);
-		free(p->callers);
-		for (size_t i = 0; i < p->nr_kst; i++) {
-			free(p->kst[i].st.f);
-			free(p->kst[i].st.ips);
-		}
-		free(p->kst);
+		stackrows_free(p->rows);
 	}
 	symbolizer_free(ps->sym);
 	free(ps);
+}
+
+/* Kind k's objects, and its stack pipeline over their maps. 0 or -errno. */
+static int start_one(struct profiles *ps, struct prof *p, int k)
+{
+	struct stackrows_conf rc = { .pid = ps->pid, .sym = ps->sym, .per_thread = ps->c.per_thread, .top = ps->c.top };
+	int err = starters[k](&ps->c, ps->pid, &p->src);
+
+	if (err)
+		return err;
+	p->on = true;
+	rc.desc = p->src.desc;
+	rc.stacks_fd = p->src.stacks_fd;
+	rc.kstacks_fd = p->src.kstacks_fd;
+	rc.dw = p->src.dw;
+	return stackrows_new(&rc, &p->rows);
 }
 
 int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
@@ -118,15 +94,10 @@ int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
 	if (!ps->sym)
 		err = -ENOMEM;
 	for (k = 0; !err && k < PROF_KIND_NR; k++) {
-		struct prof *p = &ps->p[k];
-
 		if (!(c->kinds & 1U << k) || !starters[k])
 			continue;
-		p->ustacks = calloc(NR_STACKS, sizeof(*p->ustacks));
-		p->kstacks = calloc(NR_STACKS, sizeof(*p->kstacks));
-		err = p->ustacks && p->kstacks ? starters[k](c, pid, &p->src) : -ENOMEM;
-		p->on = !err;
-		ps->nr_on += p->on;
+		err = start_one(ps, &ps->p[k], k);
+		ps->nr_on += ps->p[k].on;
 	}
 	if (err) {
 		profiles_stop(ps);
@@ -147,18 +118,20 @@ void profiles_arm(struct profiles *ps)
 
 void profiles_refresh(struct profiles *ps)
 {
-	if (ps)
-		symbolizer_refresh(ps->sym);
+	int k;
+
+	if (!ps)
+		return;
+	symbolizer_refresh(ps->sym);
+	for (k = 0; k < PROF_KIND_NR; k++)
+		if (ps->p[k].on)
+			stackrows_refresh(ps->p[k].rows);
 }
 
 /* --- reading ---------------------------------------------------------------- */
 
-static int cmp_key(const void *a, const void *b)
-{
-	return memcmp(&((const struct entry *)a)->key, &((const struct entry *)b)->key, sizeof(struct prof_key));
-}
-
-static void add_values(const struct prof_desc *d, struct entry *e, const __u64 *v, int from, int nr)
+/* Adds nr values of a stack's, from value from on, in their units (counts: fixed point). */
+static void add_values(const struct prof_desc *d, struct stack_count *e, const __u64 *v, int from, int nr)
 {
 	int i;
 
@@ -166,315 +139,94 @@ static void add_values(const struct prof_desc *d, struct entry *e, const __u64 *
 		e->total[i] += d->fixed[i] ? (double)v[i - from] / PROF_FP_ONE : (double)v[i - from];
 }
 
-/* Every counted stack of the profile so far, unsorted; the heap's live pointers added as in use. */
-static struct entry *read_counts(struct prof *p, size_t *nr)
+/* A new entry for key k at the end of *e; NULL when out of memory. */
+static struct stack_count *add_entry(struct stack_count **e, size_t *nr, size_t *cap, const struct prof_key *k)
+{
+	if (ARRAY_RESERVE(*e, *nr + 1, *cap))
+		return NULL;
+	(*e)[*nr] = (struct stack_count){
+		.key = { .tid = k->tid, .label = k->label, .ustack = k->ustack, .kstack = k->kstack, .caller = k->caller },
+	};
+	return &(*e)[(*nr)++];
+}
+
+/* --call-graph dwarf: the unwound stacks' values (their ids apart from the stack map's), after the map's. */
+static void add_dw_counts(struct prof *p, struct stack_count **e, size_t *nr, size_t *cap)
+{
+	struct dwstack_prof *c = NULL;
+	struct stack_count *hit;
+	size_t n, i;
+
+	if (!p->src.dw)
+		return;
+	dwstacks_sync(p->src.dw);
+	n = dwstacks_prof_counts(p->src.dw, &c);
+	for (i = 0; c && i < n; i++)
+		if ((hit = add_entry(e, nr, cap, &c[i].key)))
+			add_values(p->src.desc, hit, c[i].val.v, 0, p->src.desc->nr_values);
+	free(c);
+}
+
+/*
+ * Every counted stack of the profile so far, unsorted; the heap's sampled
+ * pointers not freed yet as entries of their own with values 2 and 3 (in
+ * use), which the take sums into their stacks' entries.
+ */
+static struct stack_count *read_counts(struct prof *p, size_t *nr)
 {
 	const struct prof_desc *d = p->src.desc;
 	struct prof_key key, next, *cur = NULL;
+	struct stack_count *e = NULL, *hit;
+	__u64 ptr, nptr, *pcur = NULL, v[2];
 	struct prof_val val;
-	struct entry *e = NULL;
+	struct prof_live l;
 	size_t cap = 0;
 
 	*nr = 0;
 	while (!bpf_map_get_next_key(p->src.counts_fd, cur, &next)) {
 		key = next;
 		cur = &key;
-		if (bpf_map_lookup_elem(p->src.counts_fd, &key, &val) || ARRAY_RESERVE(e, *nr + 1, cap))
-			continue;
-		memset(&e[*nr], 0, sizeof(*e));
-		e[*nr].key = key;
-		add_values(d, &e[(*nr)++], val.v, 0, d->nr_values);
+		if (!bpf_map_lookup_elem(p->src.counts_fd, &key, &val) && (hit = add_entry(&e, nr, &cap, &key)))
+			add_values(d, hit, val.v, 0, d->nr_values);
 	}
-	return e;
-}
-
-/* heap: the sampled pointers not freed yet, into values 2 and 3 of their stacks' entries. */
-static struct entry *add_live(struct prof *p, struct entry *e, size_t *nr)
-{
-	__u64 ptr, next, *cur = NULL, v[2];
-	struct prof_live l;
-	size_t sorted = *nr, cap = *nr, i;
-
-	if (*nr)
-		qsort(e, *nr, sizeof(*e), cmp_key);
-	while (p->src.live_fd >= 0 && !bpf_map_get_next_key(p->src.live_fd, cur, &next)) {
-		struct entry probe = {}, *hit;
-
-		ptr = next;
-		cur = &ptr;
+	add_dw_counts(p, &e, nr, &cap);
+	while (p->src.live_fd >= 0 && !bpf_map_get_next_key(p->src.live_fd, pcur, &nptr)) {
+		ptr = nptr;
+		pcur = &ptr;
 		if (bpf_map_lookup_elem(p->src.live_fd, &ptr, &l))
 			continue;
-		probe.key = l.key;
-		hit = sorted ? bsearch(&probe, e, sorted, sizeof(*e), cmp_key) : NULL;
-		for (i = sorted; !hit && i < *nr; i++)  /* entries added below, after the sorted ones */
-			if (!memcmp(&e[i].key, &l.key, sizeof(l.key)))
-				hit = &e[i];
-		if (!hit) {
-			if (ARRAY_RESERVE(e, *nr + 1, cap))
-				continue;
-			hit = memset(&e[(*nr)++], 0, sizeof(*e));
-			hit->key = l.key;
-		}
+		if (p->src.dw)  /* the id of the stack sent, not a stack map id (dwarf) */
+			l.key.ustack = dwstacks_by_id(p->src.dw, l.key.ustack);
+		if (!(hit = add_entry(&e, nr, &cap, &l.key)))
+			continue;
 		v[0] = l.objects;
 		v[1] = l.bytes;
-		add_values(p->src.desc, hit, v, 2, 2);
+		add_values(d, hit, v, 2, 2);
 	}
-	if (*nr)
-		qsort(e, *nr, sizeof(*e), cmp_key);
 	return e;
 }
 
-/*
- * Values since the last report: the current ones less those seen then;
- * states as they are now. Under a duty cycle, an interval's values over the
- * share of it the probes saw, and the run's (the pprof file's) over the
- * run's share: an interval's own share may be a sliver of a burst, whose few
- * samples it blows up, so the run's figures are not the intervals' sum.
- * States are not scaled: what is in use now was allocated at moments a
- * share does not describe (all at start, within the first burst, say); what
- * the probes saw of it is a lower bound.
- */
-static void compute_deltas(struct prof *p, struct entry *e, size_t nr)
+/* The values unknown (bit v): states whose events were not all seen. */
+static unsigned int unknown_values(const struct prof *p)
 {
-	const struct prof_desc *d = p->src.desc;
-	double share = p->dutied ? p->duty.share : 1, run_share = p->dutied ? p->duty.run_share : 1;
-	size_t i;
+	unsigned int bits = 0;
 	int v;
 
-	for (i = 0; i < nr; i++) {
-		const struct entry *o = p->nr_prev ? bsearch(&e[i], p->prev, p->nr_prev, sizeof(*e), cmp_key) : NULL;
-
-		for (v = 0; v < d->nr_values; v++) {
-			if (d->snapshot[v]) {
-				e[i].delta[v] = e[i].out[v] = e[i].total[v];
-				continue;
-			}
-			e[i].delta[v] = (e[i].total[v] - (o ? o->total[v] : 0)) / share;
-			e[i].out[v] = e[i].total[v] / run_share;
-		}
-	}
-}
-
-/* Whether value v is unknown: a state whose events were not all seen. */
-static bool value_lost(const struct prof *p, int v)
-{
-	return p->dutied && p->duty.snapshot_lost && p->src.desc->snapshot[v];
-}
-
-static void read_drops(struct prof *p, __u64 *now)
-{
-	int c, nr = libbpf_num_possible_cpus();
-	__u64 *v = calloc(nr > 0 ? nr : 1, sizeof(*v));
-	__u32 k;
-
-	for (k = 0; k < PDROP_NR; k++) {
-		now[k] = 0;
-		if (v && !bpf_map_lookup_elem(p->src.drops_fd, &k, v))
-			for (c = 0; c < nr; c++)
-				now[k] += v[c];
-	}
-	free(v);
-}
-
-/* --- stacks ------------------------------------------------------------------ */
-
-/* The cache entry of kernel stack id kept by hash (kstacks_fd); NULL when out of memory. */
-static struct sym_stack *kstack_slot(struct prof *p, __s32 id)
-{
-	size_t i;
-
-	for (i = 0; i < p->nr_kst; i++)
-		if (p->kst[i].id == id)
-			return &p->kst[i].st;
-	if (ARRAY_RESERVE(p->kst, p->nr_kst + 1, p->cap_kst))
-		return NULL;
-	p->kst[p->nr_kst] = (struct kstack_ent){ .id = id };
-	return &p->kst[p->nr_kst++].st;
-}
-
-static const struct sym_stack *get_stack(struct profiles *ps, struct prof *p, __s32 id, bool kernel)
-{
-	bool by_hash = kernel && p->src.kstacks_fd >= 0;
-	__u64 ips[FNPROF_STACK_DEPTH] = {};
-	struct sym_stack *t;
-	int n;
-
-	if (id < 0 || (!by_hash && id >= NR_STACKS))
-		return NULL;
-	t = by_hash ? kstack_slot(p, id) : kernel ? &p->kstacks[id] : &p->ustacks[id];
-	if (!t || t->f)
-		return t;
-	if (bpf_map_lookup_elem(by_hash ? p->src.kstacks_fd : p->src.stacks_fd, &id, ips))
-		return NULL;
-	for (n = 0; n < FNPROF_STACK_DEPTH && ips[n]; n++)
-		;
-	if (symbolize_stack(ps->sym, ips, n, kernel, false, n, t))
-		return NULL;
-	return t;
-}
-
-/* The frame of a return address kept apart (prof_key.caller), symbolized once per address. */
-static const struct frame_info *caller_frame(struct profiles *ps, struct prof *p, __u64 ret)
-{
-	static const struct frame_info none = { .func = "[unknown]", .object = "[unknown]" };
-	struct caller *c;
-	size_t i;
-
-	for (i = 0; i < p->nr_callers; i++)
-		if (p->callers[i].ip == ret)
-			return &p->callers[i].f;
-	if (ARRAY_RESERVE(p->callers, p->nr_callers + 1, p->cap_callers))
-		return &none;
-	c = &p->callers[p->nr_callers++];
-	c->ip = ret;
-	symbolize_user(ps->sym, ret - 1, &c->f);
-	return &c->f;
-}
-
-/* The frames of one stack, leaf first (kernel frames first), at most MAX_FRAMES. */
-static int stack_frames(struct profiles *ps, struct prof *p, const struct prof_key *k,
-			const struct frame_info **out, __u64 *ips)
-{
-	static const struct frame_info lost = { .func = "[stack lost]", .object = "[unknown]" };
-	static const struct frame_info no_waker = { .func = "[waker unknown]", .object = "[unknown]" };
-	const struct sym_stack *ks = get_stack(ps, p, k->kstack, true), *us = get_stack(ps, p, k->ustack, false);
-	int n = 0, i;
-
-	for (i = 0; ks && i < ks->nr && symbolize_probe_frame(&ks->f[i]); i++)
-		;
-	for (; ks && i < ks->nr && n < MAX_FRAMES; i++, n++)
-		out[n] = &ks->f[i], ips[n] = ks->ips[i];
-	for (i = 0; us && i < us->nr && n < MAX_FRAMES; i++, n++) {
-		out[n] = &us->f[i], ips[n] = us->ips[i];
-		if (!i && k->caller && (us->nr < 2 || us->ips[1] != k->caller) && n + 1 < MAX_FRAMES) {
-			n++;
-			out[n] = caller_frame(ps, p, k->caller), ips[n] = k->caller;
-		}
-	}
-	if (!us && n < MAX_FRAMES)  /* never drop a stack: show that its user part is missing */
-		out[n] = k->ustack == PROF_STACK_NO_WAKER ? &no_waker : &lost, ips[n++] = 0;
-	return n;
-}
-
-/* --- per-function aggregation ---------------------------------------------- */
-
-struct fn_row {
-	const char *func, *object;
-	__u32 tid;
-	double self[PROF_NR_VALUES], total[PROF_NR_VALUES];
-};
-
-struct rows {
-	struct fn_row *v;
-	size_t nr, cap;
-	double sum[PROF_NR_VALUES];
-	double by_label[2][PROF_NR_VALUES];
-};
-
-/* The function's row; names compare as pointers (the symbolizer hands out one string each). */
-static struct fn_row *row_of(struct rows *t, const struct frame_info *f, __u32 tid)
-{
-	size_t i;
-
-	/* Linear from the end: a stack's frames are looked up together, and tables are a few hundred rows. */
-	for (i = t->nr; i-- > 0;)
-		if (t->v[i].func == f->func && t->v[i].object == f->object && t->v[i].tid == tid)
-			return &t->v[i];
-	if (ARRAY_RESERVE(t->v, t->nr + 1, t->cap))
-		return NULL;
-	t->v[t->nr] = (struct fn_row){ .func = f->func, .object = f->object, .tid = tid };
-	return &t->v[t->nr++];
-}
-
-/* Self values go to the leaf, total ones once to every function on the stack. */
-static int agg_stack(struct rows *t, const struct frame_info **fr, int n, const struct entry *e, int nv)
-{
-	struct fn_row *r;
-	int i, j, v;
-
-	for (v = 0; v < nv; v++) {
-		t->sum[v] += e->delta[v];
-		t->by_label[e->key.label & 1][v] += e->delta[v];
-	}
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (fr[j]->func == fr[i]->func && fr[j]->object == fr[i]->object)
-				break;
-		if (j < i)
-			continue;  /* recursion: counted once */
-		r = row_of(t, fr[i], e->key.tid);
-		if (!r)
-			return -ENOMEM;
-		for (v = 0; v < nv; v++) {
-			r->total[v] += e->delta[v];
-			if (!i)
-				r->self[v] += e->delta[v];
-		}
-	}
-	return 0;
-}
-
-static int rank_of;  /* the value cmp_rows ranks by: qsort has no context argument */
-
-/* By thread, then total of the ranked value (the caller's view: who waits, who allocates), then self. */
-static int cmp_rows(const void *a, const void *b)
-{
-	const struct fn_row *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->total[rank_of] != y->total[rank_of])
-		return x->total[rank_of] > y->total[rank_of] ? -1 : 1;
-	return x->self[rank_of] > y->self[rank_of] ? -1 : x->self[rank_of] < y->self[rank_of];
-}
-
-static int aggregate(struct profiles *ps, struct prof *p, const struct entry *e, size_t nr, struct rows *t)
-{
-	const struct frame_info *fr[MAX_FRAMES];
-	__u64 ips[MAX_FRAMES];
-	size_t i;
-	int n, v;
-
-	for (i = 0; i < nr; i++) {
-		for (v = 0; v < p->src.desc->nr_values && !e[i].delta[v]; v++)
-			;
-		if (v == p->src.desc->nr_values)
-			continue;
-		n = stack_frames(ps, p, &e[i].key, fr, ips);
-		if (agg_stack(t, fr, n, &e[i], p->src.desc->nr_values))
-			return -ENOMEM;
-	}
-	rank_of = p->src.desc->rank;
-	if (t->nr)
-		qsort(t->v, t->nr, sizeof(*t->v), cmp_rows);
-	return 0;
+	for (v = 0; p->dutied && p->duty.snapshot_lost && v < p->src.desc->nr_values; v++)
+		if (p->src.desc->snapshot[v])
+			bits |= 1U << v;
+	return bits;
 }
 
 /* --- reports ------------------------------------------------------------------ */
 
-static const char *base_name(const char *path)
+/* Value v of a total of the profile, or "-" where it is unknown. */
+static const char *fmt_of(const struct prof *p, const struct stack_rows *t, int v, double x, char *buf,
+			  size_t size)
 {
-	const char *b = strrchr(path, '/');
-
-	return b ? b + 1 : path;
-}
-
-/* A value for the table, in its unit: "12.3ms", "8.0MiB", "1234". */
-static const char *fmt_value(const struct pprof_type *t, double v, char *buf, size_t size)
-{
-	if (!strcmp(t->unit, "nanoseconds"))
-		snprintf(buf, size, v >= 1e9 ? "%.2fs" : "%.2fms", v >= 1e9 ? v / 1e9 : v / 1e6);
-	else if (!strcmp(t->unit, "bytes"))
-		snprintf(buf, size, v >= 1 << 20 ? "%.1fMiB" : "%.1fKiB", v / (v >= 1 << 20 ? 1 << 20 : 1 << 10));
-	else
-		snprintf(buf, size, "%.0f", v);
-	return buf;
-}
-
-/* Value v of profile p, or "-" where it is unknown. */
-static const char *fmt_of(const struct prof *p, int v, double x, char *buf, size_t size)
-{
-	return value_lost(p, v) ? "-" : fmt_value(&p->src.desc->types[v], x, buf, size);
+	if (t->unknown & 1U << v)
+		return "-";
+	return stackrows_fmt(&p->src.desc->types[v], x, buf, size);
 }
 
 static void print_drops(FILE *out, const __u64 *d)
@@ -487,6 +239,21 @@ static void print_drops(FILE *out, const __u64 *d)
 	if (d[PDROP_NO_WAKER])
 		fprintf(out, "waits whose waker was not seen: %llu (charged to [waker unknown])\n",
 			(unsigned long long)d[PDROP_NO_WAKER]);
+}
+
+/* --call-graph dwarf: how the user stacks were walked, and what fell back to frame pointers. */
+static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
+{
+	struct dwstack_stats st;
+
+	if (!p->src.dw)
+		return;
+	dwstacks_stats(p->src.dw, &st);
+	fprintf(out, "stacks: unwound with DWARF CFI: %llu, %llu cut short by the copy's end, %llu lost (table full), "
+		     "%llu not found by id; %llu with frame pointers instead; ring buffer full %llu times; "
+		     "unwinding used %.1f ms of CPU\n", (unsigned long long)st.samples, (unsigned long long)st.truncated,
+		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
+		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
 }
 
 /* The probes' cost, at their cost per event measured at start. */
@@ -510,7 +277,7 @@ static void print_cost(const struct prof *p, FILE *out, const __u64 *d)
 	fputc('\n', out);
 }
 
-static void print_header(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+static void print_header(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
 			 const __u64 *d, bool final)
 {
 	const struct prof_desc *desc = p->src.desc;
@@ -519,11 +286,11 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 
 	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
 		final ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
-		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, fmt_value(r, t->sum[desc->rank], a, sizeof(a)),
-		s->type, fmt_of(p, desc->second, t->sum[desc->second], b, sizeof(b)));
+		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, stackrows_fmt(r, t->sum[desc->rank], a, sizeof(a)),
+		s->type, fmt_of(p, t, desc->second, t->sum[desc->second], b, sizeof(b)));
 	if (desc->label_key)
-		fprintf(out, " (%s %s, %s %s)", desc->labels[0], fmt_value(r, t->by_label[0][desc->rank], b, sizeof(b)),
-			desc->labels[1], fmt_value(r, t->by_label[1][desc->rank], c, sizeof(c)));
+		fprintf(out, " (%s %s, %s %s)", desc->labels[0], stackrows_fmt(r, t->by_label[0][desc->rank], b, sizeof(b)),
+			desc->labels[1], stackrows_fmt(r, t->by_label[1][desc->rank], c, sizeof(c)));
 	fputc('\n', out);
 	print_cost(p, out, d);
 	if (!p->dutied)
@@ -544,84 +311,14 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 			     "detach cost more than a run this short allows\n", p->duty.cost_pct);
 }
 
-/*
- * Whether row i is shown: with a value, not the kernel's (the table is the
- * program's view; kernel frames are in the JSON and pprof), among the first
- * top of its thread (rows come sorted by thread); *shown counts those so far.
- */
-static bool row_shown(const struct rows *t, size_t i, const struct prof_desc *desc, unsigned int top,
-		      unsigned int *shown)
-{
-	const struct fn_row *f = &t->v[i];
-
-	if (i && f->tid != t->v[i - 1].tid)
-		*shown = 0;
-	return (f->total[desc->rank] || f->total[desc->second]) && strcmp(f->object, "[kernel.kallsyms]") &&
-	       (*shown)++ < top;
-}
-
-/* The FUNCTION column's width for the rows shown (fit.h). */
-static size_t func_width(const struct rows *t, const struct prof_desc *desc, unsigned int top, FILE *out)
-{
-	const char **names = calloc(t->nr ? t->nr : 1, sizeof(*names));
-	unsigned int shown = 0;
-	size_t i, n = 0, w;
-
-	for (i = 0; names && i < t->nr; i++)
-		if (row_shown(t, i, desc, top, &shown))
-			names[n++] = t->v[i].func;
-	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, FIT_SAMPLE_REST + 10) : 0;
-	free(names);
-	return w ? w : FIT_FUNC_WIDTH;
-}
-
-static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
 			const __u64 *d, bool final)
 {
-	const struct prof_desc *desc = p->src.desc;
-	int rk = desc->rank, sc = desc->second;
-	double pct = t->sum[rk] ? 100.0 / t->sum[rk] : 0;
-	unsigned int shown = 0;
-	__u32 tid = (__u32)-1;
-	char a[32], b[32], comm[32];
-	size_t i, w = func_width(t, desc, ps->c.top, out);
-
 	print_header(ps, p, out, t, span, d, final);
-	for (i = 0; i < t->nr; i++) {
-		const struct fn_row *f = &t->v[i];
-
-		if (f->tid != tid) {
-			tid = f->tid;
-			if (ps->c.per_thread) {
-				proc_thread_name(ps->pid, tid, "exited", comm, sizeof(comm));
-				fprintf(out, "\nthread %u (%s):\n", tid, comm);
-			}
-			fprintf(out, "%-*s %-*s %7s %7s %12s %12s\n", (int)w, "FUNCTION", FIT_OBJECT_WIDTH, "OBJECT",
-				"SELF%", "TOTAL%", desc->types[rk].type, desc->types[sc].type);
-		}
-		if (!row_shown(t, i, desc, ps->c.top, &shown))
-			continue;
-		fit_name_cells(out, f->func, w, f->object);
-		fprintf(out, "%7.2f %7.2f %12s %12s\n", f->self[rk] * pct, f->total[rk] * pct,
-			fmt_value(&desc->types[rk], f->total[rk], a, sizeof(a)), fmt_of(p, sc, f->total[sc], b, sizeof(b)));
-	}
+	stackrows_table(p->rows, out, t);
 	print_drops(out, d);
+	print_unwind(p, out, d);
 	fflush(out);
-}
-
-static void json_values(struct json *j, const char *key, const struct prof *p, const double *v)
-{
-	const struct prof_desc *d = p->src.desc;
-	int i;
-
-	json_obj_begin(j, key);
-	for (i = 0; i < d->nr_values; i++) {
-		if (value_lost(p, i))
-			json_null(j, d->types[i].type);
-		else
-			json_f64(j, d->types[i].type, v[i]);
-	}
-	json_obj_end(j);
 }
 
 /* --max-overhead: what the probes saw and cost; null without it. */
@@ -665,16 +362,35 @@ static void json_drops(struct json *j, const __u64 *d)
 	json_obj_end(j);
 }
 
-static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct rows *t, double span,
+static void json_unwind(struct json *j, const struct prof *p, const __u64 *d)
+{
+	struct dwstack_stats st;
+
+	json_str(j, "call_graph", p->src.dw ? "dwarf" : "fp");
+	if (!p->src.dw)
+		return;
+	dwstacks_stats(p->src.dw, &st);
+	json_obj_begin(j, "unwind");
+	json_u64(j, "samples", st.samples);
+	json_u64(j, "truncated", st.truncated);
+	json_u64(j, "lost", st.lost);
+	json_u64(j, "ids_lost", st.ids_lost);
+	json_u64(j, "fp_fallback", d[PDROP_DW_FP]);
+	json_u64(j, "ringbuf_full", d[PDROP_RINGBUF]);
+	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+	json_obj_end(j);
+}
+
+static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
 		       const __u64 *d)
 {
 	const struct prof_desc *desc = p->src.desc;
 	struct json j;
-	size_t i;
 
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
+	json_unwind(&j, p, d);
 	if (desc->kind == PROF_HEAP)
 		json_u64(&j, "frees", d[PDROP_FREED]);
 	if (p->src.event_cost_ns) {
@@ -688,27 +404,14 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 		json_null(&j, "probe_cost");
 	}
 	json_duty(&j, p);
-	json_values(&j, "totals", p, t->sum);
+	stackrows_json_values(p->rows, &j, "totals", t->sum, t->unknown);
 	if (desc->label_key) {
 		json_obj_begin(&j, desc->label_key);
-		json_values(&j, desc->labels[0], p, t->by_label[0]);
-		json_values(&j, desc->labels[1], p, t->by_label[1]);
+		stackrows_json_values(p->rows, &j, desc->labels[0], t->by_label[0], t->unknown);
+		stackrows_json_values(p->rows, &j, desc->labels[1], t->by_label[1], t->unknown);
 		json_obj_end(&j);
 	}
-	json_arr_begin(&j, "functions");
-	for (i = 0; i < t->nr; i++) {
-		const struct fn_row *f = &t->v[i];
-
-		json_obj_begin(&j, NULL);
-		json_str(&j, "name", f->func);
-		json_str(&j, "object", f->object);
-		if (ps->c.per_thread)
-			json_u64(&j, "tid", f->tid);
-		json_values(&j, "self", p, f->self);
-		json_values(&j, "total", p, f->total);
-		json_obj_end(&j);
-	}
-	json_arr_end(&j);
+	stackrows_json(p->rows, &j, t);
 	json_obj_end(&j);
 	json_finish(&j);
 }
@@ -716,18 +419,19 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 static int report_one(struct profiles *ps, struct prof *p, FILE *out, double interval_s, bool final)
 {
 	__u64 drops[PDROP_NR], d[PDROP_NR];
-	struct rows t = {};
-	struct entry *e;
+	struct stack_rows t = {};
+	struct stack_count *e;
 	size_t nr;
 	int k, err;
 
-	e = add_live(p, read_counts(p, &nr), &nr);
-	read_drops(p, drops);
+	e = read_counts(p, &nr);
+	stackrows_drops(p->src.drops_fd, PDROP_NR, drops);
 	p->dutied = p->src.duty && p->src.duty(&p->src, &p->duty);
+	t.unknown = unknown_values(p);
 	for (k = 0; k < PDROP_NR; k++)
 		d[k] = drops[k] - p->drops_prev[k];
-	compute_deltas(p, e, nr);
-	err = aggregate(ps, p, e, nr, &t);
+	stackrows_take(p->rows, e, nr, p->dutied ? p->duty.share : 1, p->dutied ? p->duty.run_share : 1);
+	err = stackrows_rows(p->rows, &t);
 	if (err)
 		log_err("cannot aggregate %zu %s stacks: %s", nr, prof_kind_name(p->src.desc->kind), strerror(-err));
 	else if (ps->c.json)
@@ -735,9 +439,6 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 	else
 		print_table(ps, p, out, &t, interval_s, d, final);
 	free(t.v);
-	free(p->prev);
-	p->prev = e;
-	p->nr_prev = nr;
 	memcpy(p->drops_prev, drops, sizeof(drops));
 	p->run_s += interval_s;
 	return err;
@@ -755,65 +456,20 @@ int profiles_report(struct profiles *ps, FILE *out, double interval_s, bool fina
 
 /* --- pprof ------------------------------------------------------------------- */
 
-/* A frame's name in pprof: its function, or "[libc.so.6]" for an address without a symbol. */
-static const char *frame_name(const struct frame_info *f, char *buf, size_t size)
-{
-	if (f->known || !strcmp(f->object, "[unknown]") || !strcmp(f->object, "[kernel.kallsyms]"))
-		return f->func;
-	snprintf(buf, size, "[%s]", base_name(f->object));
-	return buf;
-}
-
-/* The values the pprof file has: all, or those before the unknown states (which come last). */
-static int known_values(const struct prof *p)
-{
-	int v;
-
-	for (v = 0; v < p->src.desc->nr_values && !value_lost(p, v); v++)
-		;
-	return v;
-}
-
-static int pprof_entry(struct profiles *ps, struct prof *p, struct pprof *pp, const struct entry *e)
-{
-	const struct frame_info *fr[MAX_FRAMES];
-	__u64 ips[MAX_FRAMES], locs[MAX_FRAMES], v[PROF_NR_VALUES];
-	char name[PATH_MAX + 2];
-	int n, i;
-
-	n = stack_frames(ps, p, &e->key, fr, ips);
-	for (i = 0; i < n; i++)
-		locs[i] = pprof_location(pp, ips[i], frame_name(fr[i], name, sizeof(name)), fr[i]->object,
-					 fr[i]->map_start, fr[i]->map_limit, fr[i]->map_pgoff);
-	for (i = 0; i < known_values(p); i++)
-		v[i] = (__u64)llround(e->out[i]);
-	return pprof_sample_values(pp, locs, n, v, p->src.desc->label_key,
-				   p->src.desc->label_key ? p->src.desc->labels[e->key.label & 1] : NULL);
-}
-
-static int write_pprof(struct profiles *ps, struct prof *p, const char *path)
+static int write_pprof(struct prof *p, const char *path)
 {
 	const struct prof_desc *d = p->src.desc;
-	struct pprof *pp = pprof_new_types(d->types, known_values(p), d->period_type, p->src.period,
-					   (__u64)(p->run_s * 1e9));
-	unsigned char *data = NULL;
-	struct frame_info exe;
-	size_t i, len;
-	int err = pp ? 0 : -ENOMEM;
+	unsigned int unknown = unknown_values(p);
+	struct pprof *pp;
+	int nv;
 
+	/* The values the file has: all, or those before the unknown states (which come last). */
+	for (nv = 0; nv < d->nr_values && !(unknown & 1U << nv); nv++)
+		;
+	pp = pprof_new_types(d->types, nv, d->period_type, p->src.period, (__u64)(p->run_s * 1e9));
 	if (pp && d->default_type)
 		pprof_default_type(pp, d->default_type);
-	if (pp && symbolize_main_object(ps->sym, &exe))
-		pprof_mapping(pp, exe.object, exe.map_start, exe.map_limit, exe.map_pgoff);
-	for (i = 0; !err && i < p->nr_prev; i++)
-		err = pprof_entry(ps, p, pp, &p->prev[i]);
-	if (!err)
-		err = pprof_encode(pp, &data, &len);
-	if (!err)
-		err = write_file_atomic(path, data, len);
-	free(data);
-	pprof_free(pp);
-	return err;
+	return stackrows_write_pprof(p->rows, pp, unknown, path);
 }
 
 int profiles_write_files(struct profiles *ps)
@@ -827,7 +483,7 @@ int profiles_write_files(struct profiles *ps)
 			continue;
 		err = prof_file_name(ps->c.pprof_path, k, several, path, sizeof(path));
 		if (!err)
-			err = write_pprof(ps, &ps->p[k], path);
+			err = write_pprof(&ps->p[k], path);
 		if (err)
 			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(k),
 				err == -ENAMETOOLONG ? ps->c.pprof_path : path, strerror(-err));

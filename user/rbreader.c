@@ -9,6 +9,8 @@ static void *reader(void *arg)
 
 	while (!r->stop) {
 		ring_buffer__poll(r->rb, 50);
+		/* Records sent without a wake-up (BPF_RB_NO_WAKEUP) are read here: poll reads only rings it was woken for. */
+		ring_buffer__consume(r->rb);
 		pthread_mutex_lock(r->lock);
 		r->passes++;
 		if (r->after_pass)

@@ -43,6 +43,8 @@ static const struct {
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
 	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
 					       "whether and when they returned was not seen (not timed)" },
+	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
+						   "sched_switch did not report: the time off the CPU before each read as on-CPU" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -173,12 +175,11 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 }
 
 /* Report order: most wall time (outermost calls) first, uncalled functions last. */
-static const struct report *sort_ctx;
-
-static int cmp_by_time(const void *a, const void *b)
+static int cmp_by_time(const void *a, const void *b, void *arg)
 {
-	const struct fn_stats *x = &sort_ctx->stats[*(const size_t *)a];
-	const struct fn_stats *y = &sort_ctx->stats[*(const size_t *)b];
+	const struct report *r = arg;
+	const struct fn_stats *x = &r->stats[*(const size_t *)a];
+	const struct fn_stats *y = &r->stats[*(const size_t *)b];
 
 	if (x->outer_wall != y->outer_wall)
 		return x->outer_wall > y->outer_wall ? -1 : 1;
@@ -197,8 +198,7 @@ static size_t *sorted_order(const struct report *r)
 		return NULL;
 	for (i = 0; i < r->pl->nr; i++)
 		order[i] = i;
-	sort_ctx = r;
-	qsort(order, r->pl->nr, sizeof(*order), cmp_by_time);
+	qsort_r(order, r->pl->nr, sizeof(*order), cmp_by_time, (void *)r);
 	return order;
 }
 

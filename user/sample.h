@@ -22,7 +22,7 @@ struct sampler_conf {
 	const char *pprof_path;    /* --pprof FILE, or NULL */
 	const char *folded_path;   /* --folded FILE, or NULL */
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied and unwound in user space */
-	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..65536, x8) */
+	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..FNPROF_MAX_STACK_COPY, x8) */
 	bool all;                  /* -a: every process but fnprof (pid 0), rows per process (proctab.h) */
 };
 
@@ -40,15 +40,9 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 int sampler_write_files(struct sampler *s);
 
 /*
- * Instead of reports: the pprof profile (gzip'd profile.proto, the --pprof
- * format) of every sample so far, span_s seconds of sampling, malloc'd into
- * *out. 0 or -errno.
- */
-int sampler_pprof(struct sampler *s, double span_s, unsigned char **out, size_t *len);
-
-/*
- * The same, into a profile being built (pprof.h), so that the samples of
- * several samplers (processes) make one profile. 0 or -errno.
+ * Instead of reports: every sample so far into a profile being built
+ * (pprof.h, made with pprof_new at this sampler's period), so that the
+ * samples of several samplers (processes) make one profile. 0 or -errno.
  */
 struct pprof;
 int sampler_pprof_add(struct sampler *s, struct pprof *p);

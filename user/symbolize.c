@@ -14,6 +14,7 @@
 #include "ksyms.h"
 #include "log.h"
 #include "objcache.h"
+#include "perfmap.h"
 #include "proc.h"
 #include "procmaps.h"
 #include "safeopen.h"
@@ -47,6 +48,7 @@ struct symbolizer {
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
+	struct perfmap *jit;  /* names of its JIT code; made once it maps executable memory of no file */
 	struct object *objs;
 	size_t nr_objs, cap_objs;
 	bool missed;  /* an address was in no mapping since the last refresh */
@@ -124,6 +126,7 @@ void symbolizer_free(struct symbolizer *s)
 		objcache_free(s->cache);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
+	perfmap_free(s->jit);
 	free(s);
 }
 
@@ -236,6 +239,22 @@ static bool launched_not_execd(pid_t pid)
 	       self.st_ino == target.st_ino && parent_of(pid) == getpid();
 }
 
+/* A memfd: code some JIT compilers map twice (writable, executable); or an ELF run from memory. */
+static bool is_memfd(const char *path)
+{
+	return !strncmp(path, "/memfd:", 7);
+}
+
+static bool maps_exec_memfd(const struct procmaps *pm)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].exec && is_memfd(pm->maps[i].path))
+			return true;
+	return false;
+}
+
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
@@ -256,6 +275,11 @@ void symbolizer_refresh(struct symbolizer *s)
 	for (i = 0; i < pm->nr; i++)
 		if (pm->maps[i].exec && (!s->lazy || !strcmp(pm->maps[i].path, "[vdso]")))
 			object_get(s, &pm->maps[i]);
+	/* Its perf map too, while its root can be opened: after it exits, the names read stay. */
+	if ((pm->nr_anon || maps_exec_memfd(pm)) && !s->jit)
+		s->jit = perfmap_new(s->pid);
+	if (s->jit)
+		perfmap_refresh(s->jit, true);
 }
 
 /*
@@ -392,10 +416,32 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	return o;
 }
 
+/* The name the runtime's perf map gives the JIT code at ip (interned), or NULL. */
+static const char *jit_name(struct symbolizer *s, __u64 ip)
+{
+	const char *name = s->jit ? perfmap_lookup(s->jit, ip) : NULL;
+
+	return name ? intern(s, name) : NULL;
+}
+
+/* Code of no file (JIT): named from the perf map, object "[jit]". */
+static void symbolize_jit(struct symbolizer *s, const struct anon_range *r, __u64 ip, struct frame_info *out)
+{
+	out->object = "[jit]";
+	out->map_start = r->start;
+	out->map_limit = r->end;
+	out->func = jit_name(s, ip);
+	out->known = out->func != NULL;
+	if (!out->func)
+		out->func = "[unknown]";
+}
+
 void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 {
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+	const struct anon_range *anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
 	const struct sym *sym = NULL;
+	const char *name = NULL;
 	struct object *obj;
 	struct symtab *st;
 	__u64 vaddr;
@@ -403,11 +449,16 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	memset(out, 0, sizeof(*out));
 	out->func = "[unknown]";
 	out->object = "[unknown]";
-	if (!m && !s->missed) {
+	if (!m && !anon && !s->missed) {
 		/* Mapped since the last refresh (dlopen)? Re-read once, not for every stray address. */
 		symbolizer_refresh(s);
 		s->missed = true;
 		m = s->pm ? procmaps_find(s->pm, ip) : NULL;
+		anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
+	}
+	if (anon) {
+		symbolize_jit(s, anon, ip, out);
+		return;
 	}
 	obj = m ? object_get(s, m) : NULL;
 	if (!obj)
@@ -419,10 +470,12 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	st = obj->st;
 	if (st && !symtab_off_to_vaddr(st, ip - m->start + m->pgoff, &vaddr))
 		sym = symtab_lookup(st, vaddr);
-	if (sym && (out->func = intern(s, sym_display_name(sym))))
-		out->known = true;
-	else
-		out->func = "[unknown]";
+	if (sym)
+		name = intern(s, sym_display_name(sym));
+	else if (is_memfd(m->path))  /* no ELF symbol in a memfd: JIT code, named in the perf map? */
+		name = jit_name(s, ip);
+	out->known = name != NULL;
+	out->func = name ? name : "[unknown]";
 }
 
 int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int max)

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A tiny JIT: copies a spin loop into anonymous executable memory and runs it
+ * for SECONDS, as a JIT compiler's code runs. With "write" it names its code
+ * in /tmp/perf-PID.map as runtimes do (a stale name first, then the real one
+ * for the same range: the later line must win); with "nowrite" the test
+ * writes (or plants) the map itself; with "memfd" the code is in a memfd
+ * mapped executable (as JITs that map their code twice do), named as with "write".
+ *
+ * Usage: jit SECONDS write|nowrite|memfd
+ * Prints "ready pid=PID code=ADDR size=SIZE" (its own pid: in a pid namespace,
+ * the namespace's), then "truth jit loops=N" at the end.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CODE_SIZE 64
+
+/* mov %rdi,%rax; 1: dec %rax; jnz 1b; ret; then int3 up to CODE_SIZE. */
+static const unsigned char spin_code[] = { 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3 };
+
+static int write_map(void *code)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", getpid());
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%lx %x stale_name\n", (unsigned long)code, CODE_SIZE);
+	fprintf(f, "%lx %x jitfn_spin [compiled]\n", (unsigned long)code, CODE_SIZE);
+	return fclose(f);
+}
+
+/* Executable code: an anonymous mapping, or a memfd's (with memfd), holding the spin loop. */
+static unsigned char *map_code(int memfd)
+{
+	unsigned char page[4096], *code;
+	int fd = -1;
+
+	memset(page, 0xcc, sizeof(page));
+	memcpy(page, spin_code, sizeof(spin_code));
+	if (memfd) {
+		fd = memfd_create("jit", MFD_CLOEXEC);
+		if (fd < 0 || write(fd, page, sizeof(page)) != sizeof(page))
+			return NULL;
+		code = mmap(NULL, sizeof(page), PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+		close(fd);
+		return code == MAP_FAILED ? NULL : code;
+	}
+	code = mmap(NULL, sizeof(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED)
+		return NULL;
+	memcpy(code, page, sizeof(page));
+	return mprotect(code, sizeof(page), PROT_READ | PROT_EXEC) ? NULL : code;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long loops = 0;
+	unsigned char *code;
+	double end;
+	void (*spin)(unsigned long);
+
+	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd"))) {
+		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd\n");
+		return 2;
+	}
+	code = map_code(!strcmp(argv[2], "memfd"));
+	if (!code || (strcmp(argv[2], "nowrite") && write_map(code))) {
+		perror("jit");
+		return 1;
+	}
+	spin = (void (*)(unsigned long))(void *)code;
+	printf("ready pid=%d code=%lx size=%d\n", getpid(), (unsigned long)code, CODE_SIZE);
+	fflush(stdout);
+	end = now_s() + atof(argv[1]);
+	while (now_s() < end) {
+		spin(1000000);
+		loops++;
+	}
+	printf("truth jit loops=%lu\n", loops);
+	return 0;
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The perf-map reader's parsing and lookup, on text given to it directly:
+ * the formats runtimes write, lines that supersede earlier ones, and lines
+ * it must skip (malformed, too long, zero-sized, wrapping past the top).
+ */
+#include <string.h>
+
+#include "perfmap.h"
+#include "unit.h"
+
+static struct perfmap *map_of(const char *text)
+{
+	struct perfmap *pm = perfmap_new(0);
+
+	if (pm)
+		perfmap_add_text(pm, text, strlen(text));
+	return pm;
+}
+
+static int same(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+static void formats_runtimes_write(void)
+{
+	struct perfmap *pm = map_of("7fa7ea7c6180 180 JS:*fib /tmp/busy.js:1:13\n"
+				    "0x1000 0x10 Interpreted:main\r\n"
+				    "2000\t20\tLjava/lang/String;::hashCode\n");
+
+	CHECK(pm && perfmap_nr(pm) == 3);
+	CHECK(same(perfmap_lookup(pm, 0x7fa7ea7c6180), "JS:*fib /tmp/busy.js:1:13"));
+	CHECK(same(perfmap_lookup(pm, 0x7fa7ea7c62ff), "JS:*fib /tmp/busy.js:1:13"));
+	CHECK(!perfmap_lookup(pm, 0x7fa7ea7c6300));
+	CHECK(same(perfmap_lookup(pm, 0x100f), "Interpreted:main"));
+	CHECK(same(perfmap_lookup(pm, 0x2000), "Ljava/lang/String;::hashCode"));
+	CHECK(!perfmap_lookup(pm, 0xfff));
+	perfmap_free(pm);
+}
+
+static void later_lines_win(void)
+{
+	/* Same range again, a range inside an older one, one overlapping its end. */
+	struct perfmap *pm = map_of("1000 100 old\n1000 100 new\n2000 100 big\n2040 10 inner\n"
+				    "3000 100 first\n3080 100 second\n");
+
+	CHECK(pm);
+	CHECK(same(perfmap_lookup(pm, 0x1050), "new"));
+	CHECK(same(perfmap_lookup(pm, 0x2000), "big"));
+	CHECK(same(perfmap_lookup(pm, 0x2045), "inner"));
+	CHECK(same(perfmap_lookup(pm, 0x307f), "first"));
+	CHECK(same(perfmap_lookup(pm, 0x3080), "second"));
+	/* Appended later, as a runtime appends: supersedes what was read before. */
+	perfmap_add_text(pm, "1000 100 newest\n", 16);
+	CHECK(same(perfmap_lookup(pm, 0x1000), "newest"));
+	perfmap_free(pm);
+}
+
+static void bad_lines_are_skipped(void)
+{
+	char line[PERFMAP_MAX_LINE + 64];
+	struct perfmap *pm = map_of("zzz 10 nohex\n1000 0 zerosize\nffffffffffffff00 1000 wraps\n"
+				    "1000 10\n1000\n\n1000 10 \n12345678901234567 10 toolong\n"
+				    "5000 10 good\nno newline at the end 6000 10 tail");
+
+	CHECK(pm && perfmap_nr(pm) == 1);
+	CHECK(same(perfmap_lookup(pm, 0x5000), "good"));
+	CHECK(!perfmap_lookup(pm, 0x1000) && !perfmap_lookup(pm, 0x6000));
+	memset(line, 'a', sizeof(line));
+	memcpy(line, "7000 10 ", 8);
+	line[sizeof(line) - 1] = '\n';
+	CHECK(perfmap_add_text(pm, line, sizeof(line)) == sizeof(line));
+	CHECK(!perfmap_lookup(pm, 0x7000) && perfmap_nr(pm) == 1);
+	perfmap_free(pm);
+}
+
+static void a_nul_in_a_name_is_refused(void)
+{
+	static const char text[] = "1000 10 a\0b\n2000 10 ok\n";
+	struct perfmap *pm = perfmap_new(0);
+
+	CHECK(pm);
+	perfmap_add_text(pm, text, sizeof(text) - 1);
+	CHECK(!perfmap_lookup(pm, 0x1000) && same(perfmap_lookup(pm, 0x2000), "ok"));
+	perfmap_free(pm);
+}
+
+int main(void)
+{
+	RUN(formats_runtimes_write);
+	RUN(later_lines_win);
+	RUN(bad_lines_are_skipped);
+	RUN(a_nul_in_a_name_is_refused);
+	UNIT_EXIT();
+}

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The offcpu, mutex and heap loaders' DWARF part: buffer sizes and the unwinding thread. */
+#include <errno.h>
+#include <string.h>
+
+#include "dwstacks.h"
+#include "log.h"
+#include "prof_dw.h"
+
+int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *bufs)
+{
+	int cpus = libbpf_num_possible_cpus();
+	double want = (double)PROF_DW_RING_RECORDS * (c->stack_bytes + sizeof(struct prof_dwarf) + 8);
+	__u32 size = 4096;
+
+	if (!c->dwarf)
+		return 0;  /* the BPF object's own sizes: one page, one buffer */
+	while (size < want && size < (1u << 30))
+		size <<= 1;
+	return bpf_map__set_max_entries(bufs, cpus > 0 ? cpus : 1) ?: bpf_map__set_max_entries(rb, size);
+}
+
+int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, struct prof_src *s)
+{
+	int err;
+
+	if (!c->dwarf)
+		return 0;
+	err = dwstacks_start_prof(bpf_map__fd(rb), pid, libbpf_num_possible_cpus(), &s->dw);
+	if (err)
+		log_err("cannot start unwinding the %s profile's stacks: %s", prof_kind_name(s->desc->kind),
+			strerror(-err));
+	return err;
+}
