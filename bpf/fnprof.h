@@ -116,12 +116,18 @@ struct fn_stats {
  */
 #define FNPROF_STACK_MAP_ENTRIES 16384
 
-/* Samples are counted per (thread, user stack, kernel stack). */
+/* Samples are counted per (process, thread, user stack, kernel stack). */
 struct sample_key {
 	__u32 tid;          /* 0 unless --per-thread */
 	__s32 ustack;       /* stack map ids; negative: none */
 	__s32 kstack;
-	__u32 pad;
+	__u32 pid;          /* -a: the process (tgid); 0 for one target */
+};
+
+/* -a: the processes sampled, by tgid, with their name as the sample saw it (they may exit before a report). */
+#define FNPROF_MAX_PROCS_SEEN 8192
+struct proc_seen {
+	char comm[16];      /* TASK_COMM_LEN: the process's (its group leader's) name */
 };
 
 enum sample_drop {
@@ -146,6 +152,8 @@ enum sample_drop {
 struct dwarf_sample {
 	__u32 tid;          /* the thread (always set: unwinding needs it) */
 	__s32 kstack;       /* kernel stack map id; negative: none */
+	__u32 pid;          /* its process (tgid) */
+	__u32 pad;
 	__u64 regs[FNPROF_NR_REGS];
 	/*
 	 * A uretprobe replaces the return address on the stack with its

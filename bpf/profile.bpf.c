@@ -18,6 +18,9 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 target_tgid = 0;
+/* -a: every process, except the idle task (tgid 0) and fnprof itself (self_tgid): its own work is not the machine's. */
+const volatile bool all_procs = false;
+const volatile __u32 self_tgid = 0;
 const volatile bool per_thread = false;
 const volatile bool dwarf = false;        /* --call-graph dwarf: copy registers and stack */
 const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;  /* how much of the user stack, a multiple of 8 */
@@ -35,6 +38,14 @@ struct {
 	__type(key, struct sample_key);
 	__type(value, __u64);
 } counts SEC(".maps");
+
+/* -a: the processes seen, with their names; LRU: a long run on a busy machine sees more than it keeps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FNPROF_MAX_PROCS_SEEN);
+	__type(key, __u32);
+	__type(value, struct proc_seen);
+} procs SEC(".maps");
 
 /* --call-graph dwarf: the samples to unwind (its size is set by user space). */
 struct {
@@ -83,7 +94,7 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 }
 
 /* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
-static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid)
+static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid, __u32 pid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -93,6 +104,7 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 		return;
 	ustack_regs(b->hdr.regs, r);
 	b->hdr.tid = tid;
+	b->hdr.pid = pid;
 	pending_returns(task, &b->hdr);
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
 	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
@@ -103,19 +115,44 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 		bump(SDROP_RINGBUF);
 }
 
+/* -a: the process's name, the first time it is sampled (the group leader's: the thread's may differ). */
+static __always_inline void note_proc(__u32 tgid)
+{
+	struct task_struct *task;
+	struct proc_seen v = {};
+
+	if (bpf_map_lookup_elem(&procs, &tgid))
+		return;
+	task = bpf_get_current_task_btf();
+	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
+	bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST);
+}
+
+/* Whether the current process is sampled: the target, or with -a every one but the idle task and fnprof. */
+static __always_inline bool wanted(__u32 tgid)
+{
+	if (!all_procs)
+		return tgid == target_tgid;
+	return tgid && tgid != self_tgid;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), one = 1, *n;
+	__u32 tgid = pid_tgid >> 32;
 	struct sample_key key = {};
 
-	if (pid_tgid >> 32 != target_tgid)
+	if (!wanted(tgid))
 		return 0;
+	if (all_procs)
+		note_proc(tgid);
 	bump(SDROP_NR);
 	if (dwarf) {
-		send_sample(ctx, (__u32)pid_tgid);
+		send_sample(ctx, (__u32)pid_tgid, tgid);
 		return 0;
 	}
+	key.pid = all_procs ? tgid : 0;
 	key.tid = per_thread ? (__u32)pid_tgid : 0;
 	key.ustack = stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK);
 	key.kstack = stack_id(ctx, 0, SDROP_KSTACK);

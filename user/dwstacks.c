@@ -15,19 +15,33 @@
 #include "array.h"
 #include "clock.h"
 #include "dwstacks.h"
+#include "proc.h"
 #include "rbreader.h"
 #include "unwind.h"
 
 struct ustack {
 	__u64 *ips;
 	int nr;
+	__u32 pid;                /* -a: whose (the same addresses in two processes are two stacks) */
 	__u64 hash;
+};
+
+/* -a: an unwinder per process, the least recently used given up at the cap. */
+struct proc_unwinder {
+	pid_t pid;
+	struct unwinder *uw;
+	__u64 used;
 };
 
 struct dwstacks {
 	bool per_thread;
 	struct rb_reader rd;
-	struct unwinder *uw;      /* the thread's own */
+	struct unwinder *uw;      /* the thread's own (one target) */
+	bool all;                 /* -a: the samples of every process, unwound with theirs: */
+	struct proc_unwinder uws[DWSTACK_MAX_UNWINDERS];
+	size_t nr_uws;
+	__u64 tick;
+	double last_sweep;        /* when exited processes' unwinders were dropped last */
 	pthread_mutex_t lock;     /* everything below */
 	struct ustack *stacks;    /* by id - DWSTACK_BASE */
 	size_t nr_stacks, cap_stacks;
@@ -66,16 +80,16 @@ static __u64 hash_bytes(const void *p, size_t n)
 	return h;
 }
 
-/* The id of the stack ips[0..n), added if new; -1 when the table is full. */
-static __s32 intern(struct dwstacks *d, const __u64 *ips, int n)
+/* The id of process pid's stack ips[0..n), added if new; -1 when the table is full. */
+static __s32 intern(struct dwstacks *d, __u32 pid, const __u64 *ips, int n)
 {
-	__u64 h = hash_bytes(ips, n * sizeof(*ips));
+	__u64 h = hash_bytes(ips, n * sizeof(*ips)) ^ (pid * 0x9e3779b97f4a7c15ULL);
 	size_t slot = h & (2 * DWSTACK_MAX - 1);
 	struct ustack *s;
 
 	for (; d->stack_index[slot]; slot = (slot + 1) & (2 * DWSTACK_MAX - 1)) {
 		s = &d->stacks[d->stack_index[slot] - 1];
-		if (s->hash == h && s->nr == n && !memcmp(s->ips, ips, n * sizeof(*ips)))
+		if (s->hash == h && s->nr == n && s->pid == pid && !memcmp(s->ips, ips, n * sizeof(*ips)))
 			return DWSTACK_BASE + d->stack_index[slot] - 1;
 	}
 	if (d->nr_stacks == DWSTACK_MAX || ARRAY_RESERVE(d->stacks, d->nr_stacks + 1, d->cap_stacks))
@@ -86,6 +100,7 @@ static __s32 intern(struct dwstacks *d, const __u64 *ips, int n)
 		return -1;
 	memcpy(s->ips, ips, n * sizeof(*ips));
 	s->nr = n;
+	s->pid = pid;
 	s->hash = h;
 	d->stack_index[slot] = ++d->nr_stacks;
 	return DWSTACK_BASE + d->nr_stacks - 1;
@@ -131,6 +146,46 @@ static void count(struct dwstacks *d, const struct sample_key *k)
 	d->nr_counts++;
 }
 
+/* -a: process pid's unwinder, made now if none; at the cap, the least recently used one's goes. */
+static struct unwinder *unwinder_of(struct dwstacks *d, pid_t pid)
+{
+	struct proc_unwinder *p = NULL;
+	size_t i;
+
+	d->tick++;
+	for (i = 0; i < d->nr_uws; i++) {
+		if (d->uws[i].pid == pid) {
+			d->uws[i].used = d->tick;
+			return d->uws[i].uw;
+		}
+		if (!p || d->uws[i].used < p->used)
+			p = &d->uws[i];
+	}
+	if (d->nr_uws < DWSTACK_MAX_UNWINDERS) {
+		p = &d->uws[d->nr_uws++];
+	} else {
+		unwinder_free(p->uw);
+		d->st.unwinders_evicted++;
+	}
+	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid), .used = d->tick };
+	return p->uw;
+}
+
+/* Processes that exited give their unwinders up (their samples before the exit were read). */
+static void drop_exited(struct dwstacks *d)
+{
+	size_t i = 0;
+
+	while (i < d->nr_uws) {
+		if (proc_alive(d->uws[i].pid)) {
+			i++;
+			continue;
+		}
+		unwinder_free(d->uws[i].uw);
+		d->uws[i] = d->uws[--d->nr_uws];
+	}
+}
+
 /* One sample from the ring buffer: unwound here, counted under the lock. */
 static int on_sample(void *ctx, void *data, size_t size)
 {
@@ -138,16 +193,21 @@ static int on_sample(void *ctx, void *data, size_t size)
 	const struct dwarf_sample *s = data;
 	__u64 ips[FNPROF_STACK_DEPTH];
 	struct sample_key key = {};
-	bool truncated;
-	int n;
+	struct unwinder *uw;
+	bool truncated = false;
+	int n = 0;
 
 	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
 		return 0;
-	n = unwinder_unwind(d->uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
+	/* A kernel thread has no user registers (ip 0): no unwinder for it. */
+	uw = !d->all ? d->uw : s->regs[16] ? unwinder_of(d, s->pid) : NULL;
+	if (uw)
+		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
+	key.pid = d->all ? s->pid : 0;
 	key.tid = d->per_thread ? s->tid : 0;
 	key.kstack = s->kstack;
 	pthread_mutex_lock(&d->lock);
-	key.ustack = n ? intern(d, ips, n) : -1;
+	key.ustack = n ? intern(d, key.pid, ips, n) : -1;
 	if (n && key.ustack < 0)
 		d->st.lost++;
 	d->st.samples++;
@@ -260,7 +320,7 @@ static int on_prof(void *ctx, void *data, size_t size)
 	if (r->op == PDW_BY_ID) {
 		key.ustack = by_id_locked(d, key.ustack, true);
 	} else {
-		key.ustack = n ? intern(d, ips, n) : -1;
+		key.ustack = n ? intern(d, 0, ips, n) : -1;
 		d->st.lost += n && key.ustack < 0;
 		d->st.samples++;
 		d->st.truncated += truncated;
@@ -274,10 +334,18 @@ static int on_prof(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* After each pass of the reader, with the lock held: its CPU time so far. */
+/* After each pass of the reader, with the lock held: its CPU time so far; -a: once a second, exits. */
 static void pass_done(void *ctx)
 {
-	((struct dwstacks *)ctx)->st.cpu_s = thread_cpu_s();
+	struct dwstacks *d = ctx;
+	double now = monotonic_s();
+
+	d->st.cpu_s = thread_cpu_s();
+	d->st.unwinders = d->all ? d->nr_uws : 1;
+	if (d->all && now - d->last_sweep >= 1) {
+		drop_exited(d);
+		d->last_sweep = now;
+	}
 }
 
 static struct dwstacks *dwstacks_new(pid_t pid)
@@ -288,8 +356,9 @@ static struct dwstacks *dwstacks_new(pid_t pid)
 		return NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
-	d->uw = unwinder_new(pid);
-	if (d->stack_index && d->uw)
+	d->all = !pid;   /* -a: an unwinder per process (unwinder_of) */
+	d->uw = d->all ? NULL : unwinder_new(pid);
+	if (d->stack_index && (d->uw || d->all))
 		return d;
 	dwstacks_stop(d);
 	return NULL;
@@ -343,6 +412,8 @@ void dwstacks_stop(struct dwstacks *d)
 		return;
 	rb_reader_stop(&d->rd);
 	unwinder_free(d->uw);
+	for (i = 0; i < d->nr_uws; i++)
+		unwinder_free(d->uws[i].uw);
 	for (i = 0; i < d->nr_stacks; i++)
 		free(d->stacks[i].ips);
 	free(d->stacks);

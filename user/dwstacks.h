@@ -23,6 +23,7 @@
 
 #define DWSTACK_BASE FNPROF_STACK_MAP_ENTRIES  /* ids below are the kernel stack map's */
 #define DWSTACK_MAX 65536      /* distinct unwound stacks kept; beyond, a sample's user stack is lost */
+#define DWSTACK_MAX_UNWINDERS 64  /* -a: processes with an unwinder (their objects' CFI) at once */
 
 struct dwstacks;
 
@@ -43,9 +44,16 @@ struct dwstack_stats {
 	__u64 lost;         /* no room for one more distinct stack */
 	__u64 ids_lost;     /* profiles: values sent for an id whose stack was forgotten (or never came) */
 	double cpu_s;       /* CPU time the unwinding thread used */
+	__u64 unwinders;    /* processes with an unwinder now */
+	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
 };
 
-/* Starts the reading thread on ring buffer map rb_fd of process pid. 0 or -errno. */
+/*
+ * Starts the reading thread on ring buffer map rb_fd of process pid; pid 0:
+ * of every process (-a), counted per process, each unwound with its own
+ * unwinder (at most DWSTACK_MAX_UNWINDERS; an exited process's goes within
+ * a second). 0 or -errno.
+ */
 int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out);
 /*
  * The same for the struct prof_dwarf records of an offcpu, mutex or heap

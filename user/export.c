@@ -359,8 +359,8 @@ static size_t profile_pids(const struct export *e, const char *query, pid_t *pid
 	size_t n;
 	long v;
 
-	if (e->conf.pid) {
-		pids[0] = e->conf.pid;
+	if (e->conf.pid || e->conf.all) {
+		pids[0] = e->conf.pid;   /* -a: 0, every process */
 		return 1;
 	}
 	err = http_query_get(query, "pid", buf, sizeof(buf));
@@ -397,8 +397,12 @@ static int profile(struct export *e, const pid_t *pids, size_t n, long secs, con
 		started += !sampler_start(&e->sample_conf, pids[k], &s[k]);
 	if (!started)
 		return -ESRCH;
-	for (i = 0; i < secs * 10 && !*stopping; i++)
+	for (i = 0; i < secs * 10 && !*stopping; i++) {
 		usleep(100000);
+		/* -a: the processes' names and mappings read while they run (they may exit before the answer). */
+		if (e->conf.all && i % 3 == 2)
+			sampler_refresh(s[0]);
+	}
 	/* Stopped early (fnprof stops, the client hung up): nobody reads the answer, so none is made. */
 	p = *stopping ? NULL : pprof_new(1000000000ULL / e->sample_conf.freq_hz, i * 100000000ULL);
 	err = *stopping ? -ECANCELED : p ? 0 : -ENOMEM;
@@ -438,7 +442,8 @@ static void serve_profile(void *ctx, const struct http_request *req, struct http
 
 static void serve_index(void *ctx, const struct http_request *req, struct http_response *resp)
 {
-	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID for one process)\n");
+	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID for one "
+			  "process; -a: every process, labelled pid and comm)\n");
 }
 
 static const struct http_route routes[] = {
@@ -461,6 +466,7 @@ int export_start(const struct export_conf *conf, struct export **out)
 	e->sample_conf.freq_hz = conf->freq_hz;
 	e->sample_conf.dwarf = conf->dwarf;
 	e->sample_conf.stack_bytes = conf->stack_bytes;
+	e->sample_conf.all = conf->all;
 	hc.ctx = e;
 	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
 		log_err("out of memory");

@@ -4,7 +4,8 @@
  * text, or OpenMetrics when the Accept header asks for it) and GET
  * /debug/pprof/profile?seconds=N (a CPU profile of the traced process, the
  * pprof of --pprof; system-wide, of the processes that map a traced file,
- * or of the one &pid=PID names). Nothing served changes what is traced.
+ * or of the one &pid=PID names; with -a, of every process, each sample
+ * labelled pid and comm). Nothing served changes what is traced.
  */
 #ifndef FNPROF_EXPORT_H
 #define FNPROF_EXPORT_H
@@ -23,6 +24,7 @@ struct export_conf {
 	bool dwarf;                  /* and how their user stacks are walked (sampler_conf) */
 	unsigned int stack_bytes;
 	pid_t pid;                   /* the process profiled; 0: system-wide, ?pid= says which */
+	bool all;                    /* -a: every process profiled at once, each sample labelled pid and comm */
 	const struct probe_list *pl; /* the traced functions (must outlive the export) */
 };
 

@@ -37,6 +37,7 @@
 #include "report.h"
 #include "resolve.h"
 #include "steps.h"
+#include "tally.h"
 #include "uprobe_warm.h"
 #include "sample.h"
 #include "sanitize.h"
@@ -70,59 +71,27 @@ struct run {
 	struct probe self[CAL_NR];  /* the calibration's probes on fnprof's own functions */
 	struct burst burst;
 	bool bursts;
-	double uncounted_ns;       /* burst mode: probe time of calls not counted, this interval */
 	struct sampler *sampler;
 	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
 	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 	struct slow *slow;          /* --slow: the slow calls' records */
-	struct fn_stats *interval, *total;  /* nr_slots blocks of pl.nr: the target's, then fork children's */
-	struct fn_stats *delta;     /* since the last drain (interval: since the last report) */
-	__u64 interval_drops[DROP_NR];
+	struct tally *tally;        /* -f: the figures of the intervals and of the run */
 	struct export *export;      /* --listen */
 	struct upgrades *upgrades;  /* system-wide: the objects' files, to follow their upgrades */
 	double next_drain;          /* --listen: when the metrics take the figures next */
-	size_t nr_slots;
-	struct traced_proc *procs;  /* whose each block is */
 	bool target_exited;         /* --follow-forks: the run goes on while fork children live */
-	__u64 total_drops[DROP_NR];
 	double t_start, t_last;
 	__u64 cpu_start, cpu_last, cpu_now;
 	bool cpu_known;
 	bool target_gone, child_reaped;
 	int child_status;
-	unsigned int nr_reports;
 	char followed[64];          /* a script followed through exec: /proc/PID/exe of the program traced */
 	dev_t exe_dev;              /* the program being traced, to notice an exec */
 	ino_t exe_ino;
 	bool exe_seen;
 	const char *note;
-	__u64 self_cpu_last;        /* fnprof's own CPU time at the last report */
 	double t_exec;              /* when fnprof started (monotonic_s) */
 };
-
-/* User plus system time in an rusage, in ns. */
-static __u64 rusage_cpu_ns(const struct rusage *ru)
-{
-	return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL +
-	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
-}
-
-/* fnprof's own CPU time (all its threads, since it started) and peak RSS. */
-static __u64 self_usage(__u64 *rss_kib)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	/*
-	 * Peak RSS: VmHWM, the high-water mark of fnprof's memory. Not ru_maxrss:
-	 * across exec the kernel keeps the larger of the old memory's peak, so that
-	 * held the RSS of whatever forked fnprof (a 100 MiB test runner).
-	 */
-	if (rss_kib)
-		*rss_kib = proc_self_status("VmHWM", 10);
-	return rusage_cpu_ns(&ru);
-}
 
 static void setup_signals(void)
 {
@@ -178,8 +147,8 @@ static int setup_target(struct run *r)
 {
 	int err;
 
-	if (r->o->system_wide)
-		return 0;   /* every process that maps the objects: no pid, nothing to watch */
+	if (r->o->system_wide || r->o->all)
+		return 0;   /* every process (that maps the objects): no pid, nothing to watch */
 	if (!r->o->cmd) {
 		r->pid = r->o->pid;
 		for (size_t i = 0; i < r->o->nr_pids; i++) {
@@ -289,6 +258,22 @@ static int start_slow(struct run *r)
 	return err ? EXIT_FAIL : 0;
 }
 
+/* The figures' bookkeeping (tally.h), reporting to r->out. 0 or EXIT_FAIL. */
+static int start_tally(struct run *r)
+{
+	const struct tally_conf c = {
+		.pl = &r->pl, .tracer = r->tracer, .pid = r->pid, .system_wide = r->o->system_wide,
+		.json = r->o->json, .hist = r->o->hist, .max_overhead_pct = r->o->max_overhead_pct,
+		.evs = r->have_events ? &r->evs : NULL, .slow = r->slow, .out = r->out, .t_exec = r->t_exec,
+	};
+
+	if (tally_new(&c, &r->tally)) {
+		log_err("out of memory");
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
 static int start_tracing(struct run *r)
 {
 	int err;
@@ -327,17 +312,10 @@ static int start_tracing(struct run *r)
 	}
 	if (tracer_start(&r->pl, r->pid, r->have_events ? &r->evs : NULL, &conf, &r->tracer))
 		return EXIT_FAIL;
-	r->nr_slots = tracer_nr_slots(r->tracer);
 	if (r->o->slow_ns && start_slow(r))
 		return EXIT_FAIL;
-	r->interval = calloc(r->nr_slots * r->pl.nr, sizeof(*r->interval));
-	r->total = calloc(r->nr_slots * r->pl.nr, sizeof(*r->total));
-	r->delta = calloc(r->nr_slots * r->pl.nr, sizeof(*r->delta));
-	r->procs = calloc(r->nr_slots, sizeof(*r->procs));
-	if (!r->interval || !r->total || !r->delta || !r->procs) {
-		log_err("out of memory");
+	if (start_tally(r))
 		return EXIT_FAIL;
-	}
 	/* The calibration traces fnprof's own functions with the same probes. */
 	if (!err && calib)
 		r->calibrated = !calibrate(r->tracer, &r->cal, calib_cases_of_list(&r->pl));
@@ -388,44 +366,8 @@ static void reap_child(struct run *r)
 	if (wait4(r->pid, &r->child_status, WNOHANG, &ru) != r->pid)
 		return;
 	r->child_reaped = true;
-	r->cpu_now = rusage_cpu_ns(&ru);
+	r->cpu_now = proc_rusage_ns(&ru);
 	r->cpu_known = true;
-}
-
-static void print_trace_report(struct run *r, const struct fn_stats *stats, const __u64 *drops,
-			       double span, __u64 cpu, bool total, const struct burst_share *attached,
-			       __u64 self_cpu)
-{
-	struct report rep = {
-		.attached_fraction = attached->fraction, .attached_lo = attached->lo, .attached_hi = attached->hi,
-		.max_overhead_pct = r->o->max_overhead_pct,
-		.uncounted_probe_ns = total ? r->burst.uncounted_ns : r->uncounted_ns,
-		.pid = r->pid, .interval_s = span, .total = total, .proc_cpu_known = r->cpu_known,
-		.proc_cpu_ns = cpu, .pl = &r->pl, .stats = stats, .note = r->note,
-		.nr_procs = r->o->system_wide ? 1 : r->nr_slots, .procs = r->procs,
-		.evs = r->have_events ? &r->evs : NULL,
-		.cal = r->calibrated && !r->o->raw ? &r->cal : NULL,
-		.self_cpu_ns = self_cpu,
-		/* A total's own CPU time holds the start-up: its share is of fnprof's whole run. */
-		.self_wall_s = total ? monotonic_s() - r->t_exec : span,
-	};
-
-	struct slow_view slow;
-	__u64 slow_drops[SLOWDROP_NR];
-
-	self_usage(&rep.self_rss_kib);
-	memcpy(rep.drops, drops, sizeof(rep.drops));
-	/* An interval's slow calls, or the run's kept ones for a total after interval reports. */
-	if (r->slow && !tracer_slow_drops(r->tracer, slow_drops) &&
-	    !slow_view(r->slow, slow_drops, total && r->nr_reports, &slow))
-		rep.slow = &slow;
-	report_prepare(&rep);
-	if (r->o->json)
-		report_print_json(&rep, r->out);
-	else
-		report_print_table(&rep, r->out, r->o->hist);
-	if (rep.slow)
-		slow_view_free(&slow);
 }
 
 static const struct calibration *bias_to_subtract(const struct run *r)
@@ -433,49 +375,11 @@ static const struct calibration *bias_to_subtract(const struct run *r)
 	return r->calibrated && !r->o->raw ? &r->cal : NULL;
 }
 
-/*
- * Takes the figures since the last drain into the interval's, and gives them
- * to --listen's metrics, which add them up: reports and metrics each see
- * every call once.
- */
-static int drain(struct run *r)
-{
-	__u64 drops[DROP_NR] = {};
-	size_t i;
-
-	tracer_note_exited(r->tracer);
-	if (tracer_collect(r->tracer, r->delta, drops) || tracer_procs(r->tracer, r->procs))
-		return EXIT_FAIL;
-	/* System-wide, the reports show every process together; the metrics keep them apart (--by). */
-	for (i = 0; i < r->nr_slots * r->pl.nr; i++)
-		fn_stats_merge(&r->interval[r->o->system_wide ? i % r->pl.nr : i], &r->delta[i]);
-	for (i = 0; i < DROP_NR; i++)
-		r->interval_drops[i] += drops[i];
-	if (r->export) {
-		struct report rep = {
-			.pid = r->pid, .pl = &r->pl, .stats = r->delta, .nr_procs = r->nr_slots, .procs = r->procs,
-			.cal = r->calibrated && !r->o->raw ? &r->cal : NULL, .attached_fraction = 1,
-		};
-
-		memcpy(rep.drops, drops, sizeof(drops));
-		export_add(r->export, &rep);
-	}
-	/* --svg: every drain is a heatmap column (the target's block), or part of one. */
-	if (r->heat && heatmap_add(r->heat, monotonic_s(), r->delta, bias_to_subtract(r))) {
-		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
-		return EXIT_FAIL;
-	}
-	tracer_release_exited(r->tracer);
-	return 0;
-}
-
 /* One report for the interval that ends now; with final, the run total too. */
 static int report(struct run *r, bool final)
 {
-	double t = monotonic_s(), span = t - r->t_last;
-	__u64 drops[DROP_NR] = {}, self_cpu;
-	struct burst_share attached = { 1, 1, 1 }, whole = { 1, 1, 1 };
-	size_t i;
+	double t = monotonic_s();
+	struct tally_moment m;
 
 	/*
 	 * The figures of the whole run subtract a bias measured at its start and
@@ -489,38 +393,17 @@ static int report(struct run *r, bool final)
 	if (final)
 		steps_mark("final calibration");
 	update_cpu(r);
-	self_cpu = self_usage(NULL);
-	if (r->bursts)
-		burst_take_share(&r->burst, r->tracer, t, r->cpu_now, &r->uncounted_ns, &attached);
-	if (r->tracer) {
-		if (drain(r))
-			return EXIT_FAIL;
-		memcpy(drops, r->interval_drops, sizeof(drops));
-		if (r->bursts)
-			burst_rebase(&r->burst, r->tracer);
-		for (i = 0; i < r->nr_slots * r->pl.nr; i++)
-			fn_stats_merge(&r->total[i], &r->interval[i]);
-		for (i = 0; i < DROP_NR; i++)
-			r->total_drops[i] += drops[i];
-		/* A run with a single report: that report is the total. */
-		print_trace_report(r, r->interval, drops, span, r->cpu_now - r->cpu_last,
-				   final && !r->nr_reports, &attached,
-				   /* The only report is the total: start-up included. */
-				   final && !r->nr_reports ? self_cpu : self_cpu - r->self_cpu_last);
-		if (final && r->bursts)
-			burst_total_share(&r->burst, &whole);
-		if (final && r->nr_reports)
-			print_trace_report(r, r->total, r->total_drops, t - r->t_start, r->cpu_now - r->cpu_start,
-					   true, &whole, self_cpu);
-		memset(r->interval, 0, r->nr_slots * r->pl.nr * sizeof(*r->interval));
-		memset(r->interval_drops, 0, sizeof(r->interval_drops));
-	}
+	m = (struct tally_moment){
+		.now = t, .span_s = t - r->t_last, .total_s = t - r->t_start, .cpu_known = r->cpu_known,
+		.cpu_now_ns = r->cpu_now, .cpu_interval_ns = r->cpu_now - r->cpu_last,
+		.cpu_total_ns = r->cpu_now - r->cpu_start,
+	};
+	if (r->tally && tally_report(r->tally, final, &m, r->note))
+		return EXIT_FAIL;
 	if (r->sampler)
-		sampler_report(r->sampler, r->out, span, final);
+		sampler_report(r->sampler, r->out, m.span_s, final);
 	if (r->profiles)
-		profiles_report(r->profiles, r->out, span, final);
-	r->nr_reports++;
-	r->self_cpu_last = self_cpu;
+		profiles_report(r->profiles, r->out, m.span_s, final);
 	r->t_last = t;
 	r->cpu_last = r->cpu_now;
 	return 0;
@@ -557,14 +440,26 @@ static void check_exec(struct run *r)
 /* --follow-forks: whether a fork child with statistics is still running. */
 static bool children_alive(struct run *r)
 {
-	size_t k;
+	const struct traced_proc *procs;
+	size_t k, nr = 0;
 
-	if (r->nr_slots < 2 || tracer_procs(r->tracer, r->procs))
-		return false;
-	for (k = 1; k < r->nr_slots; k++)
-		if (r->procs[k].pid && proc_alive(r->procs[k].pid))
+	procs = r->tally ? tally_procs(r->tally, &nr) : NULL;
+	for (k = 1; procs && k < nr; k++)
+		if (procs[k].pid && proc_alive(procs[k].pid))
 			return true;
 	return false;
+}
+
+/* Why the run ended once the target exited. */
+static const char *exit_note(struct run *r)
+{
+	const struct traced_proc *procs;
+	size_t nr = 0;
+
+	if (r->o->nr_pids > 1)
+		return "targets exited";
+	procs = r->tally ? tally_procs(r->tally, &nr) : NULL;
+	return procs && nr > 1 && procs[1].pid ? "target and its fork children exited" : "target exited";
 }
 
 /*
@@ -593,8 +488,7 @@ static void wait_event(struct run *r, double deadline)
 		if (children_alive(r))
 			return;
 		r->target_gone = true;
-		r->note = r->o->nr_pids > 1 ? "targets exited" :
-			  r->nr_slots > 1 && r->procs[1].pid ? "target and its fork children exited" : "target exited";
+		r->note = exit_note(r);
 		return;
 	}
 	/* Keep the CPU reading and the mappings fresh: they are gone once the target exits. */
@@ -654,9 +548,8 @@ static int main_loop(struct run *r)
 		if (handle_signal(r, &forwarded))
 			break;
 		if (r->export && r->tracer && monotonic_s() >= r->next_drain) {
-			err = drain(r);
-			if (err)
-				return err;
+			if (tally_drain(r->tally))
+				return EXIT_FAIL;
 			r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
 		}
 		if (monotonic_s() >= end) {
@@ -670,9 +563,8 @@ static int main_loop(struct run *r)
 			next += r->o->interval_s;
 		} else if (monotonic_s() >= column && !r->target_gone) {
 			/* --svg without -i: a heatmap column; its figures wait in the interval's for the report. */
-			err = drain(r);
-			if (err)
-				return err;
+			if (tally_drain(r->tally))
+				return EXIT_FAIL;
 			if (r->bursts)
 				burst_rebase(&r->burst, r->tracer);
 		}
@@ -713,10 +605,7 @@ static void cleanup(struct run *r)
 	launch_abort(&r->child);
 	launch_free(&r->child);
 	probe_list_free(&r->pl);
-	free(r->interval);
-	free(r->total);
-	free(r->delta);
-	free(r->procs);
+	tally_free(r->tally);
 	if (r->pidfd > 0)
 		close(r->pidfd);
 	if (r->out && r->out != stderr)
@@ -754,7 +643,7 @@ static int start_export(struct run *r)
 	struct export_conf conf = {
 		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
 		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
-		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL, .all = r->o->all,
 	};
 
 	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
@@ -830,7 +719,7 @@ static int start_sampling(struct run *r)
 	const struct sampler_conf conf = {
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
-		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes,
+		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes, .all = r->o->all,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);
@@ -867,8 +756,6 @@ static int run(struct run *r)
 	if (err)
 		return err;
 	r->t_start = r->t_last = monotonic_s();
-	/* Intervals show the steady state; the total includes the start-up. */
-	r->self_cpu_last = self_usage(NULL);
 	update_cpu(r);
 	if (r->tracer && r->o->max_overhead_pct) {
 		burst_init(&r->burst, r->o->max_overhead_pct, &r->cal, &r->pl, r->pid, r->tracer, r->t_start);
@@ -878,6 +765,11 @@ static int run(struct run *r)
 	    !(r->heat = heatmap_new(&r->pl, r->t_start, r->o->interval_s, r->o->duration_s))) {
 		log_err("out of memory");
 		return EXIT_FAIL;
+	}
+	if (r->tally) {
+		tally_set_sinks(r->tally, r->export, r->heat, r->bursts ? &r->burst : NULL, bias_to_subtract(r));
+		/* Intervals show the steady state; the total includes the start-up. */
+		tally_begin(r->tally);
 	}
 	if (r->o->cmd)
 		profiles_arm(r->profiles);

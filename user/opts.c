@@ -21,6 +21,7 @@ static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID[,PID...] [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
 "       fnprof [OPTIONS] -f /path/obj:FUNC|LIB:NAME...   (system-wide)\n"
+"       fnprof [OPTIONS] -a   (every process: sampling)\n"
 "\n"
 "Per-function latency, on-CPU time and CPU% of a running process or a launched\n"
 "command, measured in the kernel with eBPF uprobes. Without -f, samples the CPU.\n"
@@ -29,6 +30,9 @@ static const char usage_text[] =
 "  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
 "                         several: each process reported on its own (with -f)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction\n"
+"  -a, --all              sample every process on every CPU (not fnprof itself, not the idle\n"
+"                         task): the table gets PID and COMM columns, pprof samples the\n"
+"                         labels pid and comm; no -p, command or -f\n"
 "  (neither)              system-wide: every process that maps the -f objects, running or\n"
 "                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
@@ -112,6 +116,7 @@ static const char usage_text[] =
 "  sudo fnprof -p 1234 -F 999 -d 10 --pprof cpu.pb.gz\n"
 "  sudo fnprof -f hot_func --sample --svg run.svg -- ./prog   # flame graph + heatmap\n"
 "  sudo fnprof -p 1234 -f 'parse_*' --listen 127.0.0.1:9464   # Prometheus exporter\n"
+"  sudo fnprof -a --listen 127.0.0.1:9464   # every process's pprof, labelled pid and comm\n"
 "\n"
 "Exit status: 0 on success (the command's own status in launch mode),\n"
 "1 when tracing failed, 2 on a usage error.\n";
@@ -126,6 +131,7 @@ enum {
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "all", no_argument, NULL, 'a' },
 	{ "func", required_argument, NULL, 'f' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "interval", required_argument, NULL, 'i' },
@@ -358,6 +364,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case 'o': o->output = arg; break;
 	case 'e': o->events = arg; break;
 	case 'v': o->verbose = true; break;
+	case 'a': o->all = true; break;
 	case OPT_VERSION: o->version = true; break;
 	case OPT_HIST: o->hist = true; break;
 	case OPT_JSON: o->json = true; break;
@@ -474,6 +481,30 @@ static int check_system_wide(struct opts *o)
 	return 0;
 }
 
+/*
+ * -a: every process is the target, so none is named, and -f (probes need
+ * objects, the system-wide mode has them) is another mode. Profiles other
+ * than cpu, the pictures and --by are per process. 0 or EXIT_USAGE.
+ */
+static int check_all(struct opts *o)
+{
+	if (o->pid || o->cmd)
+		return usage_error("-a samples every process: it takes no -p PID or command");
+	if (o->nr_funcs)
+		return usage_error("-a samples every process's CPU; to trace -f functions in every process that "
+				   "maps them, leave -a out (system-wide tracing)");
+	if (o->profiles & ~(1U << PROF_CPU))
+		return usage_error("-a takes the cpu profile only (--profile offcpu, mutex and heap take -p or a "
+				   "command)");
+	if (o->svg_path)
+		return usage_error("--svg draws one process: give -p PID or a command instead of -a");
+	if (o->by || o->max_series)
+		return usage_error("-a labels each pprof sample with pid and comm; --by and --max-series label "
+				   "the metrics of -f functions");
+	o->sample = true;
+	return 0;
+}
+
 /* -p P1,P2,...: what each process reported on its own takes. */
 static int cross_check_pids(const struct opts *o)
 {
@@ -520,9 +551,11 @@ static int cross_check(struct opts *o)
 {
 	if (o->list_events || o->calibrate || o->version)
 		return -1;
+	if (o->all && check_all(o))
+		return EXIT_USAGE;
 	if (o->pid && o->cmd)
 		return usage_error("give either -p PID or -- COMMAND, not both");
-	if (!o->pid && !o->cmd && check_system_wide(o))
+	if (!o->all && !o->pid && !o->cmd && check_system_wide(o))
 		return EXIT_USAGE;
 	if (same_output_twice(o))
 		return EXIT_USAGE;
@@ -591,7 +624,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 	opterr = 1;
 	optind = 0;  /* full re-initialisation: the parser may run more than once */
 	/* '+': stop at the first non-option, so the command's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+p:f:d:i:o:e:F:n:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+ap:f:d:i:o:e:F:n:vh", long_opts, NULL)) != -1) {
 		ret = parse_one(c, optarg, o);
 		if (ret >= 0)
 			return ret;

@@ -34,6 +34,7 @@ struct opts {
 	pid_t pids[MAX_PIDS];      /* -p P1,P2,...: pids[0] is pid; each reported on its own */
 	size_t nr_pids;
 	bool system_wide;          /* neither -p nor a command: every process mapping the -f objects */
+	bool all;                  /* -a: sample every process (no -p, no command, no -f) */
 	bool follow_forks;         /* --follow-forks: trace fork children too, each on its own */
 	unsigned int max_threads;  /* --max-threads: threads holding a thread state at once (0: default) */
 	char **cmd;                /* after "--": command to launch, NULL-terminated */

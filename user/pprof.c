@@ -382,6 +382,24 @@ int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 
 	return p->samples.err;
 }
 
+int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, __u32 pid,
+			 const char *comm)
+{
+	struct buf *m = &p->tmp, label = {};
+
+	pb_packed(m, 1, locs, nr, &p->tmp2);
+	pb_packed(m, 2, values, p->nr_types, &p->tmp2);
+	pb_uint(&label, 1, intern(p, "pid"));   /* Label{1 key, 3 num} */
+	pb_uint(&label, 3, pid);
+	pb_msg(m, 3, &label);
+	pb_uint(&label, 1, intern(p, "comm"));  /* Label{1 key, 2 str} */
+	pb_uint(&label, 2, intern(p, comm));
+	pb_msg(m, 3, &label);
+	free(label.p);
+	pb_msg(&p->samples, 2, m);
+	return p->samples.err;
+}
+
 static void value_type(struct pprof *p, struct buf *out, int field, const char *type, const char *unit)
 {
 	struct buf *m = &p->tmp;

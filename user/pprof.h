@@ -51,6 +51,10 @@ int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count);
 int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, const char *label_key,
 			const char *label_str);
 
+/* -a: pprof_sample_values' sample of process pid, labelled pid (a number) and comm (its name). 0 or -errno. */
+int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, __u32 pid,
+			 const char *comm);
+
 /* The encoded, gzip-compressed profile, malloc'd into *out. 0 or -errno. */
 int pprof_encode(struct pprof *p, unsigned char **out, size_t *len);
 

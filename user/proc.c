@@ -38,6 +38,19 @@ static int read_stat_tail(pid_t pid, char *buf, size_t size, char **tail)
 	return 0;
 }
 
+__u64 proc_rusage_ns(const struct rusage *ru)
+{
+	return (ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000ULL +
+	       (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000ULL;
+}
+
+__u64 proc_self_cpu_ns(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_SELF, &ru) ? 0 : proc_rusage_ns(&ru);
+}
+
 int proc_cpu_ns(pid_t pid, __u64 *ns)
 {
 	unsigned long long utime, stime;

@@ -10,6 +10,13 @@
 /* The number in field key of /proc/self/status ("VmHWM", 10: KiB), in base. 0 when it is not there. */
 __u64 proc_self_status(const char *key, int base);
 
+struct rusage;
+/* User plus system time in an rusage, in ns. */
+__u64 proc_rusage_ns(const struct rusage *ru);
+
+/* fnprof's own CPU time (all its threads, since it started), in ns; 0 if unknown. */
+__u64 proc_self_cpu_ns(void);
+
 /* utime+stime of every thread of pid (/proc/PID/stat), in ns. 0 or -errno. */
 int proc_cpu_ns(pid_t pid, __u64 *ns);
 

@@ -22,6 +22,7 @@
 #include "json.h"
 #include "log.h"
 #include "pprof.h"
+#include "proctab.h"
 #include "profile.skel.h"
 #include "sample.h"
 #include "stackrows.h"
@@ -52,6 +53,7 @@ struct sampler {
 	struct symbolizer *sym;
 	struct dwstacks *dw;         /* --call-graph dwarf: user stacks unwound here */
 	struct stackrows *rows;      /* the counts, their stacks and rows */
+	struct proctab *procs;       /* -a: every process's name and symbolizer (s->sym: their parent, the kernel's) */
 	__u64 drops_prev[SDROP_NR + 1];
 	double run_s;                /* seconds sampled so far */
 };
@@ -127,12 +129,29 @@ static int configure_dwarf(struct sampler *s)
 	       bpf_map__set_max_entries(s->skel->maps.samples, size);
 }
 
+/* -a: a process's symbolizer and name, from the table of processes. */
+static struct symbolizer *proc_sym(void *ctx, __u32 pid)
+{
+	return proctab_symbolizer(ctx, pid);
+}
+
+static const char *proc_comm(void *ctx, __u32 pid)
+{
+	return proctab_comm(ctx, pid);
+}
+
 static int new_rows(struct sampler *s)
 {
 	struct stackrows_conf c = {
 		.desc = &cpu_desc, .pid = s->pid, .sym = s->sym, .stacks_fd = bpf_map__fd(s->skel->maps.stacks),
 		.kstacks_fd = -1, .dw = s->dw, .per_thread = s->o.per_thread, .top = s->o.top,
 	};
+
+	if (s->procs) {
+		c.sym_of = proc_sym;
+		c.comm_of = proc_comm;
+		c.ctx = s->procs;
+	}
 
 	return stackrows_new(&c, &s->rows);
 }
@@ -153,6 +172,8 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		goto fail;
 	}
 	s->skel->rodata->target_tgid = pid;
+	s->skel->rodata->all_procs = o->all;
+	s->skel->rodata->self_tgid = getpid();
 	s->skel->rodata->per_thread = o->per_thread;
 	err = configure_dwarf(s);
 	if (!err)
@@ -169,7 +190,8 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		}
 	}
 	s->sym = symbolizer_new(pid);
-	err = s->sym ? new_rows(s) : -ENOMEM;
+	s->procs = o->all && s->sym ? proctab_new(s->sym) : NULL;
+	err = s->sym && (s->procs || !o->all) ? new_rows(s) : -ENOMEM;
 	if (!err)
 		err = attach_events(s);
 	if (err)
@@ -193,6 +215,7 @@ void sampler_stop(struct sampler *s)
 	dwstacks_stop(s->dw);
 	profile_bpf__destroy(s->skel);
 	stackrows_free(s->rows);
+	proctab_free(s->procs);   /* its symbolizers first: s->sym is their parent */
 	symbolizer_free(s->sym);
 	free(s);
 }
@@ -201,6 +224,10 @@ void sampler_refresh(struct sampler *s)
 {
 	if (!s)
 		return;
+	if (s->procs) {
+		proctab_scan(s->procs, bpf_map__fd(s->skel->maps.procs));
+		return;
+	}
 	symbolizer_refresh(s->sym);
 	stackrows_refresh(s->rows);
 }
@@ -214,7 +241,7 @@ static int add_count(struct sampler *s, struct stack_count **e, size_t *nr, size
 	if (ARRAY_RESERVE(*e, *nr + 1, *cap))
 		return -ENOMEM;
 	(*e)[(*nr)++] = (struct stack_count){
-		.key = { .tid = k->tid, .ustack = k->ustack, .kstack = k->kstack },
+		.key = { .pid = k->pid, .tid = k->tid, .ustack = k->ustack, .kstack = k->kstack },
 		.total = { count, (double)count * (1000000000ULL / s->o.freq_hz) },
 	};
 	return 0;
@@ -243,6 +270,8 @@ static struct stack_count *read_counts(struct sampler *s, size_t *nr)
 	__u64 count;
 
 	*nr = 0;
+	if (s->procs)   /* the names of processes first sampled since the last look */
+		proctab_scan(s->procs, bpf_map__fd(s->skel->maps.procs));
 	while (!bpf_map_get_next_key(fd, cur, &next)) {
 		key = next;
 		cur = &key;
@@ -266,19 +295,26 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU\n", s->o.stack_bytes,
 		(unsigned long long)st.samples, (unsigned long long)st.truncated,
 		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
+	if (s->procs)
+		fprintf(out, "unwinders: %llu processes hold one (at most %d), %llu given up for the cap\n",
+			(unsigned long long)st.unwinders, DWSTACK_MAX_UNWINDERS, (unsigned long long)st.unwinders_evicted);
 }
 
 static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
 			const __u64 *drops, bool final)
 {
 	double samples = t->sum[0];
+	char who[32];
 
-	fprintf(out, "\n%s pid %d, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
-		final ? "sampled:" : "sampling:", s->pid, span, (unsigned long long)samples, s->o.freq_hz,
+	snprintf(who, sizeof(who), s->procs ? "all processes" : "pid %d", s->pid);
+	fprintf(out, "\n%s %s, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
+		final ? "sampled:" : "sampling:", who, span, (unsigned long long)samples, s->o.freq_hz,
 		s->event, samples / t->per_core);
 	stackrows_table(s->rows, out, t);
 	if (s->dw)
 		print_unwind_stats(s, out);
+	if (s->procs)
+		proctab_print_stats(s->procs, out);
 	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
 		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
 			     "%llu kernel (stack map full or collision)\n",
@@ -298,6 +334,8 @@ static void json_unwind(struct sampler *s, struct json *j)
 	json_u64(j, "truncated", st.truncated);
 	json_u64(j, "lost", st.lost);
 	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
+	json_u64(j, "unwinders", st.unwinders);
+	json_u64(j, "unwinders_evicted", st.unwinders_evicted);
 	json_obj_end(j);
 }
 
@@ -307,6 +345,8 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 	struct json j;
 
 	json_report_begin(&j, out, "sample", s->pid, span);
+	if (s->procs)
+		json_bool(&j, "all_processes", true);   /* -a: pid is 0 */
 	json_u64(&j, "freq_hz", s->o.freq_hz);
 	json_str(&j, "event", s->event);
 	json_u64(&j, "samples", (__u64)t->sum[0]);
@@ -318,6 +358,8 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 	json_str(&j, "call_graph", s->dw ? "dwarf" : "fp");
 	if (s->dw)
 		json_unwind(s, &j);
+	if (s->procs)
+		proctab_json_stats(s->procs, &j);
 	stackrows_json(s->rows, &j, t);
 	json_obj_end(&j);
 	json_finish(&j);
@@ -348,6 +390,9 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 	free(t.v);
 	memcpy(s->drops_prev, drops, sizeof(drops));
 	s->run_s += interval_s;
+	/* Their stacks were symbolized above: exited processes need their mappings no more. */
+	if (s->procs)
+		proctab_release_exited(s->procs);
 	return 0;
 }
 

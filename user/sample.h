@@ -23,9 +23,10 @@ struct sampler_conf {
 	const char *folded_path;   /* --folded FILE, or NULL */
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied and unwound in user space */
 	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..FNPROF_MAX_STACK_COPY, x8) */
+	bool all;                  /* -a: every process but fnprof (pid 0), rows per process (proctab.h) */
 };
 
-/* Loads and attaches the sampler for process pid at conf->freq_hz. 0 or -errno (message printed). */
+/* Loads and attaches the sampler for process pid (0 with conf->all) at conf->freq_hz. 0 or -errno (message printed). */
 int sampler_start(const struct sampler_conf *conf, pid_t pid, struct sampler **out);
 
 /*

@@ -312,7 +312,9 @@ static const struct sym_stack *get_stack(struct stackrows *r, __u32 pid, __s32 i
 	if (!t || t->st.f)
 		return t ? &t->st : NULL;
 	n = stack_ips(r, id, kernel, ips);
-	if (n < 0 || symbolize_stack(sym_for(r, pid), ips, n, kernel, inl, inl ? FNPROF_STACK_DEPTH : n, &t->st)) {
+	/* Kernel stacks with the profiled process's (-a: the parent's) symbolizer: one copy of the kernel's symbols. */
+	if (n < 0 || symbolize_stack(sym_for(r, kernel ? 0 : pid), ips, n, kernel, inl, inl ? FNPROF_STACK_DEPTH : n,
+				     &t->st)) {
 		free(t->st.f);
 		free(t->st.ips);
 		t->st = (struct sym_stack){};
@@ -452,13 +454,15 @@ static int agg_stack(struct stack_rows *t, const struct frame_info **fr, int n, 
 /* By process, thread, then the ranked value: self first (CPU), or total first (the caller's view). */
 static int cmp_rows(const void *a, const void *b, void *arg)
 {
-	const struct prof_desc *d = arg;
+	const struct stackrows *r = arg;
+	const struct prof_desc *d = r->c.desc;
 	const struct stack_row *x = a, *y = b;
 	const double *x1 = d->rank_self ? x->self : x->total, *y1 = d->rank_self ? y->self : y->total;
 	const double *x2 = d->rank_self ? x->total : x->self, *y2 = d->rank_self ? y->total : y->self;
 	int k = d->rank;
 
-	if (x->pid != y->pid)
+	/* -a (comm_of): every process's rows ranked together, PID and COMM in columns. */
+	if (!r->c.comm_of && x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
@@ -488,7 +492,7 @@ int stackrows_rows(struct stackrows *r, struct stack_rows *t)
 	for (i = 0, k = 0; i < t->cap; i++)
 		if (t->v[i].func)
 			t->v[k++] = t->v[i];
-	qsort_r(t->v, k, sizeof(*t->v), cmp_rows, (void *)r->c.desc);
+	qsort_r(t->v, k, sizeof(*t->v), cmp_rows, r);
 	return 0;
 }
 
@@ -539,13 +543,22 @@ static const char *cell(const struct prof_desc *d, const struct stack_rows *t, c
  * rows rank by self, else with a value and not the kernel's (the table is
  * the program's view; kernel frames are in the JSON and pprof).
  */
-static bool row_shown(const struct prof_desc *d, const struct stack_rows *t, size_t i, unsigned int top,
+/* Whether row i starts a heading's group: a thread, or a process (but with -a, whose rows are one list). */
+static bool new_group(const struct stackrows *r, const struct stack_rows *t, size_t i)
+{
+	const struct stack_row *f = &t->v[i];
+
+	return !i || f->tid != t->v[i - 1].tid || (!r->c.comm_of && f->pid != t->v[i - 1].pid);
+}
+
+static bool row_shown(const struct stackrows *r, const struct stack_rows *t, size_t i, unsigned int top,
 		      unsigned int *shown)
 {
+	const struct prof_desc *d = r->c.desc;
 	const struct stack_row *f = &t->v[i];
 	bool valued = d->rank_self ? f->self[d->rank] : f->total[d->rank] || f->total[d->second];
 
-	if (i && (f->tid != t->v[i - 1].tid || f->pid != t->v[i - 1].pid))
+	if (new_group(r, t, i))
 		*shown = 0;
 	return valued && (d->kernel_rows || strcmp(f->object, "[kernel.kallsyms]")) && (*shown)++ < top;
 }
@@ -555,12 +568,13 @@ static size_t func_width(const struct stackrows *r, const struct stack_rows *t, 
 {
 	const char **names = calloc(t->nr ? t->nr : 1, sizeof(*names));
 	/* FIT_SAMPLE_REST is the rest of a row with the CPU profile's columns, 8 and 6 cells wide. */
-	size_t rest = FIT_SAMPLE_REST - 14 + column(r->c.desc, 0).width + column(r->c.desc, 1).width;
+	size_t rest = FIT_SAMPLE_REST - 14 + column(r->c.desc, 0).width + column(r->c.desc, 1).width +
+		      (r->c.comm_of ? 24 : 0);
 	unsigned int shown = 0;
 	size_t i, n = 0, w;
 
 	for (i = 0; names && i < t->nr; i++)
-		if (row_shown(r->c.desc, t, i, r->c.top, &shown))
+		if (row_shown(r, t, i, r->c.top, &shown))
 			names[n++] = t->v[i].func;
 	w = names ? fit_column(out, names, n, FIT_FUNC_WIDTH, rest) : 0;
 	free(names);
@@ -578,6 +592,8 @@ static void table_heading(struct stackrows *r, FILE *out, const struct stack_row
 		thread_name(r, f->pid, f->tid, comm, sizeof(comm));
 		fprintf(out, "\nthread %u (%s):\n", f->tid, sanitize_term(comm, clean, sizeof(clean)));
 	}
+	if (r->c.comm_of)
+		fprintf(out, "%7s %-15s ", "PID", "COMM");
 	fprintf(out, "%-*s %-*s %7s %7s %*s %*s\n", (int)w, "FUNCTION", FIT_OBJECT_WIDTH, "OBJECT", "SELF%", "TOTAL%",
 		c0.width, c0.head, c1.width, c1.head);
 }
@@ -594,10 +610,12 @@ void stackrows_table(struct stackrows *r, FILE *out, const struct stack_rows *t)
 	for (i = 0; i < t->nr; i++) {
 		const struct stack_row *f = &t->v[i];
 
-		if (!i || f->tid != t->v[i - 1].tid || f->pid != t->v[i - 1].pid)
+		if (new_group(r, t, i))
 			table_heading(r, out, f, w);
-		if (!row_shown(d, t, i, r->c.top, &shown))
+		if (!row_shown(r, t, i, r->c.top, &shown))
 			continue;
+		if (r->c.comm_of)
+			fprintf(out, "%7u %-15s ", f->pid, r->c.comm_of(r->c.ctx, f->pid));
 		fit_name_cells(out, f->func, w, f->object);
 		fprintf(out, "%7.2f %7.2f %*s %*s\n", f->self[d->rank] * pct, f->total[d->rank] * pct, w0,
 			cell(d, t, f, 0, a, sizeof(a)), w1, cell(d, t, f, 1, b, sizeof(b)));
@@ -648,6 +666,8 @@ void stackrows_json(struct stackrows *r, struct json *j, const struct stack_rows
 		json_str(j, "object", f->object);
 		if (f->pid)
 			json_u64(j, "pid", f->pid);
+		if (r->c.comm_of)
+			json_str(j, "comm", r->c.comm_of(r->c.ctx, f->pid));
 		if (r->c.per_thread)
 			json_u64(j, "tid", f->tid);
 		if (r->c.desc->json_samples) {
@@ -708,6 +728,8 @@ static char *folded_frames(struct stackrows *r, const struct stack_count *e)
 		return NULL;
 	if (e->key.tid)
 		thread_name(r, e->key.pid, e->key.tid, comm, sizeof(comm));
+	else if (r->c.comm_of)
+		snprintf(comm, sizeof(comm), "%s", r->c.comm_of(r->c.ctx, e->key.pid));
 	else
 		snprintf(comm, sizeof(comm), "%s", stackrows_comm(r));
 	/* flamegraph.pl splits frames on ';' and the count off at the last space. */
@@ -809,6 +831,9 @@ static int pprof_count(struct stackrows *r, struct pprof *p, const struct stack_
 		locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
 	for (i = 0; i < nv; i++)
 		v[i] = (__u64)llround(e->out[i]);
+	/* -a: whose each sample is, as pprof labels (go tool pprof -tags, Parca, Pyroscope). */
+	if (r->c.comm_of)
+		return pprof_sample_process(p, locs, nl, v, e->key.pid, r->c.comm_of(r->c.ctx, e->key.pid));
 	return pprof_sample_values(p, locs, nl, v, d->label_key, d->label_key ? d->labels[e->key.label & 1] : NULL);
 }
 

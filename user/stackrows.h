@@ -106,6 +106,13 @@ struct stackrows_conf {
 	struct symbolizer *sym;      /* its symbolizer (the caller's; outlives the stackrows) */
 	/* The symbolizer of another process (key.pid != 0); NULL, or it returning NULL: sym. */
 	struct symbolizer *(*sym_of)(void *ctx, __u32 pid);
+	/*
+	 * -a: the name of a process (key.pid); set, the rows of every process
+	 * are one ranking with PID and COMM columns, JSON rows get "comm",
+	 * folded stacks start with it and pprof samples carry the labels pid
+	 * and comm. NULL: rows by process.
+	 */
+	const char *(*comm_of)(void *ctx, __u32 pid);
 	void *ctx;
 	int stacks_fd;               /* the stack map (FNPROF_STACK_MAP_ENTRIES) */
 	int kstacks_fd;              /* kernel stacks kept by hash id (offcpu); -1: in stacks_fd */

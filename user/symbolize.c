@@ -13,6 +13,7 @@
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
+#include "objcache.h"
 #include "perfmap.h"
 #include "proc.h"
 #include "procmaps.h"
@@ -25,6 +26,9 @@ struct object {
 	const char *path;   /* interned */
 	struct symtab *st;  /* NULL: could not be read */
 	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
+	dev_t dev;          /* the file: with a shared cache, st and inl are the cache's */
+	ino_t ino;
+	bool shared;
 };
 
 /*
@@ -39,7 +43,8 @@ struct names {
 
 struct symbolizer {
 	pid_t pid;
-	struct names names;
+	struct names own_names;
+	struct names *names;     /* own_names, or the parent's (symbolizer_new_child) */
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
@@ -47,17 +52,62 @@ struct symbolizer {
 	struct object *objs;
 	size_t nr_objs, cap_objs;
 	bool missed;  /* an address was in no mapping since the last refresh */
+	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
+	bool own_cache;
+	/*
+	 * A child (-a): objects are read when a frame needs them, not all at
+	 * each refresh (only the vDSO, which goes with the process); after the
+	 * process exits, from the same file (device, inode) where it still is.
+	 */
+	bool lazy;
 };
 
-struct symbolizer *symbolizer_new(pid_t pid)
+static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
-	if (s) {
-		s->pid = pid;
-		symbolizer_refresh(s);
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	s->names = parent ? parent->names : &s->own_names;
+	if (parent && !parent->cache) {
+		parent->cache = objcache_new();
+		parent->own_cache = parent->cache != NULL;
 	}
+	s->cache = parent ? parent->cache : NULL;
+	s->lazy = parent != NULL;
+	if (parent && !s->cache) {
+		free(s);
+		return NULL;
+	}
+	symbolizer_refresh(s);
 	return s;
+}
+
+struct symbolizer *symbolizer_new(pid_t pid)
+{
+	return create(pid, NULL);
+}
+
+struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent)
+{
+	return create(pid, parent);
+}
+
+size_t symbolizer_nr_shared(const struct symbolizer *s)
+{
+	return s->cache ? objcache_nr(s->cache) : 0;
+}
+
+/* An object's symbols and DWARF go: its own, or its reference to the shared cache's. */
+static void object_release(struct symbolizer *s, struct object *o)
+{
+	if (o->shared) {
+		objcache_release(s->cache, o->dev, o->ino);
+		return;
+	}
+	symtab_free(o->st);
+	inlines_close(o->inl);
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -66,14 +116,14 @@ void symbolizer_free(struct symbolizer *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nr_objs; i++) {
-		symtab_free(s->objs[i].st);
-		inlines_close(s->objs[i].inl);
-	}
+	for (i = 0; i < s->nr_objs; i++)
+		object_release(s, &s->objs[i]);
 	free(s->objs);
-	for (i = 0; i < s->names.cap; i++)
-		free(s->names.slot[i]);
-	free(s->names.slot);
+	for (i = 0; i < s->own_names.cap; i++)
+		free(s->own_names.slot[i]);
+	free(s->own_names.slot);
+	if (s->own_cache)
+		objcache_free(s->cache);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
 	perfmap_free(s->jit);
@@ -114,7 +164,7 @@ static int names_grow(struct names *n)
 /* The one copy of name; NULL when out of memory. */
 static const char *intern(struct symbolizer *s, const char *name)
 {
-	struct names *n = &s->names;
+	struct names *n = s->names;
 	size_t h;
 
 	if (2 * (n->nr + 1) > n->cap && names_grow(n))
@@ -150,8 +200,7 @@ static void drop_unmapped(struct symbolizer *s, const struct procmaps *pm)
 			i++;
 			continue;
 		}
-		symtab_free(o->st);
-		inlines_close(o->inl);
+		object_release(s, o);
 		*o = s->objs[--s->nr_objs];
 	}
 }
@@ -224,7 +273,7 @@ void symbolizer_refresh(struct symbolizer *s)
 	drop_unmapped(s, pm);
 	/* Read the code objects' symbols now: after the process exits, the vDSO and deleted files are gone. */
 	for (i = 0; i < pm->nr; i++)
-		if (pm->maps[i].exec)
+		if (pm->maps[i].exec && (!s->lazy || !strcmp(pm->maps[i].path, "[vdso]")))
 			object_get(s, &pm->maps[i]);
 	/* Its perf map too, while its root can be opened: after it exits, the names read stay. */
 	if ((pm->nr_anon || maps_exec_memfd(pm)) && !s->jit)
@@ -286,6 +335,30 @@ static int load_in_root(struct symbolizer *s, const struct mapping *m, struct sy
 }
 
 /*
+ * A lazy symbolizer's process exited before a frame needed the object: the
+ * path as fnprof sees it, read only if it is the very file that was mapped
+ * (device and inode), as load_in_root. *obj: the file, open, for its DWARF.
+ */
+static int load_same_file(const struct mapping *m, struct symtab **st, int *obj)
+{
+	char path[64];
+	struct stat sb;
+	int fd = m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, err = -ESTALE;
+
+	if (fd < 0)
+		return fd;
+	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = symtab_load(path, st);
+	}
+	if (err)
+		close(fd);
+	else
+		*obj = fd;
+	return err;
+}
+
+/*
  * Reads the object's symbols through the mapping itself (no path lookup),
  * else inside the target's root. *obj: the object's file, open (the caller
  * closes it), for its DWARF; -1 where there is none (the vDSO).
@@ -304,7 +377,9 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m,
 		*obj = open_regular(AT_FDCWD, path, 0);
 		return st;
 	}
-	return load_in_root(s, m, &st, obj) ? NULL : st;
+	if (!load_in_root(s, m, &st, obj))
+		return st;
+	return s->lazy && !load_same_file(m, &st, obj) ? st : NULL;
 }
 
 /* The object mapped at m, its symbols read on first sight. NULL only when out of memory. */
@@ -320,9 +395,15 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	*o = (struct object){ .path = intern(s, m->path) };
+	*o = (struct object){ .path = intern(s, m->path), .dev = makedev(m->dev_major, m->dev_minor), .ino = m->inode };
 	if (!o->path)
 		return NULL;
+	/* A file another process's symbolizer read already (never the vDSO: no inode). */
+	if (s->cache && o->ino && objcache_get(s->cache, o->dev, o->ino, &o->st, &o->inl)) {
+		o->shared = true;
+		s->nr_objs++;
+		return o;
+	}
 	o->st = read_symtab(s, m, &fd);
 	/* Its DWARF is read now too: the mapping, through which the file is opened, goes with the process. */
 	if (o->st && m->path[0] == '/')
@@ -330,6 +411,7 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	else if (fd >= 0)
 		close(fd);
 	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
+	o->shared = s->cache && o->ino && !objcache_add(s->cache, o->dev, o->ino, o->st, o->inl);
 	s->nr_objs++;
 	return o;
 }
@@ -470,6 +552,14 @@ static int frames_of(struct symbolizer *s, __u64 ip, bool kernel, bool inlines, 
 	return n + 1;
 }
 
+static void shrink(void **p, int n, size_t size)
+{
+	void *v = realloc(*p, (n ? n : 1) * size);
+
+	if (v)
+		*p = v;
+}
+
 int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, bool inlines, int max,
 		    struct sym_stack *t)
 {
@@ -486,6 +576,9 @@ int symbolize_stack(struct symbolizer *s, const __u64 *ips, int n, bool kernel, 
 			t->ips[nf++] = ips[i];
 	}
 	t->nr = nf;
+	/* Room for max frames was taken while filling: cached stacks keep what they hold (most are short). */
+	shrink((void **)&t->f, nf, sizeof(*t->f));
+	shrink((void **)&t->ips, nf, sizeof(*t->ips));
 	return 0;
 }
 

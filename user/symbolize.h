@@ -24,6 +24,19 @@ struct frame_info {
 };
 
 struct symbolizer *symbolizer_new(pid_t pid);
+/*
+ * -a: a symbolizer for process pid that shares its parent's names (the
+ * strings frames point to, which so outlive it) and objects' symbols and
+ * DWARF (objcache.h: one copy per file, by device and inode). It reads an
+ * object when a frame first needs it, not all at each refresh (so memory
+ * goes to the objects sampled code is in), and after the process exited,
+ * from the same file (device and inode) where it still lies. The parent
+ * must outlive it. NULL when out of memory.
+ */
+struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent);
+
+/* Of a parent: how many files' symbols its children share now. */
+size_t symbolizer_nr_shared(const struct symbolizer *s);
 void symbolizer_free(struct symbolizer *s);
 
 /* Re-reads /proc/PID/maps if the process still runs; the old mappings stay otherwise. */
