@@ -17,7 +17,7 @@ const volatile __u32 target_tgid = 0;
 const volatile bool per_thread = false;
 /* --call-graph dwarf: user stacks copied (stack_bytes of them) and sent with their values (pdw_send). */
 const volatile bool dwarf = false;
-const volatile __u32 stack_bytes = 16384;
+const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);

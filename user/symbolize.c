@@ -310,16 +310,15 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
 }
 
 /*
- * Without map_files (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the path
- * inside the target's root, read only if it is the mapped file (device and
- * inode). The path is the target's choice: never opened on the host. *obj:
- * the file, still open, for its DWARF.
+ * The symbols of fd (an open file, or a negative errno passed through), if it
+ * is the very file mapping m maps (device and inode; else -ESTALE). *obj: fd,
+ * kept open for its DWARF; closed on failure.
  */
-static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st, int *obj)
+static int load_if_mapped(int fd, const struct mapping *m, struct symtab **st, int *obj)
 {
 	char path[64];
 	struct stat sb;
-	int fd = proc_open_in_root(s->pid, m->path), err = -ESTALE;
+	int err = -ESTALE;
 
 	if (fd < 0)
 		return fd;
@@ -335,27 +334,24 @@ static int load_in_root(struct symbolizer *s, const struct mapping *m, struct sy
 }
 
 /*
+ * Without map_files (no CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE): the path
+ * inside the target's root, read only if it is the mapped file (device and
+ * inode). The path is the target's choice: never opened on the host. *obj:
+ * the file, still open, for its DWARF.
+ */
+static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st, int *obj)
+{
+	return load_if_mapped(proc_open_in_root(s->pid, m->path), m, st, obj);
+}
+
+/*
  * A lazy symbolizer's process exited before a frame needed the object: the
  * path as fnprof sees it, read only if it is the very file that was mapped
  * (device and inode), as load_in_root. *obj: the file, open, for its DWARF.
  */
 static int load_same_file(const struct mapping *m, struct symtab **st, int *obj)
 {
-	char path[64];
-	struct stat sb;
-	int fd = m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, err = -ESTALE;
-
-	if (fd < 0)
-		return fd;
-	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		err = symtab_load(path, st);
-	}
-	if (err)
-		close(fd);
-	else
-		*obj = fd;
-	return err;
+	return load_if_mapped(m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, m, st, obj);
 }
 
 /*
