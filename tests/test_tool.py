@@ -218,7 +218,9 @@ def test_pid_list_table_and_errors():
         for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
                            ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
                            ([f"{a.pid},{b.pid}"], "add -f FUNC"),
-                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID")):
+                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID"),
+                           # --slow names stacks with one process's objects.
+                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--slow", "1ms"], "--slow yet")):
             p = run_fnprof(["-p"] + args)
             check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")
         p = run_fnprof(["-p", f"{a.pid},999999999", "-f", "spin_us"])

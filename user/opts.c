@@ -513,9 +513,9 @@ static int cross_check_pids(const struct opts *o)
 	if (!o->nr_funcs)
 		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (sampling "
 				   "takes one PID)");
-	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen)
-		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead or "
-				   "--listen yet: trace one process with those");
+	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen || o->slow_ns)
+		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead, "
+				   "--listen or --slow yet: trace one process with those");
 	return 0;
 }
 

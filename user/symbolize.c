@@ -407,7 +407,8 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	else if (fd >= 0)
 		close(fd);
 	log_debug("inlined frames of %s: %s", m->path, o->inl ? "from DWARF" : "none (no DWARF)");
-	o->shared = s->cache && o->ino && !objcache_add(s->cache, o->dev, o->ino, o->st, o->inl);
+	/* A failed read is this process's (its file may be gone): not handed to the others. */
+	o->shared = s->cache && o->ino && o->st && !objcache_add(s->cache, o->dev, o->ino, o->st, o->inl);
 	s->nr_objs++;
 	return o;
 }
