@@ -138,11 +138,12 @@ static __always_inline void charge_waker(const struct prof_key *k, const struct 
 {
 	struct prof_key lost;
 
-	if (k->ustack < PROF_DW_ID || pdw_send_by_id(k, v)) {
-		if (k->ustack < PROF_DW_ID)
-			pcount(k, v);
+	if (k->ustack < PROF_DW_ID) {
+		pcount(k, v);
 		return;
 	}
+	if (pdw_send_by_id(k, v))
+		return;
 	lost = *k;
 	lost.ustack = -1;
 	pcount(&lost, v);

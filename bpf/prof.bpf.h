@@ -131,7 +131,7 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 
 	if (!b)
 		return 0;
-	id = PROF_DW_ID | (cpu % PROF_DW_CPUS) << PROF_DW_SEQ_BITS | (b->seq++ & ((1U << PROF_DW_SEQ_BITS) - 1));
+	id = PROF_DW_ID | (cpu % PROF_DW_CPUS) << PROF_DW_SEQ_BITS | ((with_id ? b->seq++ : b->seq) & ((1U << PROF_DW_SEQ_BITS) - 1));
 	b->hdr.key = *k;
 	b->hdr.val = *v;
 	b->hdr.op = PDW_STACK;

@@ -23,6 +23,7 @@
 #include "dwstacks.h"
 #include "heap.skel.h"
 #include "log.h"
+#include "percpu.h"
 #include "prof_dw.h"
 #include "prof_src.h"
 #include "resolve.h"
@@ -328,17 +329,11 @@ static int measure_cost(const struct prof_conf *c, double cost[DUTY_NR])
 static void events_seen(void *ctx, __u64 ev[DUTY_NR])
 {
 	struct heap *h = ctx;
-	int c, nr = libbpf_num_possible_cpus();
-	__u64 v[nr > 0 ? nr : 1];
 	__u32 k[DUTY_NR] = { [DUTY_MAIN] = PDROP_SEEN, [DUTY_WATCH] = PDROP_FREED };
 	int g;
 
-	for (g = 0; g < DUTY_NR; g++) {
-		ev[g] = 0;
-		if (!bpf_map_lookup_elem(bpf_map__fd(h->skel->maps.pdrops), &k[g], v))
-			for (c = 0; c < nr; c++)
-				ev[g] += v[c];
-	}
+	for (g = 0; g < DUTY_NR; g++)
+		percpu_sum(bpf_map__fd(h->skel->maps.pdrops), k[g], &ev[g]);
 }
 
 /* A new burst's samples are its own: one left pending by the last burst is dropped. */

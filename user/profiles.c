@@ -178,9 +178,9 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 	struct prof_key key, next, *cur = NULL;
 	struct stack_count *e = NULL, *hit;
 	__u64 ptr, nptr, *pcur = NULL, v[2];
+	struct prof_live *live = NULL;
 	struct prof_val val;
-	struct prof_live l;
-	size_t cap = 0;
+	size_t cap = 0, nl = 0, lcap = 0, i;
 
 	*nr = 0;
 	while (!bpf_map_get_next_key(p->src.counts_fd, cur, &next)) {
@@ -189,20 +189,29 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 		if (!bpf_map_lookup_elem(p->src.counts_fd, &key, &val) && (hit = add_entry(&e, nr, &cap, &key)))
 			add_values(d, hit, val.v, 0, d->nr_values);
 	}
-	add_dw_counts(p, &e, nr, &cap);
 	while (p->src.live_fd >= 0 && !bpf_map_get_next_key(p->src.live_fd, pcur, &nptr)) {
 		ptr = nptr;
 		pcur = &ptr;
-		if (bpf_map_lookup_elem(p->src.live_fd, &ptr, &l))
-			continue;
+		if (ARRAY_RESERVE(live, nl + 1, lcap))
+			break;
+		if (!bpf_map_lookup_elem(p->src.live_fd, &ptr, &live[nl]))
+			nl++;
+	}
+	/*
+	 * After the live map is read: a pointer's stack was sent before the
+	 * pointer went in, so this sync has every stack those ids name.
+	 */
+	add_dw_counts(p, &e, nr, &cap);
+	for (i = 0; i < nl; i++) {
 		if (p->src.dw)  /* the id of the stack sent, not a stack map id (dwarf) */
-			l.key.ustack = dwstacks_by_id(p->src.dw, l.key.ustack);
-		if (!(hit = add_entry(&e, nr, &cap, &l.key)))
+			live[i].key.ustack = dwstacks_by_id(p->src.dw, live[i].key.ustack);
+		if (!(hit = add_entry(&e, nr, &cap, &live[i].key)))
 			continue;
-		v[0] = l.objects;
-		v[1] = l.bytes;
+		v[0] = live[i].objects;
+		v[1] = live[i].bytes;
 		add_values(d, hit, v, 2, 2);
 	}
+	free(live);
 	return e;
 }
 

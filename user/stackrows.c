@@ -20,6 +20,7 @@
 #include "flame.h"
 #include "json.h"
 #include "outfile.h"
+#include "percpu.h"
 #include "proc.h"
 #include "sanitize.h"
 #include "stackrows.h"
@@ -537,12 +538,6 @@ static const char *cell(const struct prof_desc *d, const struct stack_rows *t, c
 	return buf;
 }
 
-/*
- * Whether row i is shown: among the first top of its thread (rows come
- * sorted by thread; *shown counts those so far), with a self value when
- * rows rank by self, else with a value and not the kernel's (the table is
- * the program's view; kernel frames are in the JSON and pprof).
- */
 /* Whether row i starts a heading's group: a thread, or a process (but with -a, whose rows are one list). */
 static bool new_group(const struct stackrows *r, const struct stack_rows *t, size_t i)
 {
@@ -551,6 +546,12 @@ static bool new_group(const struct stackrows *r, const struct stack_rows *t, siz
 	return !i || f->tid != t->v[i - 1].tid || (!r->c.comm_of && f->pid != t->v[i - 1].pid);
 }
 
+/*
+ * Whether row i is shown: among the first top of its thread (rows come
+ * sorted by thread; *shown counts those so far), with a self value when
+ * rows rank by self, else with a value and not the kernel's (the table is
+ * the program's view; kernel frames are in the JSON and pprof).
+ */
 static bool row_shown(const struct stackrows *r, const struct stack_rows *t, size_t i, unsigned int top,
 		      unsigned int *shown)
 {
@@ -872,17 +873,10 @@ int stackrows_write_pprof(struct stackrows *r, struct pprof *p, unsigned int unk
 
 void stackrows_drops(int fd, __u32 nr, __u64 *now)
 {
-	int c, cpus = libbpf_num_possible_cpus();
-	__u64 *v = calloc(cpus > 0 ? cpus : 1, sizeof(*v));
 	__u32 k;
 
-	for (k = 0; k < nr; k++) {
-		now[k] = 0;
-		if (v && !bpf_map_lookup_elem(fd, &k, v))
-			for (c = 0; c < cpus; c++)
-				now[k] += v[c];
-	}
-	free(v);
+	for (k = 0; k < nr; k++)
+		percpu_sum(fd, k, &now[k]);
 }
 
 /* --- flame graph ------------------------------------------------------------------ */

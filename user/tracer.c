@@ -10,6 +10,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "percpu.h"
 #include "proc.h"
 #include "stats.h"
 #include "trace.skel.h"
@@ -31,7 +32,6 @@ struct tracer {
 	unsigned int self_mask;    /* those attached (bit k: self[k]) */
 	int nr_cpus;
 	struct fn_stats *percpu;   /* one lookup's worth: nr_cpus values */
-	__u64 *drops_percpu;
 	__u64 drops_seen[DROP_NR];
 	__u32 epoch;
 	double attach_s;
@@ -669,8 +669,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_cpus = libbpf_num_possible_cpus();
 
 	t->percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(*t->percpu));
-	t->drops_percpu = calloc(t->nr_cpus > 0 ? t->nr_cpus : 1, sizeof(__u64));
-	if (t->nr_cpus <= 0 || !t->percpu || !t->drops_percpu) {
+	if (t->nr_cpus <= 0 || !t->percpu) {
 		log_err("out of memory");
 		tracer_stop(t);
 		return -ENOMEM;
@@ -765,24 +764,20 @@ int tracer_procs(struct tracer *t, struct traced_proc *procs)
 }
 
 /* The per-CPU counters [0, n) of map, each summed over the CPUs, into sums. */
-static int percpu_sums(struct tracer *t, const struct bpf_map *map, __u32 n, __u64 *sums)
+static int percpu_sums(const struct bpf_map *map, __u32 n, __u64 *sums)
 {
-	int fd = bpf_map__fd(map), c;
+	int err = 0;
 	__u32 r;
 
-	for (r = 0; r < n; r++) {
-		if (bpf_map_lookup_elem(fd, &r, t->drops_percpu))
-			return -errno;
-		for (sums[r] = 0, c = 0; c < t->nr_cpus; c++)
-			sums[r] += t->drops_percpu[c];
-	}
-	return 0;
+	for (r = 0; !err && r < n; r++)
+		err = percpu_sum(bpf_map__fd(map), r, &sums[r]);
+	return err;
 }
 
 static int read_drops(struct tracer *t, __u64 drops[DROP_NR])
 {
 	__u64 sums[DROP_NR];
-	int err = percpu_sums(t, t->skel->maps.drops, DROP_NR, sums);
+	int err = percpu_sums(t->skel->maps.drops, DROP_NR, sums);
 	__u32 r;
 
 	for (r = 0; !err && r < DROP_NR; r++) {
@@ -799,7 +794,7 @@ int tracer_slow_fd(struct tracer *t)
 
 int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR])
 {
-	return percpu_sums(t, t->skel->maps.slow_drops, SLOWDROP_NR, drops);
+	return percpu_sums(t->skel->maps.slow_drops, SLOWDROP_NR, drops);
 }
 
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
@@ -916,6 +911,5 @@ void tracer_stop(struct tracer *t)
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
 	free(t->percpu);
-	free(t->drops_percpu);
 	free(t);
 }
