@@ -98,9 +98,10 @@ void launch_save_signals(struct launch_signals *s)
 }
 
 /*
- * In the child: the signal dispositions and mask fnprof started with (it
- * ignores SIGPIPE and handles SIGINT, SIGTERM, SIGHUP itself). An ignored
- * signal stays ignored across exec: the command would inherit fnprof's.
+ * In the child (every signal blocked since the fork): the dispositions and
+ * mask fnprof started with (it ignores SIGPIPE and handles SIGINT, SIGTERM,
+ * SIGHUP itself). An ignored signal stays ignored across exec: the command
+ * would inherit fnprof's.
  */
 static void restore_signals(const struct launch_signals *s)
 {
@@ -146,6 +147,7 @@ static void child_main(char **cmd, const struct child *c, int go_rd)
 
 int launch_prepare(char **cmd, const struct launch_signals *sigs, struct child *c)
 {
+	sigset_t all, old;
 	int fds[2], err;
 
 	memset(c, 0, sizeof(*c));
@@ -155,15 +157,25 @@ int launch_prepare(char **cmd, const struct launch_signals *sigs, struct child *
 		return err;
 	if (pipe2(fds, O_CLOEXEC))
 		return -errno;
+	/*
+	 * The child starts with every signal blocked, until restore_signals: a
+	 * SIGTERM fnprof passes on before the exec must not meet fnprof's own
+	 * handler there (it was lost: the command never saw it, and fnprof
+	 * waited for it forever). Pending, it takes its default action then.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	c->pid = fork();
-	if (c->pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return -errno;
-	}
 	if (!c->pid) {
 		close(fds[1]);
 		child_main(cmd, c, fds[0]);
+	}
+	err = c->pid < 0 ? -errno : 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(fds[0]);
+		close(fds[1]);
+		return err;
 	}
 	close(fds[0]);
 	c->go_fd = fds[1];
