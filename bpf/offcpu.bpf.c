@@ -28,6 +28,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "prof.bpf.h"
+#include "arch.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -41,6 +42,7 @@ struct off_state {
 	__u64 uip, usp;     /* dwarf: the user registers it was switched out with */
 	struct prof_val pv; /* dwarf: a kept wait's values, until its stack is copied */
 	bool pend;          /* dwarf: pv waits for the copy */
+	bool in_sys;        /* dwarf: switched out inside a system call, which returns through sys_exit */
 };
 
 struct kstack {
@@ -90,18 +92,22 @@ static __always_inline void resolve(struct off_state *st, struct pt_regs *r)
 static __always_inline void switched_out(void *ctx, struct task_struct *prev, unsigned int prev_state)
 {
 	struct off_state *st = bpf_task_storage_get(&offs, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(prev);
+	struct pt_regs *r;
 
 	if (!st) {
 		pbump(PDROP_STATE);
 		return;
 	}
-	/* sched_switch runs in prev's context: the stacks taken here are prev's. */
-	if (st->pend)
-		resolve(st, r);
+	if (dwarf) {
+		r = (struct pt_regs *)bpf_task_pt_regs(prev);
+		/* sched_switch runs in prev's context: the stacks taken here are prev's. */
+		if (st->pend)
+			resolve(st, r);
+		st->uip = r->ip;
+		st->usp = r->sp;
+		st->in_sys = (long)ARCH_SYSCALL_NR(r) != -1;
+	}
 	pkey_here(ctx, &st->key, prev_state ? PROF_OFFCPU_BLOCKED : PROF_OFFCPU_RUNQ, false);
-	st->uip = r->ip;
-	st->usp = r->sp;
 	st->out_ns = bpf_ktime_get_ns();
 }
 
@@ -175,12 +181,19 @@ static __always_inline void switched_in(struct task_struct *next)
 	v.v[1] = d >= rate_ns ? d : rate_ns;
 	st->key.kstack = kstack_of(next);
 	pbump(PDROP_KEPT);
-	if (dwarf) {
-		/* next has not run yet: its user stack cannot be read from here (prev's context). */
+	/*
+	 * next has not run yet: its user stack cannot be read from here (prev's
+	 * context). Back in a system call, it copies it at the call's exit;
+	 * switched out in user code (a preemption, a page fault), it runs on
+	 * before any exit, and keeps its frame-pointer stack.
+	 */
+	if (dwarf && st->in_sys) {
 		st->pv = v;
 		st->pend = true;
 		return;
 	}
+	if (dwarf)
+		pbump(PDROP_DW_FP);
 	pcount(&st->key, &v);
 }
 
@@ -192,20 +205,6 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		switched_out(ctx, prev, prev_state);
 	if (next->tgid == target_tgid && next->pid)
 		switched_in(next);
-	return 0;
-}
-
-/* dwarf: a thread that enters a system call with its copy not taken ran user code since (loaded with dwarf only). */
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
-{
-	struct off_state *st;
-
-	if (bpf_get_current_pid_tgid() >> 32 != target_tgid)
-		return 0;
-	st = bpf_task_storage_get(&offs, bpf_get_current_task_btf(), 0, 0);
-	if (st && st->pend)
-		resolve(st, NULL);
 	return 0;
 }
 

@@ -58,7 +58,6 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	skel->rodata->stack_bytes = c->stack_bytes;
 	skel->rodata->rate_ns = c->offcpu_rate_ns;
 	/* A thread back from a wait copies its stack at its system call's exit: with dwarf only. */
-	bpf_program__set_autoload(skel->progs.on_sys_enter, c->dwarf);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, c->dwarf);
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
 	if (!err)
