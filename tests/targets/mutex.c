@@ -118,10 +118,15 @@ static int cond_mode(void)
 	pthread_create(&t, NULL, cond_waiter, NULL);
 	while (now_ns() < end) {
 		nanosleep(&ms, NULL);
+		/*
+		 * Signalled after the unlock: a waiter woken while the mutex is still
+		 * held contends for it (really: lock delay), and under load the
+		 * signaller is often preempted between the two.
+		 */
 		pthread_mutex_lock(&mu);
 		ticks++;
-		signal_call();
 		pthread_mutex_unlock(&mu);
+		signal_call();
 	}
 	pthread_mutex_lock(&mu);
 	done = 1;
