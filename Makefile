@@ -66,9 +66,15 @@ all: fnprof
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
+# The profiles' objects claim a per-CPU buffer with an atomic fetch-and-add
+# whose value they read (bpf/prof.bpf.h): BPF_FETCH, instruction set v3
+# (kernel 5.12; fnprof needs 5.14 for task state anyway).
+PROF_BPF := $(OUTPUT)/heap.bpf.o $(OUTPUT)/mutex.bpf.o $(OUTPUT)/offcpu.bpf.o
+$(PROF_BPF): BPF_CPU := -mcpu=v3
+
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) \
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf $(BPF_CPU) -D__TARGET_ARCH_$(ARCH) \
 		-Ivmlinux/$(ARCH) -Ibpf -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
 

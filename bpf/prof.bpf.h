@@ -95,6 +95,7 @@ struct pdw_buf {
 	struct prof_dwarf hdr;
 	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
 	__u32 seq;                /* the ids this CPU gave so far */
+	__u32 busy;               /* a record is being made in it (see pdw_claim) */
 };
 
 struct {
@@ -118,6 +119,33 @@ static __always_inline __u64 pdw_wakeup(void)
 }
 
 /*
+ * This CPU's buffer, claimed for one record, or NULL. A uprobe program runs
+ * with preemption enabled (migration only is disabled): one preempted while
+ * it copies a stack into the buffer (heap's uretprobe on malloc) can see
+ * another program of this object, on this CPU, make its record in the same
+ * buffer meanwhile. The second one finds the buffer busy and leaves it alone,
+ * as it would a full ring buffer.
+ */
+static __always_inline struct pdw_buf *pdw_claim(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct pdw_buf *b = bpf_map_lookup_elem(&pdw_bufs, &cpu);
+
+	if (!b)
+		return NULL;
+	if (__sync_fetch_and_add(&b->busy, 1)) {
+		__sync_fetch_and_add(&b->busy, -1);
+		return NULL;
+	}
+	return b;
+}
+
+static __always_inline void pdw_release(struct pdw_buf *b)
+{
+	__sync_fetch_and_add(&b->busy, -1);
+}
+
+/*
  * Sends k and v with the current thread's user registers r and a copy of
  * its stack; with_id: under a new id, returned (user space remembers the
  * stack by it). 0 when nothing was sent (a full ring buffer, counted): the
@@ -127,10 +155,12 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 				      bool with_id)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), len, id;
-	struct pdw_buf *b = bpf_map_lookup_elem(&pdw_bufs, &cpu);
+	struct pdw_buf *b = pdw_claim();
 
-	if (!b)
+	if (!b) {
+		pbump(PDROP_DW_FP);
 		return 0;
+	}
 	id = PROF_DW_ID | (cpu % PROF_DW_CPUS) << PROF_DW_SEQ_BITS | ((with_id ? b->seq++ : b->seq) & ((1U << PROF_DW_SEQ_BITS) - 1));
 	b->hdr.key = *k;
 	b->hdr.val = *v;
@@ -145,18 +175,20 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 		len = FNPROF_MAX_STACK_COPY;
 	b->hdr.user.stack_len = len;
 	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, pdw_wakeup())) {
+		pdw_release(b);
 		pbump(PDROP_RINGBUF);
 		pbump(PDROP_DW_FP);
 		return 0;
 	}
+	pdw_release(b);
 	return id;
 }
 
 /* v for the stack sent before under id k->ustack (PDW_BY_ID). False when not sent (counted). */
 static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struct prof_val *v)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	struct pdw_buf *b = bpf_map_lookup_elem(&pdw_bufs, &cpu);
+	struct pdw_buf *b = pdw_claim();
+	long err;
 
 	if (!b)
 		return false;
@@ -165,7 +197,9 @@ static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struc
 	b->hdr.op = PDW_BY_ID;
 	b->hdr.id = 0;
 	b->hdr.user.stack_len = 0;
-	if (!bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), pdw_wakeup()))
+	err = bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), pdw_wakeup());
+	pdw_release(b);
+	if (!err)
 		return true;
 	pbump(PDROP_RINGBUF);
 	return false;
