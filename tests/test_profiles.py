@@ -114,8 +114,12 @@ def test_offcpu_rate_samples_short_waits_unbiased():
     check(rep["kept"] < 0.2 * rep["events"], f"{rep['kept']} of {rep['events']} waits kept at rate 10 ms")
     check(abs(s["delay"] - t["slept_ns"]) <= 0.25 * t["slept_ns"], f"scaled delay {s['delay'] / 1e6:.0f} ms "
           f"vs truth {t['slept_ns'] / 1e6:.0f} ms")
-    check(abs(s["contentions"] - t["calls"]) <= 0.25 * t["calls"], f"scaled {s['contentions']:.0f} waits "
-          f"vs {t['calls']:.0f}")
+    # The sleeps are the process's only blocked waits. sleep_1ms's own count also holds its
+    # preemptions (run-queue waits at its clock reads, many on a busy machine), which are waits too
+    # but not calls: 3668 against 2478 calls once under load.
+    b = rep["state"]["blocked"]["contentions"]
+    check(abs(b - t["calls"]) <= 0.25 * t["calls"], f"scaled {b:.0f} blocked waits vs {t['calls']:.0f} sleeps "
+          f"(sleep_1ms {s['contentions']:.0f} waits, run queue {rep['state']['runqueue']['contentions']:.0f})")
 
 
 def test_offcpu_pprof_and_several_profiles_name_files():
