@@ -18,8 +18,12 @@ def test_longjmp_out_of_deep_recursion_auto_mode():
     f, t = func(rep, "after"), truth(p.stderr, "after")
     check(f["exit"] == "ret", f"auto mode chose {f['exit']} for a program that imports longjmp")
     check(f["calls"] == 1000 and f["entered"] == 1000, f"after: {f['calls']} calls, {f['entered']} entered")
-    check(near(f["wall_ns"]["avg"], t["wall_avg_ns"], 0.05, 1000),
-          f"after: {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f}")
+    # At least the time after() measures inside itself, at most the time its caller measures
+    # around it: a preemption in its first or last instructions is in the call but not in its own
+    # figure (71 us against 64 once under load), and a frame matched wrongly reads far outside.
+    w = f["wall_ns"]["avg"]
+    check(0.95 * t["wall_avg_ns"] - 1000 <= w <= t["outer_avg_ns"] + 1000,
+          f"after: {w:.0f} ns vs truth {t['wall_avg_ns']:.0f} inside, {t['outer_avg_ns']:.0f} around the call")
     check(func(rep, "rec")["entered"] == 5000, f"rec entered {func(rep, 'rec')['entered']} times, not 5000")
 
 
