@@ -45,13 +45,24 @@ def fn(rep, name):
 RATIO_HZ = 347
 
 
+def check_share(a, b, ratio, rep, least):
+    """burn_a's share of the samples in burn_a and burn_b against the truth's CPU-time ratio, within
+    least points or 4 standard deviations of a share drawn from that many samples (a busy machine
+    gives the target half a core: 241 samples in 2 s once, where 5 points are under 2 deviations)."""
+    want = 100 * ratio / (1 + ratio)
+    share = 100 * a["self_pct"] / (a["self_pct"] + b["self_pct"])
+    n = rep["samples"] * (a["self_pct"] + b["self_pct"]) / 100
+    tol = max(least, 4 * 100 * (want / 100 * (1 - want / 100) / max(n, 1)) ** 0.5)
+    check(abs(share - want) <= tol, f"burn_a {share:.1f}% of burn_a+burn_b in {n:.0f} samples vs truth "
+          f"{want:.1f}% (allowed {tol:.1f} points)")
+
+
 def test_ratio_and_common_caller():
     rep, p = sampled(["-F", str(RATIO_HZ)], target("burn"), 3)
     t = truth(p.stderr, "burn")
     a, b = fn(rep, "burn_a"), fn(rep, "burn_b")
-    want_a = 100 * t["ratio"] / (1 + t["ratio"])
-    check(abs(a["self_pct"] - want_a) <= 4, f"burn_a self {a['self_pct']:.1f}% vs truth {want_a:.1f}%")
-    check(abs(b["self_pct"] - (100 - want_a)) <= 4, f"burn_b self {b['self_pct']:.1f}%")
+    check_share(a, b, t["ratio"], rep, 4)
+    check(a["self_pct"] + b["self_pct"] >= 90, f"burn_a {a['self_pct']:.1f}% + burn_b {b['self_pct']:.1f}%")
     both = fn(rep, "burn_both")
     check(abs(both["total_pct"] - (a["self_pct"] + b["self_pct"])) <= 3,
           f"burn_both total {both['total_pct']:.1f}% vs {a['self_pct'] + b['self_pct']:.1f}%")
@@ -200,10 +211,9 @@ def test_leaf_right_without_frame_pointers():
         subprocess.run(["cc", "-O2", "-fomit-frame-pointer", src, "-o", exe], check=True)
         rep, p = sampled(["-F", str(RATIO_HZ)], exe, 2)
         t = truth(p.stderr, "burn")
-        want_a = 100 * t["ratio"] / (1 + t["ratio"])
         a, b = fn(rep, "burn_a"), fn(rep, "burn_b")
-        check(abs(a["self_pct"] - want_a) <= 5, f"burn_a self {a['self_pct']:.1f}% vs {want_a:.1f}%")
-        check(abs(b["self_pct"] - (100 - want_a)) <= 5, f"burn_b self {b['self_pct']:.1f}%")
+        check_share(a, b, t["ratio"], rep, 5)
+        check(a["self_pct"] + b["self_pct"] >= 90, f"burn_a {a['self_pct']:.1f}% + burn_b {b['self_pct']:.1f}%")
         check(a["object"] == exe, f"object {a['object']}")
     finally:
         shutil.rmtree(d)
