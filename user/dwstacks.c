@@ -49,6 +49,7 @@ struct dwstacks {
 	struct dwstack_count *counts;  /* open addressing on the key, count 0: empty */
 	size_t nr_counts, cap_counts;
 	struct dwstack_stats st;
+	struct dwstack_stats st_copied;  /* st when the counts were last copied out: what they hold */
 	/* Profiles (dwstacks_start_prof): */
 	struct pslot *pc;         /* open addressing on the key, used: taken */
 	size_t nr_pc, cap_pc;
@@ -441,6 +442,7 @@ size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out)
 	for (i = 0; *out && i < d->cap_counts; i++)
 		if (d->counts[i].count)
 			(*out)[n++] = d->counts[i];
+	d->st_copied = d->st;
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }
@@ -454,6 +456,7 @@ size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out)
 	for (i = 0; *out && i < d->cap_pc; i++)
 		if (d->pc[i].used)
 			(*out)[n++] = d->pc[i].c;
+	d->st_copied = d->st;
 	pthread_mutex_unlock(&d->lock);
 	return n;
 }
@@ -486,6 +489,6 @@ int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max)
 void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
 {
 	pthread_mutex_lock(&d->lock);
-	*out = d->st;
+	*out = d->st_copied;
 	pthread_mutex_unlock(&d->lock);
 }

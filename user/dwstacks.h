@@ -79,6 +79,12 @@ __s32 dwstacks_by_id(struct dwstacks *d, __s32 id);
 /* The frames of stack id (>= DWSTACK_BASE) into ips, leaf first, up to max. -ENOENT if none. */
 int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);
 
+/*
+ * The statistics as they were when the counts were last copied out
+ * (dwstacks_counts, dwstacks_prof_counts): of the samples those counts
+ * hold, not of the ones read since (the reader runs on while a report is
+ * made, and under -a a report takes a while).
+ */
 void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out);
 
 #endif /* FNPROF_DWSTACKS_H */
