@@ -153,7 +153,12 @@ struct dwarf_sample {
 	__u32 tid;          /* the thread (always set: unwinding needs it) */
 	__s32 kstack;       /* kernel stack map id; negative: none */
 	__u32 pid;          /* its process (tgid) */
-	__u32 pad;
+	/*
+	 * -a: the user stack's frame-pointer walk, a stack map id (negative:
+	 * none), for a process gone before user space could read its mappings
+	 * to unwind the copy (its reader behind on a busy machine). Else unused.
+	 */
+	__s32 ufp;
 	__u64 regs[FNPROF_NR_REGS];
 	/*
 	 * A uretprobe replaces the return address on the stack with its

@@ -107,6 +107,7 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 	b->hdr.pid = pid;
 	pending_returns(task, &b->hdr);
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
+	b->hdr.ufp = all_procs ? stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK) : -1;
 	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
 	if (len > FNPROF_MAX_STACK_COPY)
 		len = FNPROF_MAX_STACK_COPY;

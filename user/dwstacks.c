@@ -195,7 +195,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	__u64 ips[FNPROF_STACK_DEPTH];
 	struct sample_key key = {};
 	struct unwinder *uw;
-	bool truncated = false;
+	bool truncated = false, fp = false;
 	int n = 0;
 
 	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
@@ -204,13 +204,19 @@ static int on_sample(void *ctx, void *data, size_t size)
 	uw = !d->all ? d->uw : s->regs[16] ? unwinder_of(d, s->pid) : NULL;
 	if (uw)
 		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
+	/*
+	 * -a: a process gone before its mappings could be read (the reader
+	 * behind on a busy machine) keeps its frame-pointer stack.
+	 */
+	fp = d->all && uw && s->ufp >= 0 && !unwinder_knows(uw, s->regs[16]) && !proc_alive(s->pid);
 	key.pid = d->all ? s->pid : 0;
 	key.tid = d->per_thread ? s->tid : 0;
 	key.kstack = s->kstack;
 	pthread_mutex_lock(&d->lock);
-	key.ustack = n ? intern(d, key.pid, ips, n) : -1;
+	key.ustack = fp ? s->ufp : n ? intern(d, key.pid, ips, n) : -1;
 	if (n && key.ustack < 0)
 		d->st.lost++;
+	d->st.fp_fallback += fp;
 	d->st.samples++;
 	d->st.truncated += truncated;
 	count(d, &key);

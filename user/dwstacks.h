@@ -46,6 +46,7 @@ struct dwstack_stats {
 	double cpu_s;       /* CPU time the unwinding thread used */
 	__u64 unwinders;    /* processes with an unwinder now */
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
+	__u64 fp_fallback;  /* -a: samples of a process gone before it could be unwound: frame-pointer stacks */
 };
 
 /*

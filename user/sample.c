@@ -296,8 +296,10 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 		(unsigned long long)st.samples, (unsigned long long)st.truncated,
 		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
 	if (s->procs)
-		fprintf(out, "unwinders: %llu processes hold one (at most %d), %llu given up for the cap\n",
-			(unsigned long long)st.unwinders, DWSTACK_MAX_UNWINDERS, (unsigned long long)st.unwinders_evicted);
+		fprintf(out, "unwinders: %llu processes hold one (at most %d), %llu given up for the cap; "
+			     "%llu samples of processes gone before they could be unwound kept frame-pointer stacks\n",
+			(unsigned long long)st.unwinders, DWSTACK_MAX_UNWINDERS, (unsigned long long)st.unwinders_evicted,
+			(unsigned long long)st.fp_fallback);
 }
 
 static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
@@ -336,6 +338,7 @@ static void json_unwind(struct sampler *s, struct json *j)
 	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
 	json_u64(j, "unwinders", st.unwinders);
 	json_u64(j, "unwinders_evicted", st.unwinders_evicted);
+	json_u64(j, "fp_fallback", st.fp_fallback);
 	json_obj_end(j);
 }
 

@@ -373,6 +373,11 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 	return err;
 }
 
+bool unwinder_knows(struct unwinder *u, __u64 ip)
+{
+	return u->dwfl && dwfl_addrmodule(u->dwfl, ip);
+}
+
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
 {
 	__u64 ip = s->regs[16];
