@@ -602,6 +602,8 @@ struct exit_walk {
 	} seen[TAIL_CALLEES_MAX];
 	size_t nr_seen;
 	bool nomem;
+	/* The function's own tail jumps, by target: a function followed, one not (a PLT stub), indirect. */
+	size_t nr_direct, nr_unfollowed, nr_indirect;
 };
 
 static void add_tail(struct exit_walk *w, __u64 offset, bool in_callee, bool untimed)
@@ -678,6 +680,10 @@ static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_cod
 
 	for (i = 0; i < n && !w->nomem; i++) {
 		kind = arch_exit_kind(fc->arch, addrs[i], &target);
+		if (!depth && kind == ARCH_EXIT_JMP && !w->p->go && tail_callee(w, target))
+			w->nr_direct++;
+		else if (!depth && kind != ARCH_EXIT_RET)
+			*(kind == ARCH_EXIT_JMP ? &w->nr_unfollowed : &w->nr_indirect) += 1;
 		if (kind == ARCH_EXIT_RET && !depth)
 			w->rets[w->nr_rets++] = code_offset(s, cold, addrs[i]);
 		else if (kind == ARCH_EXIT_RET)
@@ -722,9 +728,10 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
 		p->nr_tails = w.nr_tails;
 		for (i = 0; i < w.nr_tails; i++)
 			p->follows_tails |= w.tails[i].in_callee;
-		if (p->follows_tails)
-			log_debug("%s: its tail calls followed: %zu exit probes in the functions it tail-calls",
-				  p->name, w.nr_tails);
+		if (w.nr_direct + w.nr_unfollowed + w.nr_indirect)
+			log_debug("%s: tail calls: %zu to functions of its object (%zu exit probes in %zu callees), "
+				  "%zu through the PLT (not followed), %zu indirect", p->name, w.nr_direct, w.nr_in_callees,
+				  w.nr_seen - 1, w.nr_unfollowed, w.nr_indirect);
 		return;
 	}
 	free(w.rets);

@@ -14,6 +14,7 @@
  *   both US N      N calls of tail_both(US): calls callee(20) normally, then jmp callee; and
  *                  between them callee(20) from the driver (another caller, not traced)
  *   indirect US N  N calls of tail_indirect(US): spins 10 us, then jmp *%rax to callee
+ *   other US N     N calls of callee(US) from the driver only (what a tail probe costs them)
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -88,13 +89,14 @@ int main(int argc, char **argv)
 		{ "chain", "tail_chain", tail_chain },
 		{ "both", "tail_both", tail_both },
 		{ "indirect", "tail_indirect", tail_indirect },
+		{ "other", "callee", callee },
 	};
 	unsigned long long sum = 0, w0;
 	unsigned int us;
 	long i, n, k;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: tailcall c|direct|chain|both|indirect US N\n");
+		fprintf(stderr, "usage: tailcall c|direct|chain|both|indirect|other US N\n");
 		return 2;
 	}
 	us = strtoul(argv[2], NULL, 10);
