@@ -34,6 +34,17 @@
 #define FNPROF_COOKIE_SELF (1U << 29)
 /* On the entry probe of a function whose return is a uretprobe: its frame may be tail-called from. */
 #define FNPROF_COOKIE_URET (1U << 28)
+/*
+ * Above the 32 bits (the cookie is a __u64; the programs that read only these
+ * flags keep it whole): on a ret-mode exit probe past the function's own rets
+ * (fn_exit_tail), one in a function it tail-calls, that fires on that
+ * function's other calls too, which it leaves alone...
+ */
+#define FNPROF_COOKIE_TAIL (1ULL << 32)
+/* ... one on a tail jump to a function not known (indirect, PLT): the call ends there, untimed beyond ... */
+#define FNPROF_COOKIE_UNTIMED (1ULL << 33)
+/* ... and on the entry probe of a function with exits in its callees: its frame lives on through the jmp. */
+#define FNPROF_COOKIE_TAILS (1ULL << 34)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
@@ -101,6 +112,8 @@ struct fn_stats {
 	__u64 desc_calls;    /* traced calls made from these calls at any depth */
 	__u64 sys_sum;       /* on-CPU ns inside system calls (with -e) */
 	__u64 entered;       /* calls that entered, whether or not their return was seen */
+	__u64 tail_untimed;  /* calls that ended at a tail jump to a function not known (not timed beyond) */
+	__u64 tail_hits;     /* hits of its exit probes in callees that were other calls of those: their cost */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

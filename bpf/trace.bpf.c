@@ -403,7 +403,7 @@ static long dead_step(__u32 i, struct dead_ctx *c)
  */
 static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp, __u32 id)
 {
-	return f->sp == sp && f->id != id && (f->flags & (FRAME_URET | FRAME_TAIL_DONE)) == FRAME_URET;
+	return f->sp == sp && f->id != id && f->flags & (FRAME_URET | FRAME_TAILS) && !(f->flags & FRAME_TAIL_DONE);
 }
 
 /*
@@ -504,8 +504,8 @@ static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
-	__u32 d, i, cookie = bpf_get_attach_cookie(ctx);
-	__u32 id = cookie & FNPROF_COOKIE_ID_MASK;
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 d, i, id = cookie & FNPROF_COOKIE_ID_MASK;
 	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
@@ -551,7 +551,7 @@ int BPF_KPROBE(fn_entry)
 	f->desc_calls = 0;
 	f->id = id;
 	f->slot = slot;
-	f->flags = cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0;
+	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0);
 	f->sp = PT_REGS_SP(ctx);
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
@@ -774,14 +774,67 @@ static __always_inline void count_orphan(void)
 		count_drop(DROP_ORPHAN_RET);
 }
 
+/* A call of id that ended at a tail jump to a function not known: its callee's time is not in it. */
+static __always_inline void count_untimed(__u32 slot, __u32 id)
+{
+	__u32 idx = stats_idx(slot, id);
+	struct fn_stats *st = id < nr_funcs ? bpf_map_lookup_elem(&stats, &idx) : NULL;
+
+	if (st)
+		__sync_fetch_and_add(&st->tail_untimed, 1);
+}
+
+/*
+ * A hit of a probe in a tail-called function (FNPROF_COOKIE_TAIL) that is
+ * not the end of a call of the function whose probe it is: another call of
+ * the callee, from anywhere. Only counted, for the probes' cost.
+ */
+static __always_inline void count_tail_hit(__u64 cookie)
+{
+	__u32 id = cookie & FNPROF_COOKIE_ID_MASK, slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+	__u32 idx = stats_idx(slot, id);
+	struct fn_stats *st;
+
+	st = id < nr_funcs && slot < nr_slots ? bpf_map_lookup_elem(&stats, &idx) : NULL;
+	if (st)
+		__sync_fetch_and_add(&st->tail_hits, 1);
+}
+
+/*
+ * The frame a probe past the function's rets (fn_exit_tail) closes, with
+ * cookie, at sp, of the d on the stack (top the topmost); *id becomes its
+ * function's. -1 for none: a site in a callee that fires on another call of
+ * it (its stack pointer is no frame's of the function) is no orphan. The
+ * frame is the function's own, or a traced tail callee's above it at the
+ * same stack pointer: its own probe, here too, then closes the function's
+ * (whichever of the two runs first, each closes one).
+ */
+static __always_inline int tail_frame(struct thread_state *ts, struct fn_frame *top, __u32 d, __u64 sp,
+				      __u64 cookie, __u32 *id)
+{
+	int k = match_frame(ts, d, *id, sp);
+
+	if (k < 0 && cookie & FNPROF_COOKIE_TAIL) {
+		count_tail_hit(cookie);
+		return -1;
+	}
+	if (k >= 0 && !stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
+		*id = top->id;
+		return d - 1;
+	}
+	return k < 0 ? -2 : k;
+}
+
 /*
  * The return of a traced call: a uretprobe (after ret popped the return
  * address) or, at_ret, a probe on a ret instruction (before it: the stack
  * pointer is as at entry). Two programs, so that neither needs the attach
- * cookie to tell which it is.
+ * cookie to tell which it is; a third (tail) for the probes past the rets,
+ * which reads it (FNPROF_COOKIE_TAIL, _UNTIMED).
  */
-static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
+static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail)
 {
+	__u64 cookie = 0;
 	__u64 now = bpf_ktime_get_ns(), off;
 	struct fn_frame *f, *top, *parent = NULL;
 	struct thread_ctrs *tc = NULL;
@@ -793,6 +846,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 
 	if (!links_per_process && proc_slot(current_tgid()) < 0)
 		return 0;
+	if (tail)
+		cookie = bpf_get_attach_cookie(ctx);
 	ts = probe_thread(ctx, false);
 	/*
 	 * Burst mode: a call entered before the probes were last paused is not an
@@ -801,7 +856,10 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	if (ts && !gen_live(ts))
 		return 0;
 	if (!ts || !ts->depth) {
-		count_orphan();
+		if (cookie & FNPROF_COOKIE_TAIL)
+			count_tail_hit(cookie);
+		else
+			count_orphan();
 		return 0;
 	}
 	/* Running, so switched back in: sched_switch did not see it (the time off the CPU is lost). */
@@ -814,7 +872,12 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 	d = ts->depth;
 	sp = PT_REGS_SP(ctx) + (at_ret ? ARCH_RET_ADDR_BYTES : 0);
 	top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
-	if (!stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
+	if (tail) {
+		id = cookie & FNPROF_COOKIE_ID_MASK;
+		k = tail_frame(ts, top, d, sp, cookie, &id);
+		if (k == -1)
+			return 0;
+	} else if (!stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
 		/*
 		 * The common case, without the cookie (a helper call): entries drop
 		 * the frames at or below their stack pointer, so on one stack no two
@@ -866,6 +929,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 		call_counters(ts, tc, k, parent != NULL, &c);
 	}
 	account(f->slot, id, &c, f);
+	if (cookie & FNPROF_COOKIE_UNTIMED)
+		count_untimed(f->slot, id);
 	if (slow_ns && c.wall >= slow_ns)
 		slow_emit(ctx, ts, k, f, &(struct slow_figures){ .wall = c.wall, .oncpu = c.oncpu, .runq = c.runq,
 			  .blocked = c.blocked, .now = now, .id = id, .at_ret = at_ret });
@@ -892,7 +957,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret)
 SEC("uretprobe")
 int BPF_KRETPROBE(fn_exit)
 {
-	return fn_return(ctx, false);
+	return fn_return(ctx, false, false);
 }
 
 /*
@@ -931,7 +996,19 @@ int BPF_KPROBE(fn_mid)
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_ret)
 {
-	return fn_return(ctx, true);
+	return fn_return(ctx, true, false);
+}
+
+/*
+ * --exit=ret, past the function's rets: the exits of the functions it
+ * tail-calls (the call ends when the callee returns, at the stack pointer
+ * the function's own ret would have had), and tail jumps to functions not
+ * known (the call ends at the jmp, counted untimed beyond it).
+ */
+SEC("uprobe")
+int BPF_KPROBE(fn_exit_tail)
+{
+	return fn_return(ctx, true, true);
 }
 
 /*

@@ -63,6 +63,13 @@ struct fn_frame {
  * negative still; the calibration's stepped-pair case measures the sum.
  */
 #define PAIR_OFFSET_NS 6000
+/*
+ * A ret-mode frame whose function has exit probes in the functions it
+ * tail-calls (FNPROF_COOKIE_TAILS): it lives on through the jmp, so a
+ * traced callee entered at its stack pointer is its tail callee, as under
+ * FRAME_URET.
+ */
+#define FRAME_TAILS 16U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {

@@ -51,6 +51,16 @@ void arch_code_free(struct arch_code *a);
  */
 int find_exits(struct arch_code *a, __u64 **addrs);
 
+/* What one of those exits is: a ret, a direct jmp (a tail call to a known address), an indirect jmp. */
+enum arch_exit_kind {
+	ARCH_EXIT_RET,
+	ARCH_EXIT_JMP,
+	ARCH_EXIT_JMP_IND,
+};
+
+/* The kind of the exit find_exits found at addr; for ARCH_EXIT_JMP, *target is where it goes. */
+enum arch_exit_kind arch_exit_kind(struct arch_code *a, __u64 addr, __u64 *target);
+
 /*
  * Whether the function calls nothing: no call, no jmp out of its parts (a
  * tail call), no indirect jmp but a switch's. false when its code does not

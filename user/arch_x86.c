@@ -693,6 +693,20 @@ int find_exits(struct arch_code *a, __u64 **addrs)
 	return (int)n;
 }
 
+enum arch_exit_kind arch_exit_kind(struct arch_code *a, __u64 addr, __u64 *target)
+{
+	const struct code *c = walked(a);
+	long i = c ? index_of(c, addr) : -1;
+
+	*target = 0;
+	if (i < 0 || c->ins[i].kind == K_RET)
+		return ARCH_EXIT_RET;
+	if (c->ins[i].kind != K_JMP)
+		return ARCH_EXIT_JMP_IND;
+	*target = c->ins[i].target;
+	return ARCH_EXIT_JMP;
+}
+
 bool arch_is_leaf(struct arch_code *a)
 {
 	const struct code *c = walked(a);

@@ -325,7 +325,7 @@ unsigned int calib_cases_of(const struct probe *p)
 	unsigned int mask = 1U << p->kind;
 
 	if (p->exit == EXIT_RET)
-		mask |= 1U << CAL_RET | 1U << CAL_EMULATED;
+		mask |= 1U << CAL_RET | 1U << CAL_EMULATED | (p->follows_tails ? 1U << CAL_ENTRY_ONLY : 0);
 	else if (p->exit == EXIT_NONE)
 		mask |= 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED;
 	return mask;
@@ -412,6 +412,15 @@ void calib_cost_range(const struct calibration *c, const struct probe *p, double
 	*lo = cost_of(c->cost_lo, p);
 	*hi = cost_of(c->cost_hi, p);
 	*hi = *hi < *lo ? *lo : *hi;
+}
+
+double calib_exit_hit_cost(const struct calibration *c)
+{
+	double ns = c->cost_ns[CAL_RET] - c->cost_ns[CAL_ENTRY_ONLY];
+
+	if (!(c->cases & 1U << CAL_RET) || !(c->cases & 1U << CAL_ENTRY_ONLY) || isnan(ns))
+		return 0;
+	return ns > 0 ? ns : 0;
 }
 
 double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s)

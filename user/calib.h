@@ -126,6 +126,12 @@ double calib_cost(const struct calibration *c, const struct probe *p);
 /* The range that cost took over the calibrations' rounds: *lo, *hi (calib_cost's when not known). */
 void calib_cost_range(const struct calibration *c, const struct probe *p, double *lo, double *hi);
 /*
+ * The cost of one hit of a ret-mode exit probe alone (a ret probe with an
+ * emulated entry, less the entry alone): what a probe in a tail-called
+ * function costs each of that one's other calls. 0 when not measured.
+ */
+double calib_exit_hit_cost(const struct calibration *c);
+/*
  * The same, bounded by what the traced calls s show: the probes cannot have
  * cost a call more than its whole measured interval (the function's own time
  * and the probes' part inside it) plus the part outside it (cost less bias,

@@ -33,6 +33,7 @@ void probe_list_free(struct probe_list *pl)
 		free(pl->probes[i].object);
 		free(pl->probes[i].open_path);
 		free(pl->probes[i].exits);
+		free(pl->probes[i].tails);
 	}
 	free(pl->probes);
 	free(pl->go_exit_path);

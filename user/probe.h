@@ -49,6 +49,16 @@ static inline bool site_paired(enum site_kind k)
 const char *site_kind_name(enum site_kind k);
 const char *exit_mode_name(enum exit_mode m);
 
+/*
+ * EXIT_RET: a probe beyond the function's own ret instructions, where a call
+ * of it may end after a tail call (resolve.c follows them).
+ */
+struct tail_site {
+	__u64 offset;     /* file offset, in the function's object */
+	bool in_callee;   /* in a function it tail-calls: it fires on that one's other calls too */
+	bool untimed;     /* a tail jump to a function not known (indirect, PLT): the call ends there */
+};
+
 struct probe {
 	char *name;       /* function */
 	char *object;     /* object path as the target sees it */
@@ -66,6 +76,9 @@ struct probe {
 	const char *exit_why; /* why that mode (auto) */
 	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */
 	int nr_exits;
+	struct tail_site *tails;  /* EXIT_RET: the sites past the rets (tail calls), or NULL */
+	int nr_tails;
+	bool follows_tails;       /* some are in callees: its frame lives on through a tail call */
 	/*
 	 * A Go function: its calls are kept per goroutine (the running one is in
 	 * r14), closed at its ret wherever the goroutine runs; on/off-CPU time

@@ -131,6 +131,9 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	if (r->interval_s > 0)
 		fig->calls_per_s = fig->calls / r->interval_s;
 	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
+	fig->tail_untimed = s->tail_untimed * est;
+	if (r->cal)
+		fig->tail_probe_ns = s->tail_hits * calib_exit_hit_cost(r->cal);
 	if (!s->calls)
 		return;
 	fig->timed = p->exit != EXIT_NONE;
@@ -302,8 +305,11 @@ static double probe_overhead_ns(const struct report *r)
 	double ns = r->uncounted_probe_ns;  /* burst mode: calls while attaching or detaching */
 	size_t i;
 
-	for (i = 0; r->cal && i < r->pl->nr; i++)
+	for (i = 0; r->cal && i < r->pl->nr; i++) {
 		ns += r->stats[i].calls * calib_cost_seen(r->cal, &r->pl->probes[i], &r->stats[i]);
+		/* Exit probes in tail-called functions: each of their other calls steps there too. */
+		ns += r->stats[i].tail_hits * calib_exit_hit_cost(r->cal);
+	}
 	return ns;
 }
 
@@ -651,6 +657,24 @@ static void print_missing_returns(const struct report *r, FILE *f, const size_t 
 	}
 }
 
+/* Calls whose time ends at a tail jump to a function fnprof could not follow, function by function. */
+static void print_untimed_tails(const struct report *r, FILE *f, const size_t *order)
+{
+	char name[256];
+	size_t k;
+
+	for (k = 0; k < r->pl->nr; k++) {
+		const struct fn_stats *s = &r->stats[order[k]];
+
+		if (!s->tail_untimed)
+			continue;
+		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
+		fprintf(f, "%s: %llu of %llu calls left by a tail call to an unknown function (indirect, or through "
+			   "the PLT); their time ends at the jump\n", name, (unsigned long long)s->tail_untimed,
+			(unsigned long long)s->calls);
+	}
+}
+
 /* The table's first columns: FUNCTION's least width, and the cells the rest of a row takes. */
 #define NAME_WIDTH 28
 #define ROW_REST 106
@@ -691,6 +715,7 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	if (uncalled)
 		fprintf(f, "(%zu more traced functions were not called)\n", uncalled);
 	print_missing_returns(r, f, order);
+	print_untimed_tails(r, f, order);
 	if (child)
 		print_overhead(r, f);
 	else
@@ -798,6 +823,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_f64(j, "max", g.calls_hi);
 	json_obj_end(j);
 	json_u64(j, "entered", s->entered);
+	if (p->exit == EXIT_RET) {
+		json_u64(j, "tail_exits_untimed", (__u64)(g.tail_untimed + 0.5));
+		json_f64(j, "tail_probe_ns", g.tail_probe_ns);
+	}
 	json_f64(j, "calls_per_s", g.calls_per_s);
 	if (g.timed)
 		json_latency(j, s, &g);

@@ -72,6 +72,8 @@ struct fn_figures {
 				       traced calls beneath, at their probes' cheapest and dearest (NaN:
 				       not known) */
 	const char *cpu_unknown;    /* why on/off-CPU time and CPU% are unknown (Go), or NULL */
+	double tail_untimed;        /* calls that ended at a tail jump to a function not known (extrapolated) */
+	double tail_probe_ns;       /* what its exit probes in tail-called functions cost their other calls */
 };
 
 void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct fn_figures *fig);

@@ -574,34 +574,170 @@ static unsigned char *read_code(int fd, __u64 off, __u64 size)
 	return code;
 }
 
-/*
- * The exits of the function p (symbol s) and of its cold part, as file
- * offsets into p->exits; their number, or -EIO if the code cannot be read,
- * -EINVAL if it does not disassemble cleanly, -ENOMEM.
- */
-static int disasm_exits(struct probe *p, const struct sym *s, const struct symtab *st, struct fn_code *fc)
+/* The file offset of address addr of function s's code: in its body, or in its cold part. */
+static __u64 code_offset(const struct sym *s, const struct sym *cold, __u64 addr)
 {
-	const struct sym *cold = cold_part(st, s);
-	__u64 *addrs = NULL;
-	int i, k, n = fc->nr ? find_exits(fc->arch, &addrs) : -EIO;
+	const struct sym *in = cold && addr - cold->addr < cold->size ? cold : s;
 
-	for (i = 0; i < n && n <= MAX_EXITS; i++) {
-		k = cold && addrs[i] - cold->addr < cold->size;
-		addrs[i] = (k ? cold : s)->offset + (addrs[i] - (k ? cold : s)->addr);
-	}
-	p->exits = addrs;
-	return n;
+	return in->offset + (addr - in->addr);
 }
 
-/* EXIT_RET: the function's exits, from its code. Falls back to entry-only without them. */
-static void find_ret_exits(struct probe *p, const struct sym *s, const struct symtab *st, struct fn_code *fc)
-{
-	int n = disasm_exits(p, s, st, fc);
+/* Tail calls followed from one function: this deep, and callees visited, at most. */
+#define TAIL_DEPTH_MAX 8
+#define TAIL_CALLEES_MAX 64
 
-	if (n > 0 && n <= MAX_EXITS) {
-		p->nr_exits = n;
+/* One function's exits as they are gathered: its rets, and the sites past them (tail calls). */
+struct exit_walk {
+	struct resolver *r;
+	struct probe *p;
+	const struct symtab *st;
+	__u64 *rets;
+	size_t nr_rets;
+	struct tail_site *tails;
+	size_t nr_tails, cap_tails;
+	size_t nr_in_callees, room;   /* sites in callees, and how many more than the own exits may be */
+	struct {
+		__u64 addr;
+		bool ok;
+	} seen[TAIL_CALLEES_MAX];
+	size_t nr_seen;
+	bool nomem;
+	/* The function's own tail jumps, by target: a function followed, one not (a PLT stub), indirect. */
+	size_t nr_direct, nr_unfollowed, nr_indirect;
+};
+
+static void add_tail(struct exit_walk *w, __u64 offset, bool in_callee, bool untimed)
+{
+	if (ARRAY_RESERVE(w->tails, w->nr_tails + 1, w->cap_tails)) {
+		w->nomem = true;
 		return;
 	}
+	w->tails[w->nr_tails++] = (struct tail_site){ offset, in_callee, untimed };
+	w->nr_in_callees += in_callee;
+}
+
+/*
+ * The function a direct tail jump to addr goes to, if it is one whose code
+ * fnprof can read and follow: a symbol that starts there, in the same
+ * object. A jmp to a PLT stub (foo@plt) has none: the library's function
+ * is only known once the loader has bound it.
+ */
+static const struct sym *tail_callee(const struct exit_walk *w, __u64 addr)
+{
+	const struct sym *c = symtab_lookup(w->st, addr);
+
+	if (!c || c->addr != addr || !c->size || c->ifunc || c->go || strstr(c->name, ".cold"))
+		return NULL;
+	return c;
+}
+
+static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, int depth);
+
+/*
+ * A tail call to the function at addr, from depth (0: the traced function):
+ * its exits become the call's, as sites in a callee. False when it cannot
+ * be followed (unknown, too deep, too many sites): then the jmp ends the call.
+ */
+static bool follow_callee(struct exit_walk *w, __u64 addr, int depth)
+{
+	const struct sym *c = tail_callee(w, addr);
+	struct fn_code fc;
+	size_t i, k;
+	bool ok;
+
+	if (!c || depth >= TAIL_DEPTH_MAX)
+		return false;
+	for (i = 0; i < w->nr_seen; i++)
+		if (w->seen[i].addr == addr)
+			return w->seen[i].ok;
+	if (w->nr_seen == TAIL_CALLEES_MAX)
+		return false;
+	/* Marked first, so that a tail call back into it (a cycle) finds its exits already there. */
+	k = w->nr_seen++;
+	w->seen[k].addr = addr;
+	w->seen[k].ok = true;
+	fn_code_read(&fc, code_fd(w->r, w->p->open_path), c, w->st);
+	ok = fc.nr && follow_exits(w, c, &fc, depth + 1);
+	fn_code_free(&fc);
+	w->seen[k].ok = ok;
+	return ok;
+}
+
+/*
+ * The exits of function s (code fc) at depth, gathered into w: a ret ends
+ * the call (for a callee, a site in it); a tail jump to a known function is
+ * followed into that one's exits; any other tail jump ends the call, untimed
+ * beyond it. False if the code cannot be read, or the sites would be more
+ * than MAX_EXITS (then nothing of s is kept).
+ */
+static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, int depth)
+{
+	const struct sym *cold = cold_part(w->st, s);
+	size_t rets0 = w->nr_rets, tails0 = w->nr_tails, in0 = w->nr_in_callees;
+	__u64 *addrs = NULL, target;
+	int i, n = find_exits(fc->arch, &addrs);
+	enum arch_exit_kind kind;
+
+	for (i = 0; i < n && !w->nomem; i++) {
+		kind = arch_exit_kind(fc->arch, addrs[i], &target);
+		if (!depth && kind == ARCH_EXIT_JMP && !w->p->go && tail_callee(w, target))
+			w->nr_direct++;
+		else if (!depth && kind != ARCH_EXIT_RET)
+			*(kind == ARCH_EXIT_JMP ? &w->nr_unfollowed : &w->nr_indirect) += 1;
+		if (kind == ARCH_EXIT_RET && !depth)
+			w->rets[w->nr_rets++] = code_offset(s, cold, addrs[i]);
+		else if (kind == ARCH_EXIT_RET)
+			add_tail(w, code_offset(s, cold, addrs[i]), true, false);
+		else if (kind != ARCH_EXIT_JMP || w->p->go || !follow_callee(w, target, depth))
+			add_tail(w, code_offset(s, cold, addrs[i]), depth > 0, true);
+		if (w->nr_in_callees > w->room)
+			break;
+	}
+	free(addrs);
+	if (n > 0 && i == n && !w->nomem)
+		return true;
+	w->nr_rets = rets0;
+	w->nr_tails = tails0;
+	w->nr_in_callees = in0;
+	return false;
+}
+
+/*
+ * EXIT_RET: the function's exits, from its code, and those of the functions
+ * it tail-calls (a `jmp other` with its frame popped: the call goes on in
+ * other, until other returns). Falls back to entry-only without them.
+ */
+static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st,
+			   struct fn_code *fc)
+{
+	struct exit_walk w = { .r = r, .p = p, .st = st };
+	__u64 *addrs = NULL;
+	int n = fc->nr ? find_exits(fc->arch, &addrs) : -EIO;
+	size_t i;
+
+	free(addrs);
+	w.seen[w.nr_seen++].addr = s->addr;
+	w.seen[0].ok = true;
+	/* The own exits are n at most (each ret, or a jmp that ends the call): the callees get the rest. */
+	w.room = n > 0 && n <= MAX_EXITS ? MAX_EXITS - n : 0;
+	w.rets = n > 0 && n <= MAX_EXITS ? calloc(n, sizeof(*w.rets)) : NULL;
+	if (w.rets && follow_exits(&w, s, fc, 0)) {
+		p->exits = w.rets;
+		p->nr_exits = w.nr_rets;
+		p->tails = w.tails;
+		p->nr_tails = w.nr_tails;
+		for (i = 0; i < w.nr_tails; i++)
+			p->follows_tails |= w.tails[i].in_callee;
+		if (w.nr_direct + w.nr_unfollowed + w.nr_indirect)
+			log_debug("%s: tail calls: %zu to functions of its object (%zu exit probes in %zu callees), "
+				  "%zu through the PLT (not followed), %zu indirect", p->name, w.nr_direct, w.nr_in_callees,
+				  w.nr_seen - 1, w.nr_unfollowed, w.nr_indirect);
+		return;
+	}
+	free(w.rets);
+	free(w.tails);
+	if (w.nomem || (n > 0 && n <= MAX_EXITS && !w.rets))
+		n = -ENOMEM;
 	if (n > MAX_EXITS)
 		log_warn("%d exits in '%s', more than the %d fnprof probes in one function: counting its calls only",
 			 n, p->name, MAX_EXITS);
@@ -609,8 +745,6 @@ static void find_ret_exits(struct probe *p, const struct sym *s, const struct sy
 		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
 			 n == -EINVAL ? "its code does not disassemble cleanly" : n < 0 ? strerror(-n) :
 			 "it only tail-calls or never returns");
-	free(p->exits);
-	p->exits = NULL;
 	p->exit = EXIT_NONE;
 }
 
@@ -673,7 +807,7 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 		p->exit_why = "the program's entry point: jumped to, never returns";
 	}
 	if (p->exit == EXIT_RET)
-		find_ret_exits(p, s, st, fc);
+		find_ret_exits(r, p, s, st, fc);
 	if (s->go && p->exit == EXIT_RET) {
 		p->go = true;
 		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";

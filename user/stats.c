@@ -13,7 +13,7 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b)
 	size_t i;
 
 	/* Calls that entered but have not returned have no latency: only their count is merged. */
-	if (!b->calls && !b->entered)
+	if (!b->calls && !b->entered && !b->tail_hits)
 		return;
 	if (b->calls && (!a->calls || b->wall_min < wall_min))
 		wall_min = b->wall_min;

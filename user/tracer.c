@@ -173,6 +173,17 @@ static bool probes_at_ret(const struct tracer *t)
 	return false;
 }
 
+/* Whether a function traced has exit probes past its rets (fn_exit_tail): tail calls. */
+static bool probes_tails(const struct tracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->pl->nr; i++)
+		if (t->pl->probes[i].exit == EXIT_RET && t->pl->probes[i].nr_tails)
+			return true;
+	return false;
+}
+
 /* Whether a probe to attach has a paired entry (fn_mid). */
 static bool probes_paired(const struct tracer *t)
 {
@@ -233,6 +244,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
+	bpf_program__set_autoload(skel->progs.fn_exit_tail, probes_tails(t));
+	uprobes_prepare(skel->progs.fn_exit_tail, t->links.multi);
 	bpf_program__set_autoload(skel->progs.fn_mid, probes_paired(t));
 	uprobes_prepare(skel->progs.fn_mid, t->links.multi);
 	skel->rodata->go_calls = traces_go(t->pl);
@@ -323,7 +336,7 @@ static int load(struct tracer *t, const struct events *evs)
 
 /* A probe of function p in process pid: program prog at offset, with cookie. */
 static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t pid, struct bpf_program *prog,
-				  __u64 offset, __u32 cookie)
+				  __u64 offset, __u64 cookie)
 {
 	return (struct uprobe_site){
 		.prog = prog, .path = p->open_path, .offset = offset, .cookie = cookie,
@@ -333,10 +346,12 @@ static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t
 
 /*
  * The exit probes of p into out: a uretprobe, or one uprobe per ret
- * instruction; cookie: the slot and flags. Returns how many.
+ * instruction and one per site past them (tail calls: fn_exit_tail, which
+ * reads the cookie's flags); cookie: the slot and flags. Returns how many.
  */
 static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u32 cookie, struct uprobe_site *out)
 {
+	const struct tail_site *ts;
 	int i;
 
 	cookie |= p->id;
@@ -348,7 +363,13 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
 		out[i] = site_of(t, p, pid, p->go ? t->skel->progs.go_exit_ret : t->skel->progs.fn_exit_ret,
 				 p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
-	return p->exit == EXIT_RET ? p->nr_exits : 0;
+	for (i = 0; p->exit == EXIT_RET && i < p->nr_tails; i++) {
+		ts = &p->tails[i];
+		out[p->nr_exits + i] = site_of(t, p, pid, t->skel->progs.fn_exit_tail, ts->offset,
+					       cookie | FNPROF_COOKIE_AT_RET | (ts->in_callee ? FNPROF_COOKIE_TAIL : 0) |
+					       (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0));
+	}
+	return p->exit == EXIT_RET ? p->nr_exits + p->nr_tails : 0;
 }
 
 /* Go: where a goroutine ends (runtime.goexit1), its open calls are let go. */
@@ -361,8 +382,10 @@ static struct uprobe_site go_exit_site(struct tracer *t, pid_t pid)
 }
 
 /* What an entry probe's program must know of the function's exit probes. */
-static __u32 entry_flags(const struct probe *p)
+static __u64 entry_flags(const struct probe *p)
 {
+	if (p->exit == EXIT_RET && p->follows_tails)
+		return FNPROF_COOKIE_TAILS;
 	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
 }
 
@@ -381,7 +404,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	int err;
 
 	for (i = 0; i < nr; i++)
-		cap += 3 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits : 0);
+		cap += 3 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits + probes[i].nr_tails : 0);
 	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;

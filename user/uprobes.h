@@ -17,7 +17,7 @@ struct uprobe_site {
 	const char *path;
 	pid_t pid;
 	__u64 offset;
-	__u32 cookie;
+	__u64 cookie;
 	bool retprobe;
 	const char *what, *object;   /* function and object, for messages */
 };
