@@ -555,7 +555,7 @@ int BPF_KPROBE(fn_entry)
 	f->sp = PT_REGS_SP(ctx);
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
-	f->probe_off0 = ts->probe_off_cum;
+	f->probe_off = 0;
 	f->cpu = bpf_get_smp_processor_id();
 	f->runq0 = ts->runq_cum;
 	f->blocked0 = ts->blocked_cum;
@@ -910,7 +910,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	if (stack_switching && parent && parent->sp <= f->sp)
 		parent = NULL;
 	/* Time switched out before the function's first instruction ran is the entry probes'. */
-	off = ts->probe_off_cum - f->probe_off0;
+	off = f->probe_off;
 	/* A paired call's start may lie ahead (fn_mid): a reading under 0 is taken as 0. */
 	c.wall = now > f->start_ns ? now - f->start_ns : 0;
 	c.wall -= off < c.wall ? off : c.wall;
@@ -985,7 +985,7 @@ int BPF_KPROBE(fn_mid)
 	if (f->id != id || f->flags & FRAME_PAIRED || now < f->start_ns)
 		return 0;
 	f->flags |= FRAME_PAIRED | (cookie & FNPROF_COOKIE_AT_RET ? FRAME_PAIR_AT_RET : 0);
-	off = ts->probe_off_cum - f->probe_off0;
+	off = f->probe_off;
 	a = now - f->start_ns;
 	/* return - start' - (off_A + off_B) = (B - off_B) - (A - off_A) + PAIR_OFFSET_NS */
 	f->start_ns = now + a - 2 * off - PAIR_OFFSET_NS;
@@ -1126,8 +1126,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	if (!now)
 		now = bpf_ktime_get_ns();
-	if (ts->out_probe)
-		ts->probe_off_cum += now - ts->out_ns;
+	/*
+	 * The frame on top is the one whose entry probe it was; only its own
+	 * reading leaves it out. A call suspended on another stack (a coroutine's)
+	 * meanwhile keeps it, as its own clock does.
+	 */
+	if (ts->out_probe && ts->depth)
+		ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)].probe_off += now - ts->out_ns;
 	else if (ts->out_runnable)
 		ts->runq_cum += now - ts->out_ns;
 	else

@@ -24,7 +24,12 @@ struct fn_frame {
 	__u64 child_wall;    /* wall of traced calls made from this one */
 	__u64 sp;            /* stack pointer at entry: identifies the frame */
 	__u64 ip;            /* the function's address (where the entry probe is) */
-	__u64 probe_off0;    /* thread's probe_off_cum at entry */
+	/*
+	 * ns switched out in the return path of this call's entry probe: not its
+	 * time. Its callers keep it in theirs: untraced, the preemption would
+	 * have come as it fell due, in their code.
+	 */
+	__u64 probe_off;
 	__u32 id;            /* function id (from the attach cookie) */
 	__u32 cpu;           /* CPU at entry */
 	__u32 outer;         /* 1 if no activation of the same function is below */
@@ -117,7 +122,6 @@ struct thread_state {
 	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
 	__u32 idx;           /* its index in the pool (and in that of counter frames) */
 	__u32 over;          /* calls entered above the deepest frame (counted as DROP_DEPTH) not yet returned */
-	__u64 probe_off_cum; /* ns switched out in entry probes' return paths: not the calls' time */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */
