@@ -106,19 +106,6 @@ struct {
 } pdw_bufs SEC(".maps");
 
 /*
- * Records wake the reader only when the ring buffer is half full: it reads
- * every 50 ms anyway (rbreader.c), and a wake-up at each record makes it
- * runnable just as the thread that sent it returns to user space, which on
- * a busy machine preempts that thread: run-queue waits the profile then
- * counts, caused by itself.
- */
-static __always_inline __u64 pdw_wakeup(void)
-{
-	return bpf_ringbuf_query(&pdw_rb, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&pdw_rb, BPF_RB_RING_SIZE) / 2 ?
-		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
-/*
  * This CPU's buffer, claimed for one record, or NULL. A uprobe program runs
  * with preemption enabled (migration only is disabled): one preempted while
  * it copies a stack into the buffer (heap's uretprobe on malloc) can see
@@ -174,7 +161,7 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 	if (len > FNPROF_MAX_STACK_COPY)
 		len = FNPROF_MAX_STACK_COPY;
 	b->hdr.user.stack_len = len;
-	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, pdw_wakeup())) {
+	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, rb_wakeup(&pdw_rb))) {
 		pdw_release(b);
 		pbump(PDROP_RINGBUF);
 		pbump(PDROP_DW_FP);
@@ -197,7 +184,7 @@ static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struc
 	b->hdr.op = PDW_BY_ID;
 	b->hdr.id = 0;
 	b->hdr.user.stack_len = 0;
-	err = bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), pdw_wakeup());
+	err = bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), rb_wakeup(&pdw_rb));
 	pdw_release(b);
 	if (!err)
 		return true;

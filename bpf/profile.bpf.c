@@ -112,7 +112,7 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 t
 	if (len > FNPROF_MAX_STACK_COPY)
 		len = FNPROF_MAX_STACK_COPY;
 	b->hdr.stack_len = len;
-	if (bpf_ringbuf_output(&samples, b, sizeof(b->hdr) + len, 0))
+	if (bpf_ringbuf_output(&samples, b, sizeof(b->hdr) + len, rb_wakeup(&samples)))
 		bump(SDROP_RINGBUF);
 }
 
