@@ -26,7 +26,7 @@ struct slow {
 	struct slow_rec ring[SLOW_KEEP];   /* record seq at [(seq - 1) % SLOW_KEEP] */
 	__u64 seq;                 /* the last record's */
 	__u64 reported;            /* the last record an interval view took */
-	__u64 seen_mark, no_block_mark;    /* the kernel's counters then */
+	__u64 seen_mark, no_block_mark, rate_mark, ringbuf_mark;  /* the kernel's counters then */
 };
 
 /* Names n addresses (leaf first) into out, up to max, the probes' own kernel frames left out. */
@@ -166,10 +166,14 @@ int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, struc
 	/* A record sent after the counters were read is in recs, not yet in seen. */
 	out->dropped = out->seen > out->nr ? out->seen - out->nr : 0;
 	out->no_block_stack = kdrops[SLOWDROP_NO_BLOCK] - (total ? 0 : s->no_block_mark);
+	out->over_rate = kdrops[SLOWDROP_RATE] - (total ? 0 : s->rate_mark);
+	out->ringbuf_full = kdrops[SLOWDROP_RINGBUF] - (total ? 0 : s->ringbuf_mark);
 	if (!total && out->recs) {
 		s->reported = s->seq;
 		s->seen_mark = kdrops[SLOWDROP_SEEN];
 		s->no_block_mark = kdrops[SLOWDROP_NO_BLOCK];
+		s->rate_mark = kdrops[SLOWDROP_RATE];
+		s->ringbuf_mark = kdrops[SLOWDROP_RINGBUF];
 	}
 	pthread_mutex_unlock(&s->lock);
 	return out->recs ? 0 : -ENOMEM;

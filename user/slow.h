@@ -42,6 +42,8 @@ struct slow_view {
 	size_t nr;
 	__u64 seen;              /* slow calls in the report's span */
 	__u64 dropped;           /* of them, not in recs (rate limit, full ring buffer, ring of kept ones) */
+	__u64 over_rate;         /* of those, over the rate limit (SLOW_RATE a second) */
+	__u64 ringbuf_full;      /* and with the ring buffer to user space full */
 	__u64 no_block_stack;    /* in recs without their longest block's stack (no capture slot was free) */
 };
 

@@ -50,8 +50,15 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 		(unsigned long long)v->seen);
 	if (v->seen && first)
 		fprintf(f, ", the last %zu; %zu earlier ones in --json", v->nr - first, first);
-	if (v->dropped)
-		fprintf(f, ", %llu not kept (rate limit %d/s, buffers full)", (unsigned long long)v->dropped, SLOW_RATE);
+	if (v->dropped) {
+		__u64 sent = v->over_rate + v->ringbuf_full;
+
+		/* Sent but not in recs: older than the SLOW_KEEP kept (or sent after the counters were read). */
+		fprintf(f, ", %llu not kept (%llu over the rate limit of %d/s, %llu with the ring buffer full, %llu "
+			   "beyond the last %d kept)", (unsigned long long)v->dropped, (unsigned long long)v->over_rate,
+			SLOW_RATE, (unsigned long long)v->ringbuf_full,
+			(unsigned long long)(v->dropped > sent ? v->dropped - sent : 0), SLOW_KEEP);
+	}
 	fprintf(f, "%s\n", v->seen ? ":" : "");
 	for (i = first; i < v->nr; i++)
 		print_one(&v->recs[i], pl, f);
@@ -105,5 +112,7 @@ void slow_print_json(const struct slow_view *v, const struct probe_list *pl, str
 	json_arr_end(j);
 	json_u64(j, "slow_calls_seen", v->seen);
 	json_u64(j, "slow_calls_dropped", v->dropped);
+	json_u64(j, "slow_calls_over_rate", v->over_rate);
+	json_u64(j, "slow_calls_ringbuf_full", v->ringbuf_full);
 	json_u64(j, "slow_blocked_stacks_lost", v->no_block_stack);
 }
