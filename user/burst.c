@@ -217,6 +217,26 @@ void burst_rate(struct burst *b)
 	b->nr_rated++;
 }
 
+/*
+ * Student's t for a two-sided 99.73% interval (three standard errors of a
+ * normal mean) with df degrees of freedom: a standard deviation estimated
+ * from a few bursts is itself uncertain, and three of it fall short (with
+ * 20 bursts a range missed the truth by 0.1%).
+ */
+static double t_9973(int df)
+{
+	static const double t[] = { 0, 235.8, 19.21, 9.22, 6.62, 5.51, 4.90, 4.53, 4.28, 4.09, 3.96,
+				    3.85, 3.76, 3.69, 3.64, 3.59, 3.54, 3.51, 3.48, 3.45, 3.42 };
+
+	if (df < 1)
+		return NAN;
+	if (df < (int)(sizeof(t) / sizeof(t[0])))
+		return t[df];
+	/* Beyond: 3.27 at 30, 3.13 at 60, 3.06 at 120 (linear between; an upper bound). */
+	return df <= 30 ? 3.27 + (3.42 - 3.27) * (30 - df) / 10 : df <= 60 ? 3.13 + (3.27 - 3.13) * (60 - df) / 30 :
+	       df <= 120 ? 3.06 + (3.13 - 3.06) * (120 - df) / 60 : 3.06;
+}
+
 double burst_rate_error(const struct burst *b)
 {
 	double mean, var;
@@ -227,7 +247,7 @@ double burst_rate_error(const struct burst *b)
 	var = b->rate_sq_sum / b->rated_work - mean * mean;
 	/* The weighted variance, with Bessel's correction for a sample of nr_rated. */
 	var = var > 0 ? var * b->nr_rated / (b->nr_rated - 1) : 0;
-	return 3 * sqrt(var / b->nr_rated) / mean;
+	return t_9973(b->nr_rated - 1) * sqrt(var / b->nr_rated) / mean;
 }
 
 static void end_burst(struct burst *b, struct tracer *t, double now)

@@ -108,7 +108,8 @@ void burst_total_share(const struct burst *b, struct burst_share *sh);
 void burst_rate(struct burst *b);
 
 /*
- * The relative error of the bursts' mean call rate (three standard errors),
+ * The relative error of the bursts' mean call rate (a 99.73% interval: three
+ * standard errors, by Student's t for the few bursts there are),
  * NaN with fewer than BURST_MIN_RATED rated bursts.
  */
 double burst_rate_error(const struct burst *b);

@@ -70,28 +70,35 @@ static void fraction_by_work(void)
 	CHECK(isnan(sh.lo) && isnan(sh.hi));   /* no burst rated: the error is not known */
 }
 
-/* Issue 23: the range of an estimate is three standard errors of the bursts' mean call rate. */
+/*
+ * Issue 23: the range of an estimate is a 99.73% interval of the bursts' mean
+ * call rate: three standard errors, by Student's t for the bursts there are.
+ */
 static void range_from_burst_rates(void)
 {
 	struct burst b = start();
 	struct burst_share sh;
-	static const __u64 calls[] = { 1000, 1000, 1000, 500 };  /* one slow burst: half the calls */
+	/* One slow burst: half the calls. */
+	static const __u64 calls[] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 500 };
 	double err;
 	size_t i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 8; i++) {
 		b.burst_cpu = 20 * MS;
 		b.burst_probe = 0;
 		b.burst_calls = calls[i];
 		burst_rate(&b);
 		CHECK(b.nr_rated == (int)i + 1 && (i < 2 ? isnan(burst_rate_error(&b)) : !isnan(burst_rate_error(&b))));
 	}
-	/* Rates 50, 50, 50, 25 a ms of work (equal weights): mean 43.75, sample sd 12.5, 3 SE 18.75. */
+	/*
+	 * Rates 50 (7 times) and 25 a ms of work (equal weights): mean 46.875,
+	 * sample sd 8.839, SE 3.125; t for 7 degrees of freedom 4.53 (not 3).
+	 */
 	err = burst_rate_error(&b);
-	CHECK(NEAR(err, 18.75 / 43.75));
+	CHECK(NEAR(err, 4.53 * 3.125 / 46.875));
 	b.burst_cpu = 1 * MS;   /* too little work to rate */
 	burst_rate(&b);
-	CHECK(b.nr_rated == 4);
+	CHECK(b.nr_rated == 8);
 	burst_then_pause(&b);
 	burst_total_share(&b, &sh);
 	CHECK(NEAR(sh.lo, sh.fraction / (1 + err)) && NEAR(sh.hi, sh.fraction / (1 - err)));
