@@ -70,14 +70,25 @@ static size_t pid_hash(pid_t pid, size_t cap)
 static int reindex(struct proctab *t)
 {
 	size_t cap = 1024, i, h;
+	__u32 *index;
 
 	while (cap < 2 * (t->nr + 1))
 		cap *= 2;
-	free(t->index);
-	t->index = calloc(cap, sizeof(*t->index));
-	t->index_cap = t->index ? cap : 0;
-	if (!t->index)
+	/*
+	 * It only grows: one big enough is emptied and filled again (after
+	 * forget(), whose entries moved), and a larger one is allocated before
+	 * the old goes, which stays whole if there is no memory.
+	 */
+	if (cap <= t->index_cap) {
+		cap = t->index_cap;
+		memset(t->index, 0, cap * sizeof(*t->index));
+	} else if (!(index = calloc(cap, sizeof(*index)))) {
 		return -ENOMEM;
+	} else {
+		free(t->index);
+		t->index = index;
+		t->index_cap = cap;
+	}
 	for (i = 0; i < t->nr; i++) {
 		for (h = pid_hash(t->ent[i].pid, cap); t->index[h]; h = (h + 1) & (cap - 1))
 			;
@@ -242,10 +253,13 @@ void proctab_scan(struct proctab *t, int map_fd)
 			continue;
 		v.comm[sizeof(v.comm) - 1] = 0;
 		e = add(t, key, v.comm);
-		if (e && proc_alive(key))
+		if (e && proc_alive(key)) {
 			hold_symbolizer(t, e);
-		else if (e)
+		} else if (e) {
+			/* Gone before it was first read: it exited too. */
 			e->exited = true;
+			t->st.exited++;
+		}
 	}
 	for (i = 0; i < t->nr; i++)
 		check_proc(t, &t->ent[i], now);

@@ -30,7 +30,7 @@ struct proctab_stats {
 	size_t procs;             /* known now */
 	size_t symbolizers;       /* holding a symbolizer now */
 	size_t objects;           /* distinct object files whose symbols are held */
-	__u64 exited;             /* seen exiting */
+	__u64 exited;             /* seen exiting, or gone when first read */
 	__u64 evicted;            /* symbolizers given up for the cap while the process ran or before its report */
 	__u64 forgotten;          /* processes forgotten for the cap on known ones */
 };
