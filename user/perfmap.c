@@ -10,8 +10,10 @@
 #include <linux/openat2.h>
 
 #include "array.h"
+#include "clock.h"
 #include "log.h"
 #include "perfmap.h"
+#include "proc.h"
 #include "safeopen.h"
 
 struct jit_sym {
@@ -223,35 +225,15 @@ size_t perfmap_add_text(struct perfmap *pm, const char *buf, size_t len)
 	return p - buf;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The pid of process pid in its own pid namespace: the last of /proc/PID/status's "NSpid:". -1 if unknown. */
 static long ns_pid(pid_t pid)
 {
-	const char *key = "NSpid:";
-	char path[64], line[256], *p;
-	long v = -1;
-	FILE *f;
+	char v[128], *p;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, strlen(key)))
-			continue;
-		line[strcspn(line, "\n")] = 0;
-		p = strrchr(line, '\t');
-		v = p ? strtol(p, NULL, 10) : -1;
-		break;
-	}
-	if (f)
-		fclose(f);
-	return v;
+	if (proc_status(pid, "NSpid", v, sizeof(v)))
+		return -1;
+	p = strrchr(v, '\t');
+	return strtol(p ? p : v, NULL, 10);
 }
 
 /*
@@ -319,17 +301,11 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
 /* Whether the file is the target's own: owned by its real or effective user ("Uid:\treal\teffective..."). */
 static bool owned_by_target(struct perfmap *pm, const struct stat *st)
 {
-	char path[64], line[256];
 	long real = -1, eff = -1;
-	FILE *f;
+	char v[128];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pm->pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Uid: %ld %ld", &real, &eff) == 2)
-			break;
-	if (f)
-		fclose(f);
+	if (!proc_status(pm->pid, "Uid", v, sizeof(v)) && sscanf(v, "%ld %ld", &real, &eff) != 2)
+		real = eff = -1;
 	return (real >= 0 && st->st_uid == (uid_t)real) || (eff >= 0 && st->st_uid == (uid_t)eff);
 }
 
@@ -360,9 +336,9 @@ void perfmap_refresh(struct perfmap *pm, bool force)
 	struct stat st;
 	int fd;
 
-	if (!force && now_s() - pm->last_look < PERFMAP_RECHECK_MS / 1000.0)
+	if (!force && monotonic_s() - pm->last_look < PERFMAP_RECHECK_MS / 1000.0)
 		return;
-	pm->last_look = now_s();
+	pm->last_look = monotonic_s();
 	fd = open_map(pm);
 	if (fd == -ENODEV || fd == -ELOOP || fd == -EXDEV)
 		refuse(pm, "not a regular file inside its root");

@@ -104,22 +104,34 @@ bool proc_alive(pid_t pid)
 	return !read_stat_tail(pid, buf, sizeof(buf), &tail) && tail[0] != 'Z' && tail[0] != 'X';
 }
 
-__u64 proc_self_status(const char *key, int base)
+int proc_status(pid_t pid, const char *key, char *out, size_t n)
 {
 	size_t len = strlen(key);
-	unsigned long long v = 0;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "re");
+	char path[64], line[256];
+	int err = -ENOENT;
+	FILE *f;
 
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(pid ? path : "/proc/self/status", "re");
 	while (f && fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = strtoull(line + len + 1, NULL, base);
+			line[strcspn(line, "\n")] = 0;
+			snprintf(out, n, "%s", line + len + 1 + strspn(line + len + 1, " \t"));
+			err = 0;
 			break;
 		}
 	}
 	if (f)
 		fclose(f);
-	return v;
+	return err;
+}
+
+__u64 proc_self_status(const char *key, int base)
+{
+	char v[128];
+
+	return proc_status(0, key, v, sizeof(v)) ? 0 : strtoull(v, NULL, base);
 }
 
 /* Effective capability set. */

@@ -7,6 +7,13 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
+/*
+ * The value of field key of /proc/PID/status (pid 0: fnprof's own), what
+ * follows "key:" with its blanks, into out (n bytes, the line's newline
+ * cut). 0, or -ENOENT when the field or the process is not there.
+ */
+int proc_status(pid_t pid, const char *key, char *out, size_t n);
+
 /* The number in field key of /proc/self/status ("VmHWM", 10: KiB), in base. 0 when it is not there. */
 __u64 proc_self_status(const char *key, int base);
 
