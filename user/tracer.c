@@ -367,7 +367,7 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 		ts = &p->tails[i];
 		out[p->nr_exits + i] = site_of(t, p, pid, t->skel->progs.fn_exit_tail, ts->offset,
 					       cookie | FNPROF_COOKIE_AT_RET | (ts->in_callee ? FNPROF_COOKIE_TAIL : 0) |
-					       (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0));
+					       (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0) | (ts->jump ? FNPROF_COOKIE_JMP : 0));
 	}
 	return p->exit == EXIT_RET ? p->nr_exits + p->nr_tails : 0;
 }
