@@ -45,6 +45,13 @@
 #define FNPROF_COOKIE_UNTIMED (1ULL << 33)
 /* ... and on the entry probe of a function with exits in its callees: its frame lives on through the jmp. */
 #define FNPROF_COOKIE_TAILS (1ULL << 34)
+/*
+ * On a followed tail jmp of the function itself (fn_exit_tail): its call
+ * goes on in the callee from here, so the probes in the callee may close
+ * its frame; until then they are the callee's other calls (a frame at the
+ * same stack pointer is one abandoned by an exception or longjmp).
+ */
+#define FNPROF_COOKIE_JMP (1ULL << 35)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
@@ -114,6 +121,12 @@ struct fn_stats {
 	__u64 entered;       /* calls that entered, whether or not their return was seen */
 	__u64 tail_untimed;  /* calls that ended at a tail jump to a function not known (not timed beyond) */
 	__u64 tail_hits;     /* hits of its exit probes in callees that were other calls of those: their cost */
+	/*
+	 * Such hits (of any traced function's probes in callees) on the thread
+	 * while these calls were open, at any depth: their cost is inside them...
+	 */
+	__u64 tail_hits_inside;
+	__u64 tail_hits_self;  /* ... and those outside their traced callees' calls: in their self time */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

@@ -394,16 +394,37 @@ static long dead_step(__u32 i, struct dead_ctx *c)
 }
 
 /*
+ * Whether the return address at sp (a stack pointer as at entry: pointing
+ * at it) is still that of FRAME_TAILS frame f's call. A tail callee runs
+ * with the caller's return address where the caller had it; a new call at
+ * that stack pointer has pushed its own, from its call site (the same only
+ * when the two are called from one site, as through a function pointer).
+ * Not readable: taken as the same, the stack pointer decides.
+ */
+static __always_inline bool same_return(const struct fn_frame *f, __u64 sp)
+{
+	__u64 ra;
+
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)sp))
+		return true;
+	return ra == f->ret_addr;
+}
+
+/*
  * Whether the top frame f, at the stack pointer of a new call of function
- * id, lives on: a frame whose return is a uretprobe, left by a tail call
- * (jmp) to this function. Its callee returning first marks it; found on top
- * after that, it never got its return. A function does not tail-call itself
- * (the compiler makes that a loop): a frame of the same function at the same
- * stack pointer is one whose return was never seen, called again.
+ * id, lives on: a frame left by a tail call (jmp) to this function, whose
+ * return is a uretprobe, or in ret mode one whose jmp probe has marked it
+ * (and the return address is still its call's). Its callee returning first
+ * marks it; found on top after that, it never got its return. A function
+ * does not tail-call itself (the compiler makes that a loop): a frame of the
+ * same function at the same stack pointer is one whose return was never
+ * seen, called again.
  */
 static __always_inline bool tail_caller(const struct fn_frame *f, __u64 sp, __u32 id)
 {
-	return f->sp == sp && f->id != id && f->flags & (FRAME_URET | FRAME_TAILS) && !(f->flags & FRAME_TAIL_DONE);
+	if (f->sp != sp || f->id == id || f->flags & FRAME_TAIL_DONE)
+		return false;
+	return f->flags & FRAME_URET || (f->flags & FRAME_IN_TAIL && same_return(f, sp));
 }
 
 /*
@@ -549,10 +570,15 @@ int BPF_KPROBE(fn_entry)
 	f->sys0 = ts->sys_cum;
 	f->child_calls = 0;
 	f->desc_calls = 0;
+	f->tail_hits0 = ts->tail_hits_cum;
+	f->child_tail_hits = 0;
 	f->id = id;
 	f->slot = slot;
 	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0);
 	f->sp = PT_REGS_SP(ctx);
+	/* A function that tail-calls: what tells its callee's return from another call of the callee. */
+	if (cookie & FNPROF_COOKIE_TAILS && bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)f->sp))
+		f->ret_addr = 0;
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
 	f->probe_off = 0;
@@ -647,6 +673,7 @@ static long shift_step_from(__u32 i, struct shift_ctx *c)
 struct call {
 	__u64 wall, oncpu, runq, blocked, self, sys;
 	__u64 vcsw, ivcsw, mig;
+	__u64 tail_hits, tail_hits_self;   /* callees' exit-probe hits inside the call, and outside its callees */
 	bool scaled;
 	__u64 ctr[FNPROF_MAX_EVENTS], ctr_self[FNPROF_MAX_EVENTS];
 };
@@ -694,6 +721,10 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 	if (f->desc_calls) {
 		__sync_fetch_and_add(&st->child_calls, f->child_calls);
 		__sync_fetch_and_add(&st->desc_calls, f->desc_calls);
+	}
+	if (c->tail_hits) {
+		__sync_fetch_and_add(&st->tail_hits_inside, c->tail_hits);
+		__sync_fetch_and_add(&st->tail_hits_self, c->tail_hits_self);
 	}
 	if (c->runq)
 		__sync_fetch_and_add(&st->preempted, 1);
@@ -804,18 +835,25 @@ static __always_inline void count_tail_hit(__u64 cookie)
  * The frame a probe past the function's rets (fn_exit_tail) closes, with
  * cookie, at sp, of the d on the stack (top the topmost); *id becomes its
  * function's. -1 for none: a site in a callee that fires on another call of
- * it (its stack pointer is no frame's of the function) is no orphan. The
- * frame is the function's own, or a traced tail callee's above it at the
- * same stack pointer: its own probe, here too, then closes the function's
- * (whichever of the two runs first, each closes one).
+ * it is no orphan. That is a hit where no frame of the function has the
+ * stack pointer, or where the one that has it did not take its tail jmp
+ * (FRAME_IN_TAIL; a frame an exception or longjmp left behind) or has
+ * another return address there (left behind after its jmp): the callee's
+ * own call, whose hit the calls open on the thread pay for (tail_hits_cum).
+ * The frame is the function's own, or a traced tail callee's above it at
+ * the same stack pointer: its own probe, here too, then closes the
+ * function's (whichever of the two runs first, each closes one).
  */
 static __always_inline int tail_frame(struct thread_state *ts, struct fn_frame *top, __u32 d, __u64 sp,
 				      __u64 cookie, __u32 *id)
 {
 	int k = match_frame(ts, d, *id, sp);
+	struct fn_frame *f = &ts->frames[k & (FNPROF_MAX_DEPTH - 1)];
 
-	if (k < 0 && cookie & FNPROF_COOKIE_TAIL) {
+	if (cookie & FNPROF_COOKIE_TAIL &&
+	    (k < 0 || !(f->flags & FRAME_IN_TAIL) || !same_return(f, sp - ARCH_RET_ADDR_BYTES))) {
 		count_tail_hit(cookie);
+		ts->tail_hits_cum++;
 		return -1;
 	}
 	if (k >= 0 && !stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
@@ -832,9 +870,8 @@ static __always_inline int tail_frame(struct thread_state *ts, struct fn_frame *
  * cookie to tell which it is; a third (tail) for the probes past the rets,
  * which reads it (FNPROF_COOKIE_TAIL, _UNTIMED).
  */
-static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail)
+static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail, __u64 cookie)
 {
-	__u64 cookie = 0;
 	__u64 now = bpf_ktime_get_ns(), off;
 	struct fn_frame *f, *top, *parent = NULL;
 	struct thread_ctrs *tc = NULL;
@@ -846,8 +883,6 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 
 	if (!links_per_process && proc_slot(current_tgid()) < 0)
 		return 0;
-	if (tail)
-		cookie = bpf_get_attach_cookie(ctx);
 	ts = probe_thread(ctx, false);
 	/*
 	 * Burst mode: a call entered before the probes were last paused is not an
@@ -923,6 +958,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	c.ivcsw = ts->ivcsw_cum - f->ivcsw0;
 	c.mig = ts->mig_cum - f->mig0;
 	c.sys = ts->sys_cum - f->sys0;
+	c.tail_hits = ts->tail_hits_cum - f->tail_hits0;
+	c.tail_hits_self = c.tail_hits > f->child_tail_hits ? c.tail_hits - f->child_tail_hits : 0;
 	c.scaled = false;
 	if (nr_events) {
 		tc = ctr_frames(ts);
@@ -938,6 +975,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		parent->child_wall += c.wall;
 		parent->child_calls++;
 		parent->desc_calls += 1 + f->desc_calls;
+		parent->child_tail_hits += c.tail_hits;
 	}
 	if (stack_switching && (__u32)k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
@@ -957,7 +995,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 SEC("uretprobe")
 int BPF_KRETPROBE(fn_exit)
 {
-	return fn_return(ctx, false, false);
+	return fn_return(ctx, false, false, 0);
 }
 
 /*
@@ -996,19 +1034,47 @@ int BPF_KPROBE(fn_mid)
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_ret)
 {
-	return fn_return(ctx, true, false);
+	return fn_return(ctx, true, false, 0);
 }
 
 /*
- * --exit=ret, past the function's rets: the exits of the functions it
- * tail-calls (the call ends when the callee returns, at the stack pointer
- * the function's own ret would have had), and tail jumps to functions not
- * known (the call ends at the jmp, counted untimed beyond it).
+ * A followed tail jmp of a traced function (FNPROF_COOKIE_JMP; a direct jmp,
+ * which the kernel emulates): its frame, at the jmp's stack pointer (the
+ * entry's, the frame popped), is marked FRAME_IN_TAIL, so that the exits of
+ * its callees may close it from now on.
+ */
+static __always_inline int tail_jump(struct pt_regs *ctx, __u64 cookie)
+{
+	__u32 id = cookie & FNPROF_COOKIE_ID_MASK;
+	struct thread_state *ts;
+	int k;
+
+	if (!links_per_process && proc_slot(current_tgid()) < 0)
+		return 0;
+	ts = probe_thread(ctx, false);
+	if (!ts || !ts->depth || !gen_live(ts))
+		return 0;
+	k = match_frame(ts, ts->depth, id, PT_REGS_SP(ctx) + ARCH_RET_ADDR_BYTES);
+	if (k >= 0)
+		ts->frames[k & (FNPROF_MAX_DEPTH - 1)].flags |= FRAME_IN_TAIL;
+	return 0;
+}
+
+/*
+ * --exit=ret, past the function's rets: its followed tail jmps (marking its
+ * frame), the exits of the functions it tail-calls (the call ends when the
+ * callee returns, at the stack pointer the function's own ret would have
+ * had), and tail jumps to functions not known (the call ends at the jmp,
+ * counted untimed beyond it).
  */
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_tail)
 {
-	return fn_return(ctx, true, true);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	if (cookie & FNPROF_COOKIE_JMP)
+		return tail_jump(ctx, cookie);
+	return fn_return(ctx, true, true, cookie);
 }
 
 /*

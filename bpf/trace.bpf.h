@@ -39,6 +39,9 @@ struct fn_frame {
 	__u64 vcsw0, ivcsw0, mig0, sys0;
 	__u64 child_calls;   /* traced calls returned directly into this one */
 	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
+	__u64 tail_hits0;    /* thread's tail_hits_cum at entry */
+	__u64 child_tail_hits;  /* of those since, the ones inside traced calls made from this one */
+	__u64 ret_addr;      /* FRAME_TAILS: the return address at entry (at sp) */
 };
 
 /*
@@ -75,6 +78,14 @@ struct fn_frame {
  * FRAME_URET.
  */
 #define FRAME_TAILS 16U
+/*
+ * A FRAME_TAILS frame whose function has taken a followed tail jump (its
+ * probe on the jmp saw it, at the frame's stack pointer): the call goes on
+ * in the callee, whose exit probes may close it. Without it, a callee's
+ * return at the frame's stack pointer is another call of the callee, and
+ * the frame one abandoned (an exception or longjmp through it).
+ */
+#define FRAME_IN_TAIL 32U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {
@@ -125,6 +136,12 @@ struct thread_state {
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */
+	/*
+	 * Hits of exit probes in tail-called functions that closed no call
+	 * (other calls of those functions): each costs the calls open on the
+	 * thread at the time a probe hit (a single-stepped ret, ~10 us here).
+	 */
+	__u64 tail_hits_cum;
 	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
 	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
 	struct fn_frame frames[FNPROF_MAX_DEPTH];

@@ -23,7 +23,9 @@ def tail_jmp(fn):
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", target("tailcall")],
                          capture_output=True, text=True, check=True).stdout
     body = out.split(f"<{fn}>:\n", 1)[1].split("\n\n", 1)[0]
-    return [l.split("\t", 1)[-1].strip() for l in body.splitlines() if l.strip()][-1]
+    ins = [l.split("\t", 1)[-1].strip() for l in body.splitlines() if l.strip()]
+    # Less the padding to the next function's alignment.
+    return [i for i in ins if not i.startswith(("nop", "data16", "cs nop", "xchg   %ax,%ax", "int3"))][-1]
 
 
 def test_compiler_tail_call_timed_in_ret_mode():
@@ -89,3 +91,90 @@ def test_uretprobe_mode_unchanged():
     f, t = func(rep, "tail_direct"), truth(p.stderr, "tail_direct")
     check(f["calls"] == 300 and "tail_exits_untimed" not in f, str(f.get("tail_exits_untimed")))
     near_truth(f, t, "tail_direct")
+
+
+def abandoned_check(rep, f, t, n, what):
+    """The completed calls only, timed as the target timed them; the others counted abandoned."""
+    check(f["calls"] == t["calls"] and f["entered"] == n, f"{what}: {f['calls']} calls of {t['calls']:.0f} "
+          f"completed, {f['entered']} entered")
+    d = dict(rep["dropped"])
+    check(d.pop("abandoned_frames") == t["abandoned"], f"{what}: dropped {rep['dropped']}, "
+          f"{t['abandoned']:.0f} abandoned")
+    check_no_drops(d, f["calls"])
+    near_truth(f, t, what)
+
+
+def test_frame_abandoned_before_its_jmp_not_closed_by_the_callee():
+    # Every other call of tail_abandon leaves by longjmp before its jmp; the driver then spins
+    # 500 us and calls callee from the same call site, at the same stack pointer: only the probe
+    # on the jmp tells this return of callee from a tail call's. Before it, each abandoned frame
+    # was closed there, 500 us late, and counted as a call.
+    n = 200
+    rep, p = traced(["--exit", "ret", "-f", "tail_abandon"], target("tailcall"), "abandon", US, n)
+    abandoned_check(rep, func(rep, "tail_abandon"), truth(p.stderr, "tail_abandon"), n, "tail_abandon")
+    # The callee traced too: its entry at the abandoned frame's stack pointer does not keep it.
+    rep, p = traced(["--exit", "ret", "-f", "tail_abandon", "-f", "callee"], target("tailcall"), "abandon", US, n)
+    t = truth(p.stderr, "tail_abandon")
+    abandoned_check(rep, func(rep, "tail_abandon"), t, n, "tail_abandon with callee")
+    check(func(rep, "callee")["calls"] == n + t["calls"], f"callee: {func(rep, 'callee')['calls']} calls")
+
+
+def test_frame_abandoned_after_its_jmp_not_closed_by_the_callee():
+    # tail_late jmps to late_callee, which leaves by longjmp every other call: the frame has
+    # taken its jmp. The driver then calls late_callee from another call site at the same stack
+    # pointer: the return address there is not the frame's.
+    n = 200
+    rep, p = traced(["--exit", "ret", "-f", "tail_late"], target("tailcall"), "late", US, n)
+    abandoned_check(rep, func(rep, "tail_late"), truth(p.stderr, "tail_late"), n, "tail_late")
+    rep, p = traced(["--exit", "ret", "-f", "tail_late", "-f", "late_callee"], target("tailcall"), "late", US, n)
+    t = truth(p.stderr, "tail_late")
+    # The longjmp abandons the late_callee frame of each abandoned call too.
+    abandoned_check(rep, func(rep, "tail_late"), dict(t, abandoned=2 * t["abandoned"]), n, "tail_late with late_callee")
+    check(func(rep, "late_callee")["calls"] == n + t["calls"], f"late_callee: {func(rep, 'late_callee')['calls']}")
+
+
+def hit_cost(rep):
+    cal = rep["calibration"]
+    return cal["ret-exit"]["cost_ns"] - cal["entry-only"]["cost_ns"]
+
+
+def near_untraced_cpu(f, t, what):
+    """On-CPU time against the target's CPU clock less what the callee's probe took of it: CPU
+    time, since a loaded machine's waits for a CPU land in the probes' 10 us too, and fnprof
+    leaves those in (as run-queue time). The hits' cost is measured per hit during the
+    calibrations: 20% of it, and the tolerance of the other tests."""
+    got, want, beyond = f["oncpu_ns"]["avg"], t["untraced_cpu_avg_ns"], t["beyond_cpu_avg_ns"]
+    check(abs(got - want) <= 0.2 * beyond + 0.15 * want + 40000,
+          f"{what}: on-CPU avg {got:.0f} ns vs truth {want:.0f} (the probe hits inside took {beyond:.0f})")
+
+
+def test_callee_hits_inside_a_traced_caller_taken_out():
+    # hits_caller calls callee (probed: tail_direct tail-calls it) 100 times a call: each call
+    # hits the probe on callee's ret, ~10 us, inside hits_caller. Before, hits_caller read ~1 ms
+    # a call too long.
+    m, n = 100, 100
+    rep, p = traced(["--exit", "ret", "-f", "tail_direct", "-f", "hits_caller"], target("tailcall"), "caller", m, n)
+    f, t = func(rep, "hits_caller"), truth(p.stderr, "hits_caller")
+    check(f["calls"] == n and f.get("tail_hits_inside") == m * n, f"{f['calls']} calls, "
+          f"{f.get('tail_hits_inside')} hits inside")
+    check(func(rep, "tail_direct")["tail_hits_inside"] == 0, "tail_direct: hits inside")
+    check(t["beyond_cpu_avg_ns"] > 0.5 * m * hit_cost(rep), f"the hits took {t['beyond_cpu_avg_ns']:.0f} ns a call")
+    near_untraced_cpu(f, t, "hits_caller")
+    # The percentiles move by the hits too, and self time (no traced callee: all of them).
+    check(f["wall_ns"]["p50"] <= f["raw_wall_ns"]["p50"] - 0.5 * m * hit_cost(rep),
+          f"p50 {f['wall_ns']['p50']} raw {f['raw_wall_ns']['p50']}")
+    check(abs(f["self_ns"]["avg"] - f["wall_ns"]["avg"]) <= 0.02 * f["wall_ns"]["avg"] + 1000,
+          f"self {f['self_ns']['avg']:.0f} wall {f['wall_ns']['avg']:.0f}")
+    check_no_drops(rep["dropped"], f["calls"])
+
+
+def test_callee_hits_inside_the_tail_caller_taken_out():
+    # c_both calls callee 20 times, then tail-calls it: the 20 hits are inside its calls.
+    n = 200
+    rep, p = traced(["--exit", "ret", "-f", "c_both"], target("tailcall"), "cboth", US, n)
+    f, t = func(rep, "c_both"), truth(p.stderr, "c_both")
+    check(f["calls"] == n and f.get("tail_hits_inside") == 20 * n, f"{f['calls']} calls, "
+          f"{f.get('tail_hits_inside')} hits inside")
+    near_untraced_cpu(f, t, "c_both")
+    check(f["wall_ns"]["min"] >= US * 1000 * 0.95, f"min {f['wall_ns']['min']}: ended early")
+    check_no_drops(rep["dropped"], f["calls"])

@@ -423,6 +423,18 @@ double calib_exit_hit_cost(const struct calibration *c)
 	return ns > 0 ? ns : 0;
 }
 
+void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi)
+{
+	double entry = c->cost_ns[CAL_ENTRY_ONLY];
+
+	*lo = *hi = calib_exit_hit_cost(c);
+	if (!*lo || isnan(c->cost_lo[CAL_RET]) || isnan(c->cost_hi[CAL_RET]))
+		return;
+	*lo = c->cost_lo[CAL_RET] > entry ? c->cost_lo[CAL_RET] - entry : 0;
+	*hi = c->cost_hi[CAL_RET] > entry ? c->cost_hi[CAL_RET] - entry : 0;
+	*hi = *hi < *lo ? *lo : *hi;
+}
+
 double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s)
 {
 	double cost = calib_cost(c, p), first[CAL_NR], outside, cap;

@@ -132,6 +132,12 @@ void calib_cost_range(const struct calibration *c, const struct probe *p, double
  */
 double calib_exit_hit_cost(const struct calibration *c);
 /*
+ * The range it took over the calibrations' rounds (the ret case's cheapest
+ * and dearest, less the entry alone): *lo, *hi (calib_exit_hit_cost's when
+ * not known).
+ */
+void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi);
+/*
  * The same, bounded by what the traced calls s show: the probes cannot have
  * cost a call more than its whole measured interval (the function's own time
  * and the probes' part inside it) plus the part outside it (cost less bias,

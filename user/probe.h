@@ -57,6 +57,7 @@ struct tail_site {
 	__u64 offset;     /* file offset, in the function's object */
 	bool in_callee;   /* in a function it tail-calls: it fires on that one's other calls too */
 	bool untimed;     /* a tail jump to a function not known (indirect, PLT): the call ends there */
+	bool jump;        /* the function's own tail jump to a callee it follows: the call goes on there */
 };
 
 struct probe {

@@ -58,8 +58,11 @@ void report_prepare(struct report *r)
 	size_t i;
 
 	r->cost_avg = r->bias_avg = r->cost_lo = r->cost_hi = 0;
+	r->hit_cost = r->hit_lo = r->hit_hi = 0;
 	if (!r->cal)
 		return;
+	r->hit_cost = calib_exit_hit_cost(r->cal);
+	calib_exit_hit_range(r->cal, &r->hit_lo, &r->hit_hi);
 	for (i = 0; i < r->pl->nr; i++) {
 		calls += r->stats[i].calls;
 		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
@@ -83,13 +86,15 @@ static double sub0(double a, double b)
 
 /*
  * The probes' time inside this function's calls: its own entry/return bias
- * per call, plus the whole cost of every traced call made beneath it.
+ * per call, plus the whole cost of every traced call made beneath it, and
+ * of every hit of an exit probe in a tail-called function (another call of
+ * that function) while its calls were open.
  */
 static double probe_time_inside(const struct report *r, const struct fn_stats *s, const struct probe *p)
 {
 	if (!r->cal)
 		return 0;
-	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg;
+	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg + s->tail_hits_inside * r->hit_cost;
 }
 
 /* Burst mode: measured counts stand for 1/fraction as many. */
@@ -147,8 +152,10 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->wall_avg = sub0(s->wall_sum, inside) / n;
 	if (!isnan(fig->bias_lo)) {
 		/* The raw average less the descendants' probes at their dearest, and its own bias at its highest. */
-		fig->avg_lo = sub0((double)s->wall_sum / n, fig->bias_hi + s->desc_calls * r->cost_hi / n);
-		fig->avg_hi = sub0((double)s->wall_sum / n, fig->bias_lo + s->desc_calls * r->cost_lo / n);
+		fig->avg_lo = sub0((double)s->wall_sum / n, fig->bias_hi + (s->desc_calls * r->cost_hi +
+									   s->tail_hits_inside * r->hit_hi) / n);
+		fig->avg_hi = sub0((double)s->wall_sum / n, fig->bias_lo + (s->desc_calls * r->cost_lo +
+									   s->tail_hits_inside * r->hit_lo) / n);
 		fig->avg_lo = fig->avg_lo < fig->wall_avg ? fig->avg_lo : fig->wall_avg;
 		fig->avg_hi = fig->avg_hi > fig->wall_avg ? fig->avg_hi : fig->wall_avg;
 	}
@@ -159,10 +166,12 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	/* Self: callees' walls are out already; what stays is their probes' time outside those walls. */
 	self = s->self_sum;
 	if (r->cal)
-		self = sub0(self, s->calls * calib_bias(r->cal, p) + s->child_calls * sub0(r->cost_avg, r->bias_avg));
+		self = sub0(self, s->calls * calib_bias(r->cal, p) + s->child_calls * sub0(r->cost_avg, r->bias_avg) +
+			    s->tail_hits_self * r->hit_cost);
 	fig->self_avg = self / n;
-	/* Percentiles, min and max move by the typical (median) bias; the descendants' share is a mean. */
-	shift = r->cal ? calib_bias_median(r->cal, p) + s->desc_calls * r->cost_avg / n : 0;
+	/* Percentiles, min and max move by the typical (median) bias; the descendants' and hits' share is a mean. */
+	shift = r->cal ? calib_bias_median(r->cal, p) : 0;
+	shift += (s->desc_calls * r->cost_avg + s->tail_hits_inside * r->hit_cost) / n;
 	fig->shift_ns = shift;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
@@ -406,7 +415,7 @@ static void print_uncertain(const struct report *r, FILE *f)
 {
 	struct fn_figures g;
 	char name[256], b[5][16];
-	double desc;
+	double desc, hits;
 	size_t i;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
@@ -419,7 +428,13 @@ static void print_uncertain(const struct report *r, FILE *f)
 		fprintf(f, "uncertain: %s AVG %s, between %s and %s: ", probe_display_name(p, name, sizeof(name)),
 			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(g.avg_lo, b[1], 16), fmt_ns(g.avg_hi, b[2], 16));
 		desc = s->desc_calls * (r->cost_hi - r->cost_lo) / s->calls;
-		if (g.bias_hi - g.bias_lo >= desc)
+		hits = s->tail_hits_inside * (r->hit_hi - r->hit_lo) / s->calls;
+		if (hits > desc && hits > g.bias_hi - g.bias_lo)
+			fprintf(f, "%.1f hits inside each of its calls of exit probes in tail-called functions (their "
+				   "other calls), which cost %s to %s each (during the calibrations)\n",
+				(double)s->tail_hits_inside / s->calls, fmt_ns(r->hit_lo, b[3], 16),
+				fmt_ns(r->hit_hi, b[4], 16));
+		else if (g.bias_hi - g.bias_lo >= desc)
 			fprintf(f, "its probes' own time (%s entry) moved by %s during the calibrations\n",
 				site_kind_name(p->kind), fmt_ns(g.bias_hi - g.bias_lo, b[3], 16));
 		else
@@ -823,6 +838,7 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_f64(j, "max", g.calls_hi);
 	json_obj_end(j);
 	json_u64(j, "entered", s->entered);
+	json_u64(j, "tail_hits_inside", s->tail_hits_inside);
 	if (p->exit == EXIT_RET) {
 		json_u64(j, "tail_exits_untimed", (__u64)(g.tail_untimed + 0.5));
 		json_f64(j, "tail_probe_ns", g.tail_probe_ns);

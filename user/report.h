@@ -36,6 +36,12 @@ struct report {
 	 * counted, not their kinds, so either may be all of them.
 	 */
 	double cost_lo, cost_hi;
+	/*
+	 * What one hit of an exit probe in a tail-called function costs (a ret
+	 * probe alone), and its range over the rounds: the hits of the callees'
+	 * other calls are inside the traced calls open at the time.
+	 */
+	double hit_cost, hit_lo, hit_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	double attached_lo, attached_hi; /* the range the fraction may lie in (NaN: not known) */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */

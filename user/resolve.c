@@ -606,13 +606,13 @@ struct exit_walk {
 	size_t nr_direct, nr_unfollowed, nr_indirect;
 };
 
-static void add_tail(struct exit_walk *w, __u64 offset, bool in_callee, bool untimed)
+static void add_tail(struct exit_walk *w, __u64 offset, bool in_callee, bool untimed, bool jump)
 {
 	if (ARRAY_RESERVE(w->tails, w->nr_tails + 1, w->cap_tails)) {
 		w->nomem = true;
 		return;
 	}
-	w->tails[w->nr_tails++] = (struct tail_site){ offset, in_callee, untimed };
+	w->tails[w->nr_tails++] = (struct tail_site){ offset, in_callee, untimed, jump };
 	w->nr_in_callees += in_callee;
 }
 
@@ -687,9 +687,12 @@ static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_cod
 		if (kind == ARCH_EXIT_RET && !depth)
 			w->rets[w->nr_rets++] = code_offset(s, cold, addrs[i]);
 		else if (kind == ARCH_EXIT_RET)
-			add_tail(w, code_offset(s, cold, addrs[i]), true, false);
+			add_tail(w, code_offset(s, cold, addrs[i]), true, false, false);
 		else if (kind != ARCH_EXIT_JMP || w->p->go || !follow_callee(w, target, depth))
-			add_tail(w, code_offset(s, cold, addrs[i]), depth > 0, true);
+			add_tail(w, code_offset(s, cold, addrs[i]), depth > 0, true, false);
+		else if (!depth)
+			/* The function's own jmp, followed: the callee's exits close its call only once it is taken. */
+			add_tail(w, code_offset(s, cold, addrs[i]), false, false, true);
 		if (w->nr_in_callees > w->room)
 			break;
 	}

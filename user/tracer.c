@@ -352,6 +352,7 @@ static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t
 static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u32 cookie, struct uprobe_site *out)
 {
 	const struct tail_site *ts;
+	__u64 flags;
 	int i;
 
 	cookie |= p->id;
@@ -365,9 +366,10 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 				 p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_tails; i++) {
 		ts = &p->tails[i];
+		flags = (ts->in_callee ? FNPROF_COOKIE_TAIL : 0) | (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0) |
+			(ts->jump ? FNPROF_COOKIE_JMP : 0);
 		out[p->nr_exits + i] = site_of(t, p, pid, t->skel->progs.fn_exit_tail, ts->offset,
-					       cookie | FNPROF_COOKIE_AT_RET | (ts->in_callee ? FNPROF_COOKIE_TAIL : 0) |
-					       (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0));
+					       cookie | FNPROF_COOKIE_AT_RET | flags);
 	}
 	return p->exit == EXIT_RET ? p->nr_exits + p->nr_tails : 0;
 }
