@@ -1109,7 +1109,16 @@ static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn
 		return false;
 	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
-	return ip - fn_ip < span || (xol && ip - xol < ARCH_XOL_SLOT_BYTES);
+	/*
+	 * In an out-of-line step: of this call's entry probe only if the stepped
+	 * instruction is the function's (vaddr: the probed address). A return
+	 * probe's step (a ret, in ret mode) is of a call already over: under
+	 * load, a preemption there was taken out of the caller (then on top),
+	 * or of a coroutine's call suspended meanwhile, whose clocks ran on.
+	 */
+	if (xol && ip - xol < ARCH_XOL_SLOT_BYTES)
+		return BPF_CORE_READ(prev, utask, vaddr) - fn_ip < span;
+	return ip - fn_ip < span;
 }
 
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
