@@ -38,7 +38,7 @@ def test_compiler_tail_call_timed_in_ret_mode():
     near_truth(f, t, "c_tail")
     check(f["wall_ns"]["p50"] >= US * 1000, f"p50 {f['wall_ns']['p50']} ns: the callee's {US} us is missing")
     check(f["tail_exits_untimed"] == 0, f"{f['tail_exits_untimed']} untimed")
-    check_no_drops(rep["dropped"], f["calls"])
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
 
 
 def test_assembly_tail_call_and_chain():
@@ -49,7 +49,7 @@ def test_assembly_tail_call_and_chain():
         check(f["calls"] == 300 and f["entered"] == 300, f"{name}: {f['calls']} calls")
         near_truth(f, t, name)
         check(f["wall_ns"]["p50"] >= US * 1000, f"{name}: p50 {f['wall_ns']['p50']} ns")
-        check_no_drops(rep["dropped"], f["calls"])
+        check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
 
 
 def test_callee_called_elsewhere_and_inside():
@@ -60,7 +60,7 @@ def test_callee_called_elsewhere_and_inside():
     check(f["calls"] == 300 and f["entered"] == 300, f"{f['calls']} calls, {f['entered']} entered")
     near_truth(f, t, "tail_both")
     check(f["wall_ns"]["min"] >= (US + 20) * 1000 * 0.95, f"min {f['wall_ns']['min']}: ended early")
-    check_no_drops(rep["dropped"], f["calls"])
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
     # Two hits a call that are not its end (inside and from the driver): their cost is counted.
     if rep.get("calibration", {}).get("entry-only", {}).get("cost_ns"):
         check(f["tail_probe_ns"] > 0, f"tail_probe_ns {f['tail_probe_ns']}")
@@ -81,7 +81,7 @@ def test_indirect_tail_call_reported_untimed():
     f = func(rep, "tail_indirect")
     check(f["calls"] == 300 and f["tail_exits_untimed"] == 300, f"{f['calls']} calls, {f['tail_exits_untimed']} untimed")
     check(f["wall_ns"]["avg"] < US * 1000 / 2, f"avg {f['wall_ns']['avg']}: ends at the jmp")
-    check_no_drops(rep["dropped"], f["calls"])
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
     text = run_fnprof(["--exit", "ret", "-f", "tail_indirect", "--", target("tailcall"), "indirect", "50", "20"]).stderr
     check("tail_indirect: 20 of 20 calls left by a tail call to an unknown function" in text, text[-2000:])
 
@@ -165,7 +165,7 @@ def test_callee_hits_inside_a_traced_caller_taken_out():
           f"p50 {f['wall_ns']['p50']} raw {f['raw_wall_ns']['p50']}")
     check(abs(f["self_ns"]["avg"] - f["wall_ns"]["avg"]) <= 0.02 * f["wall_ns"]["avg"] + 1000,
           f"self {f['self_ns']['avg']:.0f} wall {f['wall_ns']['avg']:.0f}")
-    check_no_drops(rep["dropped"], f["calls"])
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
 
 
 def test_callee_hits_inside_the_tail_caller_taken_out():
@@ -177,4 +177,4 @@ def test_callee_hits_inside_the_tail_caller_taken_out():
           f"{f.get('tail_hits_inside')} hits inside")
     near_untraced_cpu(f, t, "c_both")
     check(f["wall_ns"]["min"] >= US * 1000 * 0.95, f"min {f['wall_ns']['min']}: ended early")
-    check_no_drops(rep["dropped"], f["calls"])
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
