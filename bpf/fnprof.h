@@ -127,6 +127,14 @@ struct fn_stats {
 	 */
 	__u64 tail_hits_inside;
 	__u64 tail_hits_self;  /* ... and those outside their traced callees' calls: in their self time */
+	__u64 tail_jmp_calls;  /* calls that took a followed tail jmp (its probe marked them) */
+	/*
+	 * Hits of the probes on followed tail jmps (an emulated jmp each) while
+	 * these calls were open, their own jmps included: their cost is inside
+	 * them...
+	 */
+	__u64 tail_jmps_inside;
+	__u64 tail_jmps_self;  /* ... and those outside their traced callees' calls: in their self time */
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

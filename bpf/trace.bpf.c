@@ -572,6 +572,8 @@ int BPF_KPROBE(fn_entry)
 	f->desc_calls = 0;
 	f->tail_hits0 = ts->tail_hits_cum;
 	f->child_tail_hits = 0;
+	f->tail_jmps0 = ts->tail_jmps_cum;
+	f->child_tail_jmps = 0;
 	f->id = id;
 	f->slot = slot;
 	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0);
@@ -674,6 +676,7 @@ struct call {
 	__u64 wall, oncpu, runq, blocked, self, sys;
 	__u64 vcsw, ivcsw, mig;
 	__u64 tail_hits, tail_hits_self;   /* callees' exit-probe hits inside the call, and outside its callees */
+	__u64 tail_jmps, tail_jmps_self;   /* the same for the tail jmps' probes */
 	bool scaled;
 	__u64 ctr[FNPROF_MAX_EVENTS], ctr_self[FNPROF_MAX_EVENTS];
 };
@@ -726,6 +729,12 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 		__sync_fetch_and_add(&st->tail_hits_inside, c->tail_hits);
 		__sync_fetch_and_add(&st->tail_hits_self, c->tail_hits_self);
 	}
+	if (c->tail_jmps) {
+		__sync_fetch_and_add(&st->tail_jmps_inside, c->tail_jmps);
+		__sync_fetch_and_add(&st->tail_jmps_self, c->tail_jmps_self);
+	}
+	if (f->flags & FRAME_IN_TAIL)
+		__sync_fetch_and_add(&st->tail_jmp_calls, 1);
 	if (c->runq)
 		__sync_fetch_and_add(&st->preempted, 1);
 	if (f->cpu != bpf_get_smp_processor_id())
@@ -960,6 +969,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	c.sys = ts->sys_cum - f->sys0;
 	c.tail_hits = ts->tail_hits_cum - f->tail_hits0;
 	c.tail_hits_self = c.tail_hits > f->child_tail_hits ? c.tail_hits - f->child_tail_hits : 0;
+	c.tail_jmps = ts->tail_jmps_cum - f->tail_jmps0;
+	c.tail_jmps_self = c.tail_jmps > f->child_tail_jmps ? c.tail_jmps - f->child_tail_jmps : 0;
 	c.scaled = false;
 	if (nr_events) {
 		tc = ctr_frames(ts);
@@ -976,6 +987,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		parent->child_calls++;
 		parent->desc_calls += 1 + f->desc_calls;
 		parent->child_tail_hits += c.tail_hits;
+		parent->child_tail_jmps += c.tail_jmps;
 	}
 	if (stack_switching && (__u32)k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
@@ -1041,7 +1053,8 @@ int BPF_KPROBE(fn_exit_ret)
  * A followed tail jmp of a traced function (FNPROF_COOKIE_JMP; a direct jmp,
  * which the kernel emulates): its frame, at the jmp's stack pointer (the
  * entry's, the frame popped), is marked FRAME_IN_TAIL, so that the exits of
- * its callees may close it from now on.
+ * its callees may close it from now on. The hit itself (~1 us here) is inside
+ * every call open on the thread, the frame's own: tail_jmps_cum.
  */
 static __always_inline int tail_jump(struct pt_regs *ctx, __u64 cookie)
 {
@@ -1054,6 +1067,7 @@ static __always_inline int tail_jump(struct pt_regs *ctx, __u64 cookie)
 	ts = probe_thread(ctx, false);
 	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
+	ts->tail_jmps_cum++;
 	k = match_frame(ts, ts->depth, id, PT_REGS_SP(ctx) + ARCH_RET_ADDR_BYTES);
 	if (k >= 0)
 		ts->frames[k & (FNPROF_MAX_DEPTH - 1)].flags |= FRAME_IN_TAIL;

@@ -41,6 +41,8 @@ struct fn_frame {
 	__u64 desc_calls;    /* and at any depth: their probe cost is inside this call */
 	__u64 tail_hits0;    /* thread's tail_hits_cum at entry */
 	__u64 child_tail_hits;  /* of those since, the ones inside traced calls made from this one */
+	__u64 tail_jmps0;    /* thread's tail_jmps_cum at entry */
+	__u64 child_tail_jmps;  /* the same for the followed tail jmps' probes */
 	__u64 ret_addr;      /* FRAME_TAILS: the return address at entry (at sp) */
 };
 
@@ -142,6 +144,12 @@ struct thread_state {
 	 * thread at the time a probe hit (a single-stepped ret, ~10 us here).
 	 */
 	__u64 tail_hits_cum;
+	/*
+	 * Hits of the probes on traced functions' followed tail jmps (each an
+	 * emulated jmp, ~1 us here): each is inside the calls open on the
+	 * thread, its own function's included.
+	 */
+	__u64 tail_jmps_cum;
 	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
 	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
 	struct fn_frame frames[FNPROF_MAX_DEPTH];

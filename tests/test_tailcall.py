@@ -178,3 +178,22 @@ def test_callee_hits_inside_the_tail_caller_taken_out():
     near_untraced_cpu(f, t, "c_both")
     check(f["wall_ns"]["min"] >= US * 1000 * 0.95, f"min {f['wall_ns']['min']}: ended early")
     check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
+
+
+def test_short_tail_caller_jmp_probe_taken_out():
+    # tail_short: a 64-iteration loop, jmp short_callee, the same loop: ~40 ns in all. The probe on
+    # its jmp (an emulated jmp, ~0.5-0.9 us here) lands inside every call; main's fnprof left it in:
+    # 520-710 ns a call. The goal of test_bias's 2 ns function (0.3 us) plus its 200 ns for a noisy
+    # moment; the truth is an untraced copy's, timed in batches between the traced calls.
+    n = 20000
+    rep, p = traced(["--exit", "ret", "-f", "tail_short"], target("tailcall"), "short", 0, n)
+    f, t = func(rep, "tail_short"), truth(p.stderr, "tail_short")
+    check(f["calls"] == n, f"{f['calls']} calls")
+    check(f["raw_wall_ns"]["avg"] > 300, "the probes must cost something, or this test proves nothing")
+    got, want = f["wall_ns"]["avg"], t["wall_avg_ns"]
+    check(abs(got - want) < 300 + 200, f"tail_short reads {got:.0f} ns against {want:.0f} "
+          f"(raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
+    check(f.get("tail_jmp_calls") == n and f.get("tail_jmps_inside") == n,
+          f"{f.get('tail_jmp_calls')} calls jumped, {f.get('tail_jmps_inside')} jmp hits inside")
+    check(abs(f["self_ns"]["avg"] - got) <= 1, f"self {f['self_ns']['avg']:.0f} wall {got:.0f}")
+    check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])

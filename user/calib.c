@@ -435,6 +435,33 @@ void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi)
 	*hi = *hi < *lo ? *lo : *hi;
 }
 
+/*
+ * A jmp probe's hit takes the path of the entry-only case's: a breakpoint
+ * trap, the kernel's emulation of the instruction (a push there, a direct
+ * jmp here: both emulated, neither stepped), one BPF program of a few map
+ * operations (a count there, a frame mark here) and the return to user
+ * space. Its whole cost per call is the price, as the hit lies inside the
+ * call. Measured for every function that follows tail calls
+ * (calib_cases_of).
+ */
+double calib_jmp_hit_cost(const struct calibration *c)
+{
+	double ns = c->cost_ns[CAL_ENTRY_ONLY];
+
+	if (!(c->cases & 1U << CAL_ENTRY_ONLY) || isnan(ns))
+		return 0;
+	return ns > 0 ? ns : 0;
+}
+
+void calib_jmp_hit_range(const struct calibration *c, double *lo, double *hi)
+{
+	*lo = *hi = calib_jmp_hit_cost(c);
+	if (!*lo || isnan(c->cost_lo[CAL_ENTRY_ONLY]) || isnan(c->cost_hi[CAL_ENTRY_ONLY]))
+		return;
+	*lo = c->cost_lo[CAL_ENTRY_ONLY];
+	*hi = c->cost_hi[CAL_ENTRY_ONLY] < *lo ? *lo : c->cost_hi[CAL_ENTRY_ONLY];
+}
+
 double calib_cost_seen(const struct calibration *c, const struct probe *p, const struct fn_stats *s)
 {
 	double cost = calib_cost(c, p), first[CAL_NR], outside, cap;

@@ -138,6 +138,13 @@ double calib_exit_hit_cost(const struct calibration *c);
  */
 void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi);
 /*
+ * The cost of one hit of the probe on a followed tail jmp (ret mode), all of
+ * it inside the call that jumps, and its range over the calibrations' rounds
+ * (*lo, *hi; the cost's when not known). 0 when not measured.
+ */
+double calib_jmp_hit_cost(const struct calibration *c);
+void calib_jmp_hit_range(const struct calibration *c, double *lo, double *hi);
+/*
  * The same, bounded by what the traced calls s show: the probes cannot have
  * cost a call more than its whole measured interval (the function's own time
  * and the probes' part inside it) plus the part outside it (cost less bias,

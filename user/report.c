@@ -59,10 +59,13 @@ void report_prepare(struct report *r)
 
 	r->cost_avg = r->bias_avg = r->cost_lo = r->cost_hi = 0;
 	r->hit_cost = r->hit_lo = r->hit_hi = 0;
+	r->jmp_cost = r->jmp_lo = r->jmp_hi = 0;
 	if (!r->cal)
 		return;
 	r->hit_cost = calib_exit_hit_cost(r->cal);
 	calib_exit_hit_range(r->cal, &r->hit_lo, &r->hit_hi);
+	r->jmp_cost = calib_jmp_hit_cost(r->cal);
+	calib_jmp_hit_range(r->cal, &r->jmp_lo, &r->jmp_hi);
 	for (i = 0; i < r->pl->nr; i++) {
 		calls += r->stats[i].calls;
 		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
@@ -85,16 +88,27 @@ static double sub0(double a, double b)
 }
 
 /*
+ * The whole cost of the tail-call probes' hits while s's calls were open:
+ * exit probes in tail-called functions (their other calls) and the probes
+ * on followed tail jmps (the calls' own and their callees'); at the cost
+ * each took (hit, jmp) in the calibrations.
+ */
+static double tail_probes_inside(const struct fn_stats *s, double hit, double jmp)
+{
+	return s->tail_hits_inside * hit + s->tail_jmps_inside * jmp;
+}
+
+/*
  * The probes' time inside this function's calls: its own entry/return bias
  * per call, plus the whole cost of every traced call made beneath it, and
- * of every hit of an exit probe in a tail-called function (another call of
- * that function) while its calls were open.
+ * of every tail-call probe's hit while its calls were open.
  */
 static double probe_time_inside(const struct report *r, const struct fn_stats *s, const struct probe *p)
 {
 	if (!r->cal)
 		return 0;
-	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg + s->tail_hits_inside * r->hit_cost;
+	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg +
+	       tail_probes_inside(s, r->hit_cost, r->jmp_cost);
 }
 
 /* Burst mode: measured counts stand for 1/fraction as many. */
@@ -153,9 +167,9 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	if (!isnan(fig->bias_lo)) {
 		/* The raw average less the descendants' probes at their dearest, and its own bias at its highest. */
 		fig->avg_lo = sub0((double)s->wall_sum / n, fig->bias_hi + (s->desc_calls * r->cost_hi +
-									   s->tail_hits_inside * r->hit_hi) / n);
+			tail_probes_inside(s, r->hit_hi, r->jmp_hi)) / n);
 		fig->avg_hi = sub0((double)s->wall_sum / n, fig->bias_lo + (s->desc_calls * r->cost_lo +
-									   s->tail_hits_inside * r->hit_lo) / n);
+			tail_probes_inside(s, r->hit_lo, r->jmp_lo)) / n);
 		fig->avg_lo = fig->avg_lo < fig->wall_avg ? fig->avg_lo : fig->wall_avg;
 		fig->avg_hi = fig->avg_hi > fig->wall_avg ? fig->avg_hi : fig->wall_avg;
 	}
@@ -167,11 +181,11 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	self = s->self_sum;
 	if (r->cal)
 		self = sub0(self, s->calls * calib_bias(r->cal, p) + s->child_calls * sub0(r->cost_avg, r->bias_avg) +
-			    s->tail_hits_self * r->hit_cost);
+			    s->tail_hits_self * r->hit_cost + s->tail_jmps_self * r->jmp_cost);
 	fig->self_avg = self / n;
 	/* Percentiles, min and max move by the typical (median) bias; the descendants' and hits' share is a mean. */
 	shift = r->cal ? calib_bias_median(r->cal, p) : 0;
-	shift += (s->desc_calls * r->cost_avg + s->tail_hits_inside * r->hit_cost) / n;
+	shift += (s->desc_calls * r->cost_avg + tail_probes_inside(s, r->hit_cost, r->jmp_cost)) / n;
 	fig->shift_ns = shift;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
@@ -318,6 +332,8 @@ static double probe_overhead_ns(const struct report *r)
 		ns += r->stats[i].calls * calib_cost_seen(r->cal, &r->pl->probes[i], &r->stats[i]);
 		/* Exit probes in tail-called functions: each of their other calls steps there too. */
 		ns += r->stats[i].tail_hits * calib_exit_hit_cost(r->cal);
+		/* And the probes on their followed tail jmps, once a call that jumps. */
+		ns += r->stats[i].tail_jmp_calls * calib_jmp_hit_cost(r->cal);
 	}
 	return ns;
 }
@@ -839,6 +855,8 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_obj_end(j);
 	json_u64(j, "entered", s->entered);
 	json_u64(j, "tail_hits_inside", s->tail_hits_inside);
+	json_u64(j, "tail_jmp_calls", s->tail_jmp_calls);
+	json_u64(j, "tail_jmps_inside", s->tail_jmps_inside);
 	if (p->exit == EXIT_RET) {
 		json_u64(j, "tail_exits_untimed", (__u64)(g.tail_untimed + 0.5));
 		json_f64(j, "tail_probe_ns", g.tail_probe_ns);

@@ -42,6 +42,8 @@ struct report {
 	 * other calls are inside the traced calls open at the time.
 	 */
 	double hit_cost, hit_lo, hit_hi;
+	/* The same for one hit of the probe on a followed tail jmp (inside the call that jumps). */
+	double jmp_cost, jmp_lo, jmp_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	double attached_lo, attached_hi; /* the range the fraction may lie in (NaN: not known) */
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */

@@ -29,6 +29,10 @@
  *   cboth US N     N calls of c_both(US): spins 10 us, calls callee(0) 20 times, then
  *                  `return callee(US)` (a jmp); CPU times as for caller
  *   other US N     N calls of callee(US) from the driver only (what a tail probe costs them)
+ *   short 0 N      N calls of tail_short: a loop of SHORT_LOOPS, then jmp short_callee, the
+ *                  same loop (tens of ns in all); truth: as many calls of an untraced copy of
+ *                  the two, timed in batches between the traced ones (the clock's own time is
+ *                  more than the calls')
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -188,6 +192,22 @@ void (*volatile indirect_target)(unsigned int) = callee;
 
 #define FN(name, body) ".globl " #name "\n.type " #name ",@function\n" #name ":\n" body ".size " #name ", .-" #name "\n"
 
+/*
+ * tail_short and short_callee: a short loop each (the entry's push %rbp for
+ * an emulated probe); their copies with _ref untraced, for the truth.
+ */
+void tail_short(void);
+void tail_short_ref(void);
+#define SHORT_LOOPS "64"
+#define SHORT_LOOP "\tmov $" SHORT_LOOPS ",%ecx\n1:\tdec %ecx\n\tjnz 1b\n"
+#define SHORT_FN(name, callee) \
+	FN(name, "\tpush %rbp\n\tmov %rsp,%rbp\n" SHORT_LOOP "\tpop %rbp\n\tjmp " callee "\n") \
+	FN(callee, SHORT_LOOP "\tret\n")
+
+__asm__(".text\n"
+	SHORT_FN(tail_short, "short_callee")
+	SHORT_FN(tail_short_ref, "short_callee_ref"));
+
 /* push/pop %rbx around the prologue's call: the stack is as at entry again at the jmp. */
 __asm__(".text\n"
 	FN(tail_direct, "\tpush %rbx\n\tmov %edi,%ebx\n\tmov $10,%edi\n\tcall spin_for\n\tmov %ebx,%edi\n"
@@ -263,6 +283,30 @@ static void run_hits(bool caller, unsigned int arg, long n)
 		n ? (double)(sum - beyond_ns) / n : 0.0, n ? (double)beyond_ns / n : 0.0);
 }
 
+#define SHORT_BATCH 200
+
+/*
+ * short: tail_short's calls, and between their batches as many of its
+ * untraced copy, timed a batch at a time: the truth, per call.
+ */
+static void run_short(long n)
+{
+	unsigned long long sum = 0, w0;
+	long i, j;
+
+	for (i = 0; i < n; i += SHORT_BATCH) {
+		w0 = clock_ns();
+		for (j = 0; j < SHORT_BATCH; j++)
+			tail_short_ref();
+		sum += clock_ns() - w0;
+		for (j = 0; j < SHORT_BATCH; j++)
+			tail_short();
+	}
+	n = (n + SHORT_BATCH - 1) / SHORT_BATCH * SHORT_BATCH;
+	printf("%ld calls of tail_short\n", n);
+	fprintf(stderr, "truth tail_short calls=%ld wall_avg_ns=%.1f\n", n, n ? (double)sum / n : 0.0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -281,13 +325,17 @@ int main(int argc, char **argv)
 	long i, n, k;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: tailcall c|direct|chain|both|indirect|other|abandon|late|caller|cboth US N\n");
+		fprintf(stderr, "usage: tailcall c|direct|chain|both|indirect|other|abandon|late|caller|cboth|short US N\n");
 		return 2;
 	}
 	us = strtoul(argv[2], NULL, 10);
 	n = strtol(argv[3], NULL, 10);
 	if (!strcmp(argv[1], "abandon") || !strcmp(argv[1], "late")) {
 		run_escapes(!strcmp(argv[1], "late"), us, n);
+		return 0;
+	}
+	if (!strcmp(argv[1], "short")) {
+		run_short(n);
 		return 0;
 	}
 	if (!strcmp(argv[1], "caller") || !strcmp(argv[1], "cboth")) {
