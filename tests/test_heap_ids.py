@@ -7,7 +7,8 @@ come after, and no id may be given to a second allocation while the first still 
 Target: tests/targets/heapids.c, on one CPU: keep_early allocates 2000 blocks of 1000 bytes and never
 frees them; then churn allocates and frees 1.1 million 64-byte blocks, more ids of that CPU than
 2^20 (the old table's slots and the old ids' sequence numbers, both wrapped: the kept blocks then
-read [stack lost], or churn's stack). Every allocation is sampled (--heap-rate 1).
+read [stack lost], or churn's stack). Every allocation is sampled (--heap-rate 1). And the mutex
+profile's waker ids (tests/targets/waits.c): dropped as wakes replace them, none too soon.
 """
 import os
 import tempfile
@@ -55,3 +56,20 @@ def test_heap_dwarf_old_live_blocks_keep_their_stack():
         if os.path.exists(out):
             os.unlink(out)
         os.rmdir(d)
+
+
+def test_mutex_dwarf_waker_ids_pruned_none_lost():
+    # The wakers map's ids are dropped as wakes replace them (5 s: the map is read every 2 s, and an
+    # id goes at the second reading that does not find it), and none is dropped while a waiter may
+    # still be charged to it: ids_lost 0, and no lock delay under a lost stack.
+    p = run_fnprof(["--profile", "mutex", "--json", "--", target("waits"), "mutex", "5"], timeout=60)
+    check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
+    reps = json_reports(p.stderr)
+    check(reps, f"no JSON report:\n{p.stderr[-2000:]}")
+    rep = reps[-1]
+    u = rep["unwind"]
+    check(u["ids_lost"] == 0 and u["ids_reused"] == 0, f"unwind {u}")
+    wakes = u["samples"] - rep["kept"]  # a copy per waker, and one per waiter (kept)
+    check(wakes > 1000 and u["ids_held"] < 0.8 * wakes, f"{u['ids_held']} waker ids held of {wakes}: not pruned")
+    lost = sum(f["total"]["delay"] for f in rep["functions"] if f["name"] == "[stack lost]")
+    check(lost == 0, f"{lost / 1e6:.0f} ms of lock delay under [stack lost]")

@@ -398,8 +398,9 @@ static bool read_refs(struct dwstacks *d, __u32 gen)
 
 	while (keys && vals && !err) {
 		nr = REFS_BATCH;
-		err = bpf_map_lookup_batch(d->refs.fd, first ? NULL : &in, &out, keys, vals, &nr, NULL);
-		if (err && errno != ENOENT)
+		/* -1 and errno with libbpf before 1.0, -errno after: ENOENT is the end, with the last nr. */
+		err = bpf_map_lookup_batch(d->refs.fd, first ? NULL : &in, &out, keys, vals, &nr, NULL) ? errno : 0;
+		if (err && err != ENOENT)
 			break;
 		mark_ids(d, vals, nr, gen);
 		in = out;
@@ -407,7 +408,7 @@ static bool read_refs(struct dwstacks *d, __u32 gen)
 	}
 	free(keys);
 	free(vals);
-	return err && errno == ENOENT;
+	return err == ENOENT;
 }
 
 /*

@@ -270,8 +270,8 @@ static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
 		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
 		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
 	if (p->src.live_fd >= 0 || st.ids_reused)
-		fprintf(out, "stacks of blocks in use: %llu not known ([stack lost]), %llu of ids given twice (not known); "
-			     "%llu kept by id\n", (unsigned long long)p->inuse_lost,
+		fprintf(out, "stacks of blocks in use: %llu not known ([stack lost]); ids given twice: %llu (their stacks "
+			     "forgotten); stacks kept by id: %llu\n", (unsigned long long)p->inuse_lost,
 			(unsigned long long)st.ids_reused, (unsigned long long)st.ids_held);
 }
 
