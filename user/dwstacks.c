@@ -411,13 +411,6 @@ static bool read_refs(struct dwstacks *d, __u32 gen)
 	return err == ENOENT;
 }
 
-/*
- * Drops the ids the map has not held at this reading nor at the one before
- * (nor came before that one): a record sent under an id (heap: before its
- * pointer goes in the live map), or charged to it (mutex: a waker looked up
- * before it was replaced), is read by then. The reading thread's, without
- * the lock.
- */
 /* Empties slot i, moving back the ids after it that would no longer be found (linear probing). */
 static void drop_slot(struct dwstacks *d, size_t i)
 {
