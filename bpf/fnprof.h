@@ -257,9 +257,16 @@ enum prof_mutex_label {
 
 /* heap: a sampled allocation not yet freed. */
 struct prof_live {
-	struct prof_key key;
+	struct prof_key key;  /* --call-graph dwarf: key.ustack PROF_DW_ID, its stack by dw_id */
 	__u64 objects;      /* its weight in 1/1024 objects */
 	__u64 bytes;        /* its weight in bytes */
+	__u64 dw_id;        /* the id its stack was sent under (pdw_send); 0: none */
+};
+
+/* mutex: the last waker of a futex word. */
+struct prof_waker {
+	struct prof_key key;  /* as prof_live's */
+	__u64 dw_id;
 };
 
 /* Events of the other profiles, each counted; [PDROP_NR] in a per-CPU array. */
@@ -282,29 +289,32 @@ enum prof_drop {
  * with the user registers and stack copy (PDW_STACK), or the values of a
  * stack sent before under an id (PDW_BY_ID: a mutex's waker). User space
  * unwinds the copy and counts the values per (key, unwound stack); it
- * remembers the stack of an event sent with an id, which the heap's live
- * map and the mutex's wakers hold in prof_key.ustack instead of a stack map
- * id: PROF_DW_ID | cpu << PROF_DW_SEQ_BITS | sequence number on that CPU.
+ * remembers the stack of an event sent with an id for as long as the heap's
+ * live map or the mutex's wakers hold the id (their dw_id, with
+ * prof_key.ustack PROF_DW_ID in place of a stack map id). An id is
+ * cpu << PROF_DW_SEQ_BITS | sequence number on that CPU, from 1: 64 bits,
+ * so that no id is given twice in a run (2^48 per CPU), however long a
+ * leaked block keeps its id.
  */
 enum prof_dw_op {
 	PDW_STACK,
 	PDW_BY_ID,
 };
 
-#define PROF_DW_ID 0x40000000
-#define PROF_DW_SEQ_BITS 20
-#define PROF_DW_CPUS 1024         /* CPUs told apart in ids (10 bits) */
+#define PROF_DW_ID 0x40000000     /* prof_key.ustack: the stack is the one sent under dw_id */
+#define PROF_DW_SEQ_BITS 48
 
 struct prof_dwarf {
 	/*
-	 * ustack: PDW_BY_ID: the id; else unused. caller: PDW_STACK: 0, or an
-	 * address to put before the unwound stack's leaf (heap: the allocator's,
-	 * whose frame had returned when the copy was taken).
+	 * ustack: PDW_BY_ID: PROF_DW_ID; else unused. caller: PDW_STACK: 0, or
+	 * an address to put before the unwound stack's leaf (heap: the
+	 * allocator's, whose frame had returned when the copy was taken).
 	 */
 	struct prof_key key;
 	struct prof_val val;      /* all zero: nothing to count (only the stack to remember) */
 	__u32 op;                 /* PDW_* */
-	__u32 id;                 /* PDW_STACK: 0, or the id to remember its stack by */
+	__u32 pad;
+	__u64 id;                 /* PDW_STACK: 0, or the id to remember its stack by; PDW_BY_ID: the id */
 	struct dwarf_sample user; /* PDW_STACK: followed by its stack_len bytes */
 };
 

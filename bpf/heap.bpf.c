@@ -13,8 +13,8 @@
  * --call-graph dwarf: a sampled allocation's stack is copied at its return
  * (the callers' frames are as they were at the call; the allocator's own is
  * gone: its address, taken at the entry, goes first) and sent with its values
- * under an id, which its live entry keeps in
- * place of a stack id. Allocations not sampled copy nothing.
+ * under an id, which its live entry keeps (dw_id) for user space to find
+ * the stack by. Allocations not sampled copy nothing.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -154,21 +154,22 @@ static __always_inline void weigh(__u64 size, struct prof_live *l)
 	l->objects = (l->bytes << PROF_FP_SHIFT) / size;
 }
 
-/* A sampled allocation's values: with its stack copied (dwarf: its id into key), or the frame-pointer one. */
-static __always_inline void count_alloc(struct pt_regs *ctx, struct prof_key *key, const struct prof_val *v)
+/* A sampled allocation's values: with its stack copied (dwarf: its id into l), or the frame-pointer one. */
+static __always_inline void count_alloc(struct pt_regs *ctx, struct prof_live *l, const struct prof_val *v)
 {
-	__u32 id;
+	__u64 id;
 
 	if (dwarf) {
-		id = pdw_send(ctx, key, v, true);
-		key->caller = 0;  /* sent as the leaf (dwstacks.c puts it first) */
+		id = pdw_send(ctx, &l->key, v, true);
+		l->key.caller = 0;  /* sent as the leaf (dwstacks.c puts it first) */
 		if (id) {
-			key->ustack = id;
+			l->key.ustack = PROF_DW_ID;
+			l->dw_id = id;
 			return;
 		}
-		pkey_here(ctx, key, 0, false);
+		pkey_here(ctx, &l->key, 0, false);
 	}
-	pcount(key, v);
+	pcount(&l->key, v);
 }
 
 static __always_inline void on_return(struct pt_regs *ctx, __u64 ptr, bool via_memptr)
@@ -193,7 +194,7 @@ static __always_inline void on_return(struct pt_regs *ctx, __u64 ptr, bool via_m
 		return;
 	v.v[0] = l.objects;
 	v.v[1] = l.bytes;
-	count_alloc(ctx, &l.key, &v);
+	count_alloc(ctx, &l, &v);
 	pbump(PDROP_KEPT);
 	if (bpf_map_update_elem(&live, &ptr, &l, BPF_ANY))
 		pbump(PDROP_STATE);

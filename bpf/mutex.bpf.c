@@ -11,7 +11,7 @@
  * (condition variables, semaphores, joins use FUTEX_WAIT_BITSET) are wait.
  *
  * --call-graph dwarf: a waker's stack is copied at its wake and sent under
- * an id, which the wakers map keeps in place of a stack id; a waiter's at its
+ * an id, which the wakers map keeps (dw_id); a waiter's at its
  * wait's end (the same as at its start: it has not left the system call).
  * Each wait's values then go to user space, which counts them per unwound
  * stack: to the waiter's with its copy, to the waker's by id.
@@ -55,7 +55,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, struct prof_key);
+	__type(value, struct prof_waker);
 } wakers SEC(".maps");
 
 static __always_inline bool is_wait(__u32 cmd)
@@ -91,20 +91,19 @@ static __always_inline void wait_begins(void *ctx, __u64 uaddr, __u32 cmd, __u32
 
 static __always_inline void wakes(void *ctx, __u64 uaddr)
 {
-	struct prof_key k = { .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0, .kstack = -1 };
+	struct prof_waker w = { .key = { .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0, .kstack = -1 } };
 	struct prof_val none = {};
-	__u32 id;
 
 	if (dwarf) {
-		id = pdw_send((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), &k, &none, true);
-		if (id) {
-			k.ustack = id;
-			bpf_map_update_elem(&wakers, &uaddr, &k, BPF_ANY);
+		w.dw_id = pdw_send((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), &w.key, &none, true);
+		if (w.dw_id) {
+			w.key.ustack = PROF_DW_ID;
+			bpf_map_update_elem(&wakers, &uaddr, &w, BPF_ANY);
 			return;
 		}
 	}
-	pkey_here(ctx, &k, 0, false);
-	bpf_map_update_elem(&wakers, &uaddr, &k, BPF_ANY);
+	pkey_here(ctx, &w.key, 0, false);
+	bpf_map_update_elem(&wakers, &uaddr, &w, BPF_ANY);
 }
 
 SEC("tp_btf/sys_enter")
@@ -134,15 +133,15 @@ static __always_inline void charge_waiter(void *ctx, struct waiting *w, const st
 }
 
 /* The waker's share: by the id of its stack copy (dwarf), or with its frame-pointer stack. */
-static __always_inline void charge_waker(const struct prof_key *k, const struct prof_val *v)
+static __always_inline void charge_waker(const struct prof_key *k, __u64 id, const struct prof_val *v)
 {
 	struct prof_key lost;
 
-	if (k->ustack < PROF_DW_ID) {
+	if (k->ustack != PROF_DW_ID) {
 		pcount(k, v);
 		return;
 	}
-	if (pdw_send_by_id(k, v))
+	if (pdw_send_by_id(k, id, v))
 		return;
 	lost = *k;
 	lost.ustack = -1;
@@ -152,11 +151,14 @@ static __always_inline void charge_waker(const struct prof_key *k, const struct 
 /* The wait of d ns on w's futex: to the waker's stacks and to the waiter's. */
 static __always_inline void charge(void *ctx, struct waiting *w, __u64 d, long ret)
 {
-	struct prof_key *wk = bpf_map_lookup_elem(&wakers, &w->uaddr), k;
+	struct prof_waker *wk = bpf_map_lookup_elem(&wakers, &w->uaddr);
 	struct prof_val v = {};
+	struct prof_key k;
+	__u64 id = 0;
 
 	if (wk) {
-		k = *wk;
+		k = wk->key;
+		id = wk->dw_id;
 	} else {
 		/* Timed out: nobody woke it. Otherwise the wake came before fnprof saw one. */
 		k = (struct prof_key){ .ustack = PROF_STACK_NO_WAKER, .kstack = -1 };
@@ -167,7 +169,7 @@ static __always_inline void charge(void *ctx, struct waiting *w, __u64 d, long r
 	k.label = w->key.label;
 	v.v[0] = PROF_FP_ONE;
 	v.v[1] = d;
-	charge_waker(&k, &v);
+	charge_waker(&k, id, &v);
 	v.v[0] = v.v[1] = 0;
 	v.v[2] = PROF_FP_ONE;
 	v.v[3] = d;

@@ -94,7 +94,7 @@ struct {
 struct pdw_buf {
 	struct prof_dwarf hdr;
 	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
-	__u32 seq;                /* the ids this CPU gave so far */
+	__u64 seq;                /* the ids this CPU gave so far */
 	__u32 busy;               /* a record is being made in it (see pdw_claim) */
 };
 
@@ -135,20 +135,24 @@ static __always_inline void pdw_release(struct pdw_buf *b)
 /*
  * Sends k and v with the current thread's user registers r and a copy of
  * its stack; with_id: under a new id, returned (user space remembers the
- * stack by it). 0 when nothing was sent (a full ring buffer, counted): the
- * caller counts the event with its frame-pointer stack instead.
+ * stack by it for as long as a map holds the id); else 1. 0 when nothing
+ * was sent (a full ring buffer, counted): the caller counts the event with
+ * its frame-pointer stack instead.
  */
-static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof_key *k, const struct prof_val *v,
+static __always_inline __u64 pdw_send(const struct pt_regs *r, const struct prof_key *k, const struct prof_val *v,
 				      bool with_id)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), len, id;
+	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct pdw_buf *b = pdw_claim();
+	__u64 id = 1;
 
 	if (!b) {
 		pbump(PDROP_DW_FP);
 		return 0;
 	}
-	id = PROF_DW_ID | (cpu % PROF_DW_CPUS) << PROF_DW_SEQ_BITS | ((with_id ? b->seq++ : b->seq) & ((1U << PROF_DW_SEQ_BITS) - 1));
+	/* A sequence number from 1 (an id is never 0), and the CPU: no two CPUs give the same id. */
+	if (with_id)
+		id = (__u64)cpu << PROF_DW_SEQ_BITS | (++b->seq & ((1ULL << PROF_DW_SEQ_BITS) - 1));
 	b->hdr.key = *k;
 	b->hdr.val = *v;
 	b->hdr.op = PDW_STACK;
@@ -171,8 +175,8 @@ static __always_inline __u32 pdw_send(const struct pt_regs *r, const struct prof
 	return id;
 }
 
-/* v for the stack sent before under id k->ustack (PDW_BY_ID). False when not sent (counted). */
-static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struct prof_val *v)
+/* v for the stack sent before under id (PDW_BY_ID), with key k. False when not sent (counted). */
+static __always_inline bool pdw_send_by_id(const struct prof_key *k, __u64 id, const struct prof_val *v)
 {
 	struct pdw_buf *b = pdw_claim();
 	long err;
@@ -182,7 +186,7 @@ static __always_inline bool pdw_send_by_id(const struct prof_key *k, const struc
 	b->hdr.key = *k;
 	b->hdr.val = *v;
 	b->hdr.op = PDW_BY_ID;
-	b->hdr.id = 0;
+	b->hdr.id = id;
 	b->hdr.user.stack_len = 0;
 	err = bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), rb_wakeup(&pdw_rb));
 	pdw_release(b);

@@ -8,8 +8,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "array.h"
@@ -53,8 +55,16 @@ struct dwstacks {
 	/* Profiles (dwstacks_start_prof): */
 	struct pslot *pc;         /* open addressing on the key, used: taken */
 	size_t nr_pc, cap_pc;
-	struct id_slot *ids;      /* by CPU << id_bits | sequence number */
-	unsigned int id_bits, id_cpus;
+	struct id_slot *ids;      /* open addressing on the id, 0: empty; at most half full */
+	size_t nr_ids, cap_ids;
+	/* Dropping the ids no map holds (prune): */
+	struct dwstacks_refs refs;
+	__u32 prunes;             /* readings of refs' map done */
+	size_t ids_pruned;        /* nr_ids after the last */
+	size_t ids_marked;        /* of them, the ones the map held then */
+	double last_prune;
+	bool prune_asked;         /* by a report */
+	bool prune_due;           /* pass_done's verdict, for idle */
 };
 
 struct pslot {
@@ -63,9 +73,13 @@ struct pslot {
 };
 
 struct id_slot {
-	__u32 id;                 /* 0: empty */
+	__u64 id;                 /* 0: empty */
 	__s32 stack;
+	__u32 seen;               /* the last reading of the map that found it (or before which it came) */
 };
+
+/* Ids read from the map per batch: a bounded buffer, the lock taken once per batch. */
+#define REFS_BATCH 4096
 
 /* A record's stack follows its struct dwarf_sample, as on_sample's does. */
 _Static_assert(sizeof(struct prof_dwarf) == offsetof(struct prof_dwarf, user) + sizeof(struct dwarf_sample),
@@ -269,27 +283,188 @@ static void count_prof(struct dwstacks *d, const struct prof_key *k, const struc
 		s->c.val.v[i] += v->v[i];
 }
 
-/* The slot of an id in the table, or NULL: not an id, or from a CPU beyond the table. */
-static struct id_slot *id_slot(struct dwstacks *d, __u32 id)
+static size_t id_hash(__u64 id, size_t cap)
 {
-	__u32 cpu = (id & ~PROF_DW_ID) >> PROF_DW_SEQ_BITS;
-
-	if (!(id & PROF_DW_ID) || cpu >= d->id_cpus)
-		return NULL;
-	return &d->ids[cpu << d->id_bits | (id & ((1U << d->id_bits) - 1))];
+	return (id * 0x9e3779b97f4a7c15ULL) >> 32 & (cap - 1);
 }
 
-static __s32 by_id_locked(struct dwstacks *d, __s32 id, bool count_lost)
+/* The slot of id in the table, or the empty one where it would go. */
+static struct id_slot *id_slot(struct id_slot *ids, size_t cap, __u64 id)
+{
+	size_t h;
+
+	for (h = id_hash(id, cap); ids[h].id && ids[h].id != id; h = (h + 1) & (cap - 1))
+		;
+	return &ids[h];
+}
+
+/*
+ * The table's memory straight from the kernel, and back to it when a table
+ * is replaced: malloc keeps a freed block of a few MiB for reuse once it has
+ * raised its mmap threshold, and the tables that growth left behind added up
+ * to as much as the table.
+ */
+static struct id_slot *ids_alloc(size_t cap)
+{
+	void *p = mmap(NULL, cap * sizeof(struct id_slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void ids_free(struct id_slot *ids, size_t cap)
+{
+	if (ids)
+		munmap(ids, cap * sizeof(*ids));
+}
+
+/* The ids seen at keep_seen or after, into a table of cap slots (a power of two, over twice their number). */
+static int rehash_ids(struct dwstacks *d, size_t cap, __u32 keep_seen)
+{
+	struct id_slot *n = ids_alloc(cap);
+	size_t i, nr = 0;
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < d->cap_ids; i++) {
+		if (!d->ids[i].id || d->ids[i].seen < keep_seen)
+			continue;
+		*id_slot(n, cap, d->ids[i].id) = d->ids[i];
+		nr++;
+	}
+	ids_free(d->ids, d->cap_ids);
+	d->ids = n;
+	d->cap_ids = cap;
+	d->nr_ids = nr;
+	return 0;
+}
+
+/*
+ * Remembers id's stack. An id still held is counted and its stack forgotten:
+ * the blocks that hold it may be the old one's or the new one's.
+ */
+static void remember_id(struct dwstacks *d, __u64 id, __s32 stack)
 {
 	struct id_slot *s;
 
-	if (id < PROF_DW_ID)
-		return id;
-	s = id_slot(d, id);
-	if (s && s->id == (__u32)id)
+	if (2 * (d->nr_ids + 1) > d->cap_ids && rehash_ids(d, d->cap_ids ? 2 * d->cap_ids : 1024, 0)) {
+		d->st.lost++;
+		return;
+	}
+	s = id_slot(d->ids, d->cap_ids, id);
+	if (s->id) {
+		d->st.ids_reused++;
+		s->stack = -1;
+		return;
+	}
+	*s = (struct id_slot){ .id = id, .stack = stack, .seen = d->prunes };
+	d->nr_ids++;
+}
+
+static __s32 by_id_locked(struct dwstacks *d, __u64 id, bool count_lost)
+{
+	struct id_slot *s = d->cap_ids ? id_slot(d->ids, d->cap_ids, id) : NULL;
+
+	if (id && s && s->id == id)
 		return s->stack;
 	d->st.ids_lost += count_lost;
 	return -1;
+}
+
+/* Marks the ids the map's values (nr of them) hold as seen by reading gen. */
+static void mark_ids(struct dwstacks *d, const char *vals, __u32 nr, __u32 gen)
+{
+	struct id_slot *s;
+	__u64 id;
+	__u32 i;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; d->cap_ids && i < nr; i++) {
+		memcpy(&id, vals + (size_t)i * d->refs.value_size + d->refs.id_off, sizeof(id));
+		s = id_slot(d->ids, d->cap_ids, id);
+		if (id && s->id == id)
+			s->seen = gen;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Reads the whole map, marking the ids it holds; false if it could not be read through. */
+static bool read_refs(struct dwstacks *d, __u32 gen)
+{
+	char *keys = malloc((size_t)REFS_BATCH * d->refs.key_size);
+	char *vals = malloc((size_t)REFS_BATCH * d->refs.value_size);
+	__u32 in = 0, out = 0, nr;
+	bool first = true;
+	int err = 0;
+
+	while (keys && vals && !err) {
+		nr = REFS_BATCH;
+		/* -1 and errno with libbpf before 1.0, -errno after: ENOENT is the end, with the last nr. */
+		err = bpf_map_lookup_batch(d->refs.fd, first ? NULL : &in, &out, keys, vals, &nr, NULL) ? errno : 0;
+		if (err && err != ENOENT)
+			break;
+		mark_ids(d, vals, nr, gen);
+		in = out;
+		first = false;
+	}
+	free(keys);
+	free(vals);
+	return err == ENOENT;
+}
+
+/* Empties slot i, moving back the ids after it that would no longer be found (linear probing). */
+static void drop_slot(struct dwstacks *d, size_t i)
+{
+	size_t mask = d->cap_ids - 1, j = i, k;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!d->ids[j].id)
+			break;
+		k = id_hash(d->ids[j].id, d->cap_ids);
+		/* Stays where it is when its home slot k lies cyclically in (i, j]. */
+		if (i <= j ? i < k && k <= j : i < k || k <= j)
+			continue;
+		d->ids[i] = d->ids[j];
+		i = j;
+	}
+	d->ids[i] = (struct id_slot){};
+	d->nr_ids--;
+}
+
+/*
+ * Drops the ids the map has not held at this reading nor at the one before
+ * (nor came before that one): a record sent under an id (heap: before its
+ * pointer goes in the live map), or charged to it (mutex: a waker looked up
+ * before it was replaced), is read by then. The reading thread's, without
+ * the lock.
+ */
+static void prune(struct dwstacks *d)
+{
+	__u32 gen = d->prunes + 1;
+	bool ok = read_refs(d, gen);
+	size_t cap = 1024, marked = 0, i = 0;
+
+	pthread_mutex_lock(&d->lock);
+	/* A map not read through keeps every id: dropping one still held would lose its stack. */
+	while (ok && i < d->cap_ids) {
+		if (d->ids[i].id && d->ids[i].seen < gen - 1) {
+			drop_slot(d, i);  /* an id moved into slot i is looked at next */
+			continue;
+		}
+		marked += d->ids[i].id && d->ids[i].seen == gen;
+		i++;
+	}
+	/* Smaller when a quarter full would do: a run's churn does not keep its peak's table. */
+	while (cap < 4 * d->nr_ids)
+		cap *= 2;
+	if (cap < d->cap_ids / 2)
+		rehash_ids(d, cap, 0);
+	d->prunes = gen;
+	d->ids_pruned = d->nr_ids;
+	d->ids_marked = marked;
+	d->last_prune = monotonic_s();
+	d->prune_asked = false;
+	pthread_mutex_unlock(&d->lock);
 }
 
 static bool has_values(const struct prof_val *v)
@@ -309,7 +484,6 @@ static int on_prof(void *ctx, void *data, size_t size)
 	const struct prof_dwarf *r = data;
 	__u64 ips[FNPROF_STACK_DEPTH];
 	struct prof_key key;
-	struct id_slot *s;
 	bool truncated = false;
 	int n = 0;
 
@@ -325,15 +499,14 @@ static int on_prof(void *ctx, void *data, size_t size)
 	}
 	pthread_mutex_lock(&d->lock);
 	if (r->op == PDW_BY_ID) {
-		key.ustack = by_id_locked(d, key.ustack, true);
+		key.ustack = by_id_locked(d, r->id, true);
 	} else {
 		key.ustack = n ? intern(d, 0, ips, n) : -1;
 		d->st.lost += n && key.ustack < 0;
 		d->st.samples++;
 		d->st.truncated += truncated;
-		s = r->id ? id_slot(d, r->id) : NULL;
-		if (s)
-			*s = (struct id_slot){ .id = r->id, .stack = key.ustack };
+		if (r->id)
+			remember_id(d, r->id, key.ustack);
 	}
 	if (has_values(&r->val))
 		count_prof(d, &key, &r->val);
@@ -346,13 +519,33 @@ static void pass_done(void *ctx)
 {
 	struct dwstacks *d = ctx;
 	double now = monotonic_s();
+	size_t fresh;
 
 	d->st.cpu_s = thread_cpu_s();
 	d->st.unwinders = d->all ? d->nr_uws : 1;
+	d->st.ids_held = d->nr_ids;
 	if (d->all && now - d->last_sweep >= 1) {
 		drop_exited(d);
 		d->last_sweep = now;
 	}
+	/*
+	 * Ids are dropped every DWSTACK_PRUNE_S, after a report, or sooner when
+	 * more came since the last time than the map held then (and 65536): a
+	 * reading of the map costs no more than the ids that came meanwhile.
+	 */
+	fresh = d->nr_ids - d->ids_pruned;
+	d->prune_due = d->refs.fd >= 0 && (now - d->last_prune >= DWSTACK_PRUNE_S ||
+					   ((d->prune_asked || (fresh > 65536 && fresh > d->ids_marked)) &&
+					    now - d->last_prune >= DWSTACK_PRUNE_S / 8));
+}
+
+/* After pass_done, without the lock: the map of ids read when due (that takes a while with many). */
+static void pass_idle(void *ctx)
+{
+	struct dwstacks *d = ctx;
+
+	if (d->prune_due)
+		prune(d);
 }
 
 static struct dwstacks *dwstacks_new(pid_t pid)
@@ -363,6 +556,7 @@ static struct dwstacks *dwstacks_new(pid_t pid)
 		return NULL;
 	pthread_mutex_init(&d->lock, NULL);
 	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
+	d->refs.fd = -1;
 	d->all = !pid;   /* -a: an unwinder per process (unwinder_of) */
 	d->uw = d->all ? NULL : unwinder_new(pid);
 	if (d->stack_index && (d->uw || d->all))
@@ -380,7 +574,7 @@ int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
 		return -ENOMEM;
 	d->per_thread = per_thread;
 	if (!grow_counts(d))
-		err = rb_reader_start(&d->rd, rb_fd, on_sample, d, &d->lock, pass_done);
+		err = rb_reader_start(&d->rd, rb_fd, on_sample, d, &d->lock, pass_done, NULL);
 	if (err) {
 		dwstacks_stop(d);
 		return err;
@@ -389,20 +583,19 @@ int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
 	return 0;
 }
 
-int dwstacks_start_prof(int rb_fd, pid_t pid, int nr_cpus, struct dwstacks **out)
+int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, struct dwstacks **out)
 {
 	struct dwstacks *d = dwstacks_new(pid);
 	int err = -ENOMEM;
 
 	if (!d)
 		return -ENOMEM;
-	/* 2^20 slots at most, shared out among the CPUs; each CPU keeps at least its last 4096. */
-	d->id_cpus = nr_cpus < 1 ? 1 : nr_cpus > PROF_DW_CPUS ? PROF_DW_CPUS : nr_cpus;
-	for (d->id_bits = PROF_DW_SEQ_BITS; d->id_bits > 12 && (d->id_cpus << d->id_bits) > (1U << 20); d->id_bits--)
-		;
-	d->ids = calloc((size_t)d->id_cpus << d->id_bits, sizeof(*d->ids));
-	if (d->ids && !grow_prof(d))
-		err = rb_reader_start(&d->rd, rb_fd, on_prof, d, &d->lock, pass_done);
+	d->refs = refs ? *refs : (struct dwstacks_refs){ .fd = -1 };
+	if (d->refs.fd >= 0 && d->refs.id_off + sizeof(__u64) > d->refs.value_size)
+		d->refs.fd = -1;
+	d->last_prune = monotonic_s();
+	if (!rehash_ids(d, 1024, 0) && !grow_prof(d))
+		err = rb_reader_start(&d->rd, rb_fd, on_prof, d, &d->lock, pass_done, pass_idle);
 	if (err) {
 		dwstacks_stop(d);
 		return err;
@@ -427,7 +620,7 @@ void dwstacks_stop(struct dwstacks *d)
 	free(d->stack_index);
 	free(d->counts);
 	free(d->pc);
-	free(d->ids);
+	ids_free(d->ids, d->cap_ids);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -467,7 +660,7 @@ size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out)
 	return n;
 }
 
-__s32 dwstacks_by_id(struct dwstacks *d, __s32 id)
+__s32 dwstacks_by_id(struct dwstacks *d, __u64 id)
 {
 	__s32 s;
 
@@ -475,6 +668,13 @@ __s32 dwstacks_by_id(struct dwstacks *d, __s32 id)
 	s = by_id_locked(d, id, false);
 	pthread_mutex_unlock(&d->lock);
 	return s;
+}
+
+void dwstacks_prune_soon(struct dwstacks *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->prune_asked = true;
+	pthread_mutex_unlock(&d->lock);
 }
 
 int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max)

@@ -9,7 +9,9 @@
  * The other profiles (offcpu, mutex, heap) send struct prof_dwarf records
  * instead (dwstacks_start_prof): weighted values counted per (prof_key,
  * unwound stack), and stacks remembered by the ids the BPF programs gave
- * them (PROF_DW_ID), for the heap's live map and the mutex's wakers.
+ * them (PROF_DW_ID, dw_id), for the heap's live map and the mutex's wakers:
+ * an id is kept while such a map holds it (read every DWSTACK_PRUNE_S), and
+ * dropped once two readings in a row found it in none.
  */
 #ifndef FNPROF_DWSTACKS_H
 #define FNPROF_DWSTACKS_H
@@ -24,6 +26,7 @@
 #define DWSTACK_BASE FNPROF_STACK_MAP_ENTRIES  /* ids below are the kernel stack map's */
 #define DWSTACK_MAX 65536      /* distinct unwound stacks kept; beyond, a sample's user stack is lost */
 #define DWSTACK_MAX_UNWINDERS 64  /* -a: processes with an unwinder (their objects' CFI) at once */
+#define DWSTACK_PRUNE_S 2.0     /* ids no map holds are looked for this often (sooner when many came) */
 
 struct dwstacks;
 
@@ -43,6 +46,8 @@ struct dwstack_stats {
 	__u64 truncated;    /* the walk ran past the end of the stack copy */
 	__u64 lost;         /* no room for one more distinct stack */
 	__u64 ids_lost;     /* profiles: values sent for an id whose stack was forgotten (or never came) */
+	__u64 ids_reused;   /* profiles: a stack sent under an id still held: that id's stack is no longer known */
+	__u64 ids_held;     /* profiles: ids whose stacks are remembered now */
 	double cpu_s;       /* CPU time the unwinding thread used */
 	__u64 unwinders;    /* processes with an unwinder now */
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
@@ -56,12 +61,18 @@ struct dwstack_stats {
  * a second). 0 or -errno.
  */
 int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out);
+/* The map that holds a profile's ids: fd (-1: none), its key and value sizes, and where a value has its id. */
+struct dwstacks_refs {
+	int fd;
+	__u32 key_size, value_size, id_off;
+};
+
 /*
  * The same for the struct prof_dwarf records of an offcpu, mutex or heap
- * profile (prof.bpf.h's pdw_rb), from nr_cpus CPUs. An id's stack is kept
- * until 2^PROF_DW_SEQ_BITS / nr_cpus (at least 4096) newer ids of its CPU.
+ * profile (prof.bpf.h's pdw_rb). An id's stack is kept while refs' map
+ * holds the id, and for a reading of the map or two after.
  */
-int dwstacks_start_prof(int rb_fd, pid_t pid, int nr_cpus, struct dwstacks **out);
+int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, struct dwstacks **out);
 /* Stops the thread (after it read what is in the ring buffer) and frees; safe with NULL. */
 void dwstacks_stop(struct dwstacks *d);
 
@@ -74,8 +85,11 @@ size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out);
 /* A copy of a profile's values so far, one entry per key (the caller frees *out). The number of entries. */
 size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out);
 
-/* The unwound stack id that id (PROF_DW_ID...) stands for; -1 when not known (any other value: itself). */
-__s32 dwstacks_by_id(struct dwstacks *d, __s32 id);
+/* The unwound stack id that id (a dw_id) stands for; -1 when not known. */
+__s32 dwstacks_by_id(struct dwstacks *d, __u64 id);
+
+/* Asks the reading thread to drop the ids no map holds soon (after a report has read the map). */
+void dwstacks_prune_soon(struct dwstacks *d);
 
 /* The frames of stack id (>= DWSTACK_BASE) into ips, leaf first, up to max. -ENOENT if none. */
 int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);

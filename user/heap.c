@@ -403,7 +403,8 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	if (!err && (measure_cost(c, cost) || !cost[DUTY_MAIN]))
 		log_debug("heap: the probes' cost could not be measured");
 	if (!err)
-		err = prof_dw_start(c, pid, h->skel->maps.pdw_rb, &s);
+		err = prof_dw_start(c, pid, h->skel->maps.pdw_rb, h->skel->maps.live,
+				    offsetof(struct prof_live, dw_id), &s);
 	if (!err)
 		err = attach_allocator(h, c, pid);
 	if (!err)

@@ -76,7 +76,7 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 	};
-	err = prof_dw_start(c, pid, skel->maps.pdw_rb, out);
+	err = prof_dw_start(c, pid, skel->maps.pdw_rb, skel->maps.wakers, offsetof(struct prof_waker, dw_id), out);
 	if (err) {
 		mutex_bpf__destroy(skel);
 		return err;

@@ -75,7 +75,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),
 	};
-	err = prof_dw_start(c, pid, skel->maps.pdw_rb, out);
+	err = prof_dw_start(c, pid, skel->maps.pdw_rb, NULL, 0, out);
 	if (err) {
 		offcpu_bpf__destroy(skel);
 		return err;

@@ -20,13 +20,18 @@ int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *
 	return bpf_map__set_max_entries(bufs, cpus > 0 ? cpus : 1) ?: bpf_map__set_max_entries(rb, size);
 }
 
-int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, struct prof_src *s)
+int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, const struct bpf_map *refs,
+		  __u32 id_off, struct prof_src *s)
 {
+	struct dwstacks_refs r = { .fd = -1 };
 	int err;
 
 	if (!c->dwarf)
 		return 0;
-	err = dwstacks_start_prof(bpf_map__fd(rb), pid, libbpf_num_possible_cpus(), &s->dw);
+	if (refs)
+		r = (struct dwstacks_refs){ .fd = bpf_map__fd(refs), .key_size = bpf_map__key_size(refs),
+					    .value_size = bpf_map__value_size(refs), .id_off = id_off };
+	err = dwstacks_start_prof(bpf_map__fd(rb), pid, &r, &s->dw);
 	if (err)
 		log_err("cannot start unwinding the %s profile's stacks: %s", prof_kind_name(s->desc->kind),
 			strerror(-err));

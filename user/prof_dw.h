@@ -19,7 +19,12 @@
 /* Before load: sizes pdw_rb (rb) and pdw_bufs (bufs) for c; with c->dwarf false, the smallest. 0 or -errno. */
 int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *bufs);
 
-/* After load, with c->dwarf: starts unwinding rb's records into s->dw. 0 or -errno (message printed). */
-int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, struct prof_src *s);
+/*
+ * After load, with c->dwarf: starts unwinding rb's records into s->dw. refs:
+ * the map whose values hold the ids of stacks to remember (at id_off), or
+ * NULL. 0 or -errno (message printed).
+ */
+int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, const struct bpf_map *refs,
+		  __u32 id_off, struct prof_src *s);
 
 #endif /* FNPROF_PROF_DW_H */

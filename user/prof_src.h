@@ -31,8 +31,9 @@ struct prof_src {
 	const struct prof_desc *desc;
 	/*
 	 * --call-graph dwarf: the unwound stacks and their values (read with the
-	 * counts map's); stack ids from DWSTACK_BASE up, and ids (PROF_DW_ID...)
-	 * in the live map's keys. NULL with frame pointers. The loader's stop frees it.
+	 * counts map's); stack ids from DWSTACK_BASE up, and the stacks of the
+	 * live map's dw_ids (key.ustack PROF_DW_ID). NULL with frame pointers.
+	 * The loader's stop frees it.
 	 */
 	struct dwstacks *dw;
 	int stacks_fd, counts_fd, drops_fd;

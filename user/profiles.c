@@ -32,6 +32,7 @@ struct prof {
 	double run_s;
 	bool dutied;                       /* src.duty said the probes saw a share: duty holds it */
 	struct prof_duty duty;
+	__u64 inuse_lost;                  /* heap: pointers in use at the last read whose stack is not known */
 };
 
 struct profiles {
@@ -202,9 +203,11 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 	 * pointer went in, so this sync has every stack those ids name.
 	 */
 	add_dw_counts(p, &e, nr, &cap);
+	p->inuse_lost = 0;
 	for (i = 0; i < nl; i++) {
-		if (p->src.dw)  /* the id of the stack sent, not a stack map id (dwarf) */
-			live[i].key.ustack = dwstacks_by_id(p->src.dw, live[i].key.ustack);
+		if (p->src.dw && live[i].key.ustack == PROF_DW_ID)  /* the stack sent under dw_id (dwarf) */
+			live[i].key.ustack = dwstacks_by_id(p->src.dw, live[i].dw_id);
+		p->inuse_lost += live[i].key.ustack < 0;
 		if (!(hit = add_entry(&e, nr, &cap, &live[i].key)))
 			continue;
 		v[0] = live[i].objects;
@@ -212,6 +215,9 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 		add_values(d, hit, v, 2, 2);
 	}
 	free(live);
+	/* The map was just read through: the ids it no longer holds can go. */
+	if (p->src.dw && p->src.live_fd >= 0)
+		dwstacks_prune_soon(p->src.dw);
 	return e;
 }
 
@@ -263,6 +269,10 @@ static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
 		     "unwinding used %.1f ms of CPU\n", (unsigned long long)st.samples, (unsigned long long)st.truncated,
 		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
 		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
+	if (p->src.live_fd >= 0 || st.ids_reused)
+		fprintf(out, "stacks of blocks in use: %llu not known ([stack lost]); ids given twice: %llu (their stacks "
+			     "forgotten); stacks kept by id: %llu\n", (unsigned long long)p->inuse_lost,
+			(unsigned long long)st.ids_reused, (unsigned long long)st.ids_held);
 }
 
 /* The probes' cost, at their cost per event measured at start. */
@@ -384,6 +394,10 @@ static void json_unwind(struct json *j, const struct prof *p, const __u64 *d)
 	json_u64(j, "truncated", st.truncated);
 	json_u64(j, "lost", st.lost);
 	json_u64(j, "ids_lost", st.ids_lost);
+	json_u64(j, "ids_reused", st.ids_reused);
+	json_u64(j, "ids_held", st.ids_held);
+	if (p->src.live_fd >= 0)
+		json_u64(j, "inuse_stacks_lost", p->inuse_lost);
 	json_u64(j, "fp_fallback", d[PDROP_DW_FP]);
 	json_u64(j, "ringbuf_full", d[PDROP_RINGBUF]);
 	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));

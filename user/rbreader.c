@@ -17,17 +17,19 @@ static void *reader(void *arg)
 			r->after_pass(r->ctx);
 		pthread_cond_broadcast(&r->passed);
 		pthread_mutex_unlock(r->lock);
+		if (r->idle)
+			r->idle(r->ctx);
 	}
 	ring_buffer__consume(r->rb);
 	return NULL;
 }
 
 int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
-		    void (*after_pass)(void *ctx))
+		    void (*after_pass)(void *ctx), void (*idle)(void *ctx))
 {
 	int err;
 
-	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .ctx = ctx };
+	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .idle = idle, .ctx = ctx };
 	pthread_cond_init(&r->passed, NULL);
 	r->rb = ring_buffer__new(fd, sample, ctx, NULL);
 	if (!r->rb)

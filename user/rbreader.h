@@ -22,15 +22,17 @@ struct rb_reader {
 	pthread_cond_t passed;
 	__u64 passes;              /* reads of the buffer completed */
 	void (*after_pass)(void *ctx);   /* called with *lock held after each pass, or NULL */
+	void (*idle)(void *ctx);         /* then called without it, or NULL: slow work that must not block readers */
 	void *ctx;
 };
 
 /*
  * Reads ring buffer fd in a thread of its own, handing each record to
- * sample(ctx, ...). 0 or -errno (nothing left running).
+ * sample(ctx, ...); after each pass after_pass(ctx) with *lock held, then
+ * idle(ctx) without (either may be NULL). 0 or -errno (nothing left running).
  */
 int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
-		    void (*after_pass)(void *ctx));
+		    void (*after_pass)(void *ctx), void (*idle)(void *ctx));
 /* Stops the thread after it has read what is left. Safe on a reader that never started. */
 void rb_reader_stop(struct rb_reader *r);
 /* Waits, with *lock held, until the records in the buffer now have been read. */

@@ -128,7 +128,7 @@ int slow_start(const struct slow_conf *c, struct slow **out)
 	s->uw = unwinder_new(c->pid);
 	s->sym = symbolizer_new(c->pid);
 	if (s->uw && s->sym)
-		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done);
+		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done, NULL);
 	if (err) {
 		slow_stop(s);
 		return err;
