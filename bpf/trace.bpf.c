@@ -840,6 +840,36 @@ static __always_inline void count_tail_hit(__u64 cookie)
 		__sync_fetch_and_add(&st->tail_hits, 1);
 }
 
+#define TRAP_HIT 1U      /* a probe at it counted a hit in tail_hits_cum */
+#define TRAP_CLOSED 2U   /* a probe at it closed a call */
+/* Probes of one trap run one after the other: well within this of each other. */
+#define TRAP_SAME_NS 20000
+
+/*
+ * Notes that a probe at a ret ran, in the trap it shares with the thread's
+ * other probes there: the same address, stack pointer and return address,
+ * moments apart (another call of the same ret from the same call site,
+ * stepped in between, is microseconds later at the least). Returns the
+ * trap's flags before this one's.
+ */
+static __always_inline __u32 note_trap(struct pt_regs *ctx, struct thread_state *ts, __u64 now, __u32 flag)
+{
+	__u64 ip = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx), ra = 0;
+	__u32 was;
+
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
+	if (ts->trap_ip != ip || ts->trap_sp != sp || ts->trap_ra != ra || now - ts->trap_ns > TRAP_SAME_NS) {
+		ts->trap_ip = ip;
+		ts->trap_sp = sp;
+		ts->trap_ra = ra;
+		ts->trap_flags = 0;
+	}
+	ts->trap_ns = now;
+	was = ts->trap_flags;
+	ts->trap_flags |= flag;
+	return was;
+}
+
 /*
  * The frame a probe past the function's rets (fn_exit_tail) closes, with
  * cookie, at sp, of the d on the stack (top the topmost); *id becomes its
@@ -853,14 +883,17 @@ static __always_inline void count_tail_hit(__u64 cookie)
  * the same stack pointer: its own probe, here too, then closes the
  * function's (whichever of the two runs first, each closes one).
  */
-static __always_inline int tail_frame(struct thread_state *ts, struct fn_frame *top, __u32 d, __u64 sp,
-				      __u64 cookie, __u32 *id)
+static __always_inline int tail_frame(struct pt_regs *ctx, struct thread_state *ts, struct fn_frame *top, __u32 d,
+				      __u64 sp, __u64 cookie, __u32 *id, __u64 now)
 {
 	int k = match_frame(ts, d, *id, sp);
 	struct fn_frame *f = &ts->frames[k & (FNPROF_MAX_DEPTH - 1)];
 
 	if (cookie & FNPROF_COOKIE_TAIL &&
 	    (k < 0 || !(f->flags & FRAME_IN_TAIL) || !same_return(f, sp - ARCH_RET_ADDR_BYTES))) {
+		/* A ret whose trap closed a call: its cost is that call's exit, already priced. */
+		if (note_trap(ctx, ts, now, TRAP_HIT) & TRAP_CLOSED)
+			return -1;
 		count_tail_hit(cookie);
 		ts->tail_hits_cum++;
 		return -1;
@@ -918,7 +951,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	top = &ts->frames[(d - 1) & (FNPROF_MAX_DEPTH - 1)];
 	if (tail) {
 		id = cookie & FNPROF_COOKIE_ID_MASK;
-		k = tail_frame(ts, top, d, sp, cookie, &id);
+		k = tail_frame(ctx, ts, top, d, sp, cookie, &id, now);
 		if (k == -1)
 			return 0;
 	} else if (!stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
@@ -942,6 +975,14 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		else
 			count_orphan();
 		return 0;
+	}
+	/*
+	 * A probe at this ret that counted a hit before this one closed the call
+	 * (their order is the kernel's): the trap is this call's exit.
+	 */
+	if (at_ret && note_trap(ctx, ts, now, TRAP_CLOSED) & TRAP_HIT) {
+		ts->trap_flags &= ~TRAP_HIT;
+		ts->tail_hits_cum--;
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
 	k &= FNPROF_MAX_DEPTH - 1;

@@ -150,6 +150,15 @@ struct thread_state {
 	 * thread, its own function's included.
 	 */
 	__u64 tail_jmps_cum;
+	/*
+	 * The last trap at a probed ret (its address, stack pointer, return
+	 * address and time; TRAP_*): several probes on one ret (a traced
+	 * function's own, another's past its tail jmp) share one trap and one
+	 * step, which is paid once.
+	 */
+	__u64 trap_ip, trap_sp, trap_ra, trap_ns;
+	__u32 trap_flags;
+	__u32 trap_pad;
 	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
 	struct ctr_reading ctr_last[FNPROF_MAX_EVENTS];
 	struct fn_frame frames[FNPROF_MAX_DEPTH];
