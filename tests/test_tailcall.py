@@ -18,9 +18,9 @@ def near_truth(f, t, what):
     check(abs(got - want) <= 0.15 * want + 40000, f"{what}: wall avg {got:.0f} ns vs truth {want:.0f}")
 
 
-def tail_jmp(fn):
+def tail_jmp(fn, prog="tailcall"):
     """The last instruction of fn in the target, as objdump shows it."""
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", target("tailcall")],
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", target(prog)],
                          capture_output=True, text=True, check=True).stdout
     body = out.split(f"<{fn}>:\n", 1)[1].split("\n\n", 1)[0]
     ins = [l.split("\t", 1)[-1].strip() for l in body.splitlines() if l.strip()]
@@ -200,3 +200,24 @@ def test_short_tail_caller_jmp_probe_taken_out():
           f"{f.get('tail_jmp_calls')} calls jumped, {f.get('tail_jmps_inside')} jmp hits inside")
     check(abs(f["self_ns"]["avg"] - got) <= 1, f"self {f['self_ns']['avg']:.0f} wall {got:.0f}")
     check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
+
+
+def test_shared_ret_trap_paid_once():
+    # work's outer() calls inner(); both leave by `jmp record`, so record's ret carries a probe of
+    # each. Traced alone, outer pays one hit a call (inner's record returning inside it); traced
+    # together, that trap is inner's exit, priced with inner's calls: no hit, and outer's reading
+    # keeps its own clock's time less the probes inside it (~11 us here; 29-33 us when the trap
+    # was paid twice).
+    for fn in ("outer", "inner"):
+        last = tail_jmp(fn, "work")
+        check(last.startswith("jmp") and "<record>" in last, f"{fn} does not end with jmp record: {last}")
+    n = 300
+    rep, p = traced(["--exit", "ret", "-f", "outer"], target("work"), "nest", n)
+    check(func(rep, "outer")["tail_hits_inside"] == n, f"outer alone: {func(rep, 'outer')['tail_hits_inside']} hits")
+    rep, p = traced(["--exit", "ret", "-f", "outer", "-f", "inner"], target("work"), "nest", n)
+    f, t = func(rep, "outer"), truth(p.stderr, "outer")
+    check(f["tail_hits_inside"] == 0 and func(rep, "inner")["calls"] == n, f"outer with inner: "
+          f"{f['tail_hits_inside']} hits, inner {func(rep, 'inner')['calls']} calls")
+    # p50: preemptions under load move averages; the probes inside are at most ~25 us here.
+    p50, want = f["wall_ns"]["p50"], t["p50_ns"]
+    check(want - 25000 <= p50 <= want + 2000, f"outer p50 {p50} ns vs its own clock's {want:.0f}")
