@@ -298,6 +298,7 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 		return NULL;
 	ts = ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
 	if (ts) {
+		c->idx1 = 0;
 		c->regs = (__u64)regs;
 		c->idx1 = ref->idx1;
 	}
