@@ -305,6 +305,12 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 	return ts;
 }
 
+/* A probe that is no ret's: the next ret trap is a new one. */
+static __always_inline void trap_reset(struct thread_state *ts)
+{
+	ts->trap_ip = 0;
+}
+
 /* Whether a thread of process tgid may be inside traced calls (sched_switch, syscalls). */
 static __always_inline bool maybe_traced(__u32 tgid)
 {
@@ -585,6 +591,7 @@ int BPF_KPROBE(fn_entry)
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
 	f->probe_off = 0;
+	f->probe_off_runq = 0;
 	f->cpu = bpf_get_smp_processor_id();
 	f->runq0 = ts->runq_cum;
 	f->blocked0 = ts->blocked_cum;
@@ -601,6 +608,7 @@ int BPF_KPROBE(fn_entry)
 	}
 	ts->depth = d + 1;
 	/* Last, so that the work above is not part of the measured interval. */
+	trap_reset(ts);
 	f->start_ns = bpf_ktime_get_ns();
 	return 0;
 }
@@ -844,25 +852,26 @@ static __always_inline void count_tail_hit(__u64 cookie)
 #define TRAP_HIT 1U      /* a probe at it counted a hit in tail_hits_cum */
 #define TRAP_CLOSED 2U   /* a probe at it closed a call */
 /* Probes of one trap run one after the other: well within this of each other. */
-#define TRAP_SAME_NS 20000
+#define TRAP_SAME_NS 1000000
 
 /*
- * Notes that a probe at a ret ran, in the trap it shares with the thread's
- * other probes there: the same address, stack pointer and return address,
- * moments apart (another call of the same ret from the same call site,
- * stepped in between, is microseconds later at the least). Returns the
- * trap's flags before this one's.
+ * Notes that probe cookie at a ret ran, in the trap it shares with the
+ * thread's other probes there: the same address and stack pointer, and not
+ * the trap's first probe again (the kernel runs a trap's probes in one
+ * order, each once: the first one's next hit is the next trap). Any other
+ * probe of the thread's in between also starts a new one (trap_reset).
+ * Returns the trap's flags before this probe's.
  */
-static __always_inline __u32 note_trap(struct pt_regs *ctx, struct thread_state *ts, __u64 now, __u32 flag)
+static __always_inline __u32 note_trap(struct pt_regs *ctx, struct thread_state *ts, __u64 now, __u64 cookie,
+				       __u32 flag)
 {
-	__u64 ip = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx), ra = 0;
+	__u64 ip = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx);
 	__u32 was;
 
-	bpf_probe_read_user(&ra, sizeof(ra), (void *)sp);
-	if (ts->trap_ip != ip || ts->trap_sp != sp || ts->trap_ra != ra || now - ts->trap_ns > TRAP_SAME_NS) {
+	if (ts->trap_ip != ip || ts->trap_sp != sp || ts->trap_first == cookie || now - ts->trap_ns > TRAP_SAME_NS) {
 		ts->trap_ip = ip;
 		ts->trap_sp = sp;
-		ts->trap_ra = ra;
+		ts->trap_first = cookie;
 		ts->trap_flags = 0;
 	}
 	ts->trap_ns = now;
@@ -892,11 +901,14 @@ static __always_inline int tail_frame(struct pt_regs *ctx, struct thread_state *
 
 	if (cookie & FNPROF_COOKIE_TAIL &&
 	    (k < 0 || !(f->flags & FRAME_IN_TAIL) || !same_return(f, sp - ARCH_RET_ADDR_BYTES))) {
-		/* A ret whose trap closed a call: its cost is that call's exit, already priced. */
-		if (note_trap(ctx, ts, now, TRAP_HIT) & TRAP_CLOSED)
+		/*
+		 * A ret whose trap closed a call: its cost is that call's exit,
+		 * already priced; or whose hit another probe counted: one step.
+		 */
+		if (note_trap(ctx, ts, now, cookie, TRAP_HIT))
 			return -1;
 		count_tail_hit(cookie);
-		ts->tail_hits_cum++;
+		ts->trap_hits = ++ts->tail_hits_cum;
 		return -1;
 	}
 	if (k >= 0 && !stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
@@ -981,15 +993,17 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	 * A probe at this ret that counted a hit before this one closed the call
 	 * (their order is the kernel's): the trap is this call's exit.
 	 */
-	if (at_ret && note_trap(ctx, ts, now, TRAP_CLOSED) & TRAP_HIT) {
+	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
+	k &= FNPROF_MAX_DEPTH - 1;
+	f = &ts->frames[k];
+	/* Taken back only if it is the count's last step and after this call's start. */
+	if (at_ret && note_trap(ctx, ts, now, cookie ?: bpf_get_attach_cookie(ctx), TRAP_CLOSED) & TRAP_HIT &&
+	    ts->tail_hits_cum == ts->trap_hits && ts->tail_hits_cum > f->tail_hits0) {
 		ts->trap_flags &= ~TRAP_HIT;
 		ts->tail_hits_cum--;
 	}
-	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
-	k &= FNPROF_MAX_DEPTH - 1;
 	if ((__u32)k + 1 < d && !stack_switching)
 		count_drops(DROP_ABANDONED, d - k - 1);
-	f = &ts->frames[k];
 	if (k > 0)
 		parent = &ts->frames[(k - 1) & (FNPROF_MAX_DEPTH - 1)];
 	/* On several stacks, the frame below is the caller only if it is on this stack, above. */
@@ -1002,6 +1016,11 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	c.wall -= off < c.wall ? off : c.wall;
 	c.runq = ts->runq_cum - f->runq0;
 	c.blocked = ts->blocked_cum - f->blocked0;
+	/* The time switched out in its entry probe is off its wall, so off these too. */
+	off = f->probe_off_runq;
+	c.runq -= off < c.runq ? off : c.runq;
+	off = f->probe_off - f->probe_off_runq;
+	c.blocked -= off < c.blocked ? off : c.blocked;
 	off = c.runq + c.blocked;
 	c.oncpu = c.wall - (off > c.wall ? c.wall : off);
 	c.self = c.wall > f->child_wall ? c.wall - f->child_wall : 0;
@@ -1110,6 +1129,7 @@ static __always_inline int tail_jump(struct pt_regs *ctx, __u64 cookie)
 	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
 	ts->tail_jmps_cum++;
+	trap_reset(ts);
 	k = match_frame(ts, ts->depth, id, PT_REGS_SP(ctx) + ARCH_RET_ADDR_BYTES);
 	if (k >= 0)
 		ts->frames[k & (FNPROF_MAX_DEPTH - 1)].flags |= FRAME_IN_TAIL;
@@ -1262,9 +1282,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	 * reading leaves it out. A call suspended on another stack (a coroutine's)
 	 * meanwhile keeps it, as its own clock does.
 	 */
-	if (ts->out_probe && ts->depth)
-		ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)].probe_off += now - ts->out_ns;
-	else if (ts->out_runnable)
+	if (ts->out_probe && ts->depth) {
+		struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+		top->probe_off += now - ts->out_ns;
+		if (ts->out_runnable)
+			top->probe_off_runq += now - ts->out_ns;
+	}
+	/* Off the CPU in the callers' calls too (the top call's own reading takes it back out). */
+	if (ts->out_runnable)
 		ts->runq_cum += now - ts->out_ns;
 	else
 		ts->blocked_cum += now - ts->out_ns;

@@ -26,10 +26,13 @@ struct fn_frame {
 	__u64 ip;            /* the function's address (where the entry probe is) */
 	/*
 	 * ns switched out in the return path of this call's entry probe: not its
-	 * time. Its callers keep it in theirs: untraced, the preemption would
-	 * have come as it fell due, in their code.
+	 * time. Its callers keep it in theirs, off the CPU: untraced, the
+	 * preemption would have come as it fell due, in their code. Of it, on
+	 * the run queue (the rest blocked): both are in the thread's runq_cum
+	 * and blocked_cum, which this call's reading takes it out of.
 	 */
 	__u64 probe_off;
+	__u64 probe_off_runq;
 	__u32 id;            /* function id (from the attach cookie) */
 	__u32 cpu;           /* CPU at entry */
 	__u32 outer;         /* 1 if no activation of the same function is below */
@@ -151,12 +154,14 @@ struct thread_state {
 	 */
 	__u64 tail_jmps_cum;
 	/*
-	 * The last trap at a probed ret (its address, stack pointer, return
-	 * address and time; TRAP_*): several probes on one ret (a traced
+	 * The last trap at a probed ret (its address, stack pointer and time;
+	 * TRAP_*): several probes on one ret (a traced
 	 * function's own, another's past its tail jmp) share one trap and one
 	 * step, which is paid once.
 	 */
-	__u64 trap_ip, trap_sp, trap_ra, trap_ns;
+	__u64 trap_ip, trap_sp, trap_ns;
+	__u64 trap_first;    /* the cookie of the trap's first probe: its next hit is the next trap */
+	__u64 trap_hits;     /* tail_hits_cum just after the hit it counted (TRAP_HIT) */
 	__u32 trap_flags;
 	__u32 trap_pad;
 	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
