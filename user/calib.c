@@ -540,7 +540,7 @@ void calibration_print(const struct calibration *c, FILE *f)
 		   "  MEAN: its mean over the fastest 99%% (subtracted from sums and averages);\n"
 		   "  COST/CALL: time they add to the traced program per call (the overhead).\n");
 	if (c->cases & 1U << CAL_TAIL_JMP && c->cases & 1U << CAL_RET)
-		fprintf(f, "  tail-jmp: a ret exit reached through a followed tail jmp; its BIAS less ret's (%s) is\n"
+		fprintf(f, "  tail-jmp: a ret exit reached through a followed tail jmp; its MEAN less ret's (%s) is\n"
 			   "  what the probe on the jmp adds inside the call, taken out once per jump.\n",
 			fmt_ns(calib_jmp_hit_cost(c), b[0], 16));
 }
