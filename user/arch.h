@@ -118,6 +118,14 @@ void fnprof_calib_nop(void);
 void fnprof_calib_ret(void);
 void fnprof_calib_entry_only(void);
 extern const unsigned int arch_calib_ret_offset;
+/*
+ * A call through a followed tail jmp: fnprof_calib_tail_jmp starts like the
+ * others and ends with a jmp, at arch_calib_jmp_offset, to
+ * fnprof_calib_tail_callee, whose first instruction is its ret.
+ */
+void fnprof_calib_tail_jmp(void);
+void fnprof_calib_tail_callee(void);
+extern const unsigned int arch_calib_jmp_offset;
 
 /* The system's library directories for this architecture, ':'-separated, searched first. */
 extern const char arch_lib_dirs[];

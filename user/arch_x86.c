@@ -246,10 +246,13 @@ __asm__(".text\n"
 	CALIB_FN(fnprof_calib_call, "\tcall 1f\n\tret\n1:\tret\n")
 	CALIB_FN(fnprof_calib_nop, "\t.byte 0x0f,0x1f,0x40,0x00\n" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
-	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET));
+	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET)
+	CALIB_FN(fnprof_calib_tail_jmp, "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tjmp fnprof_calib_tail_callee\n")
+	CALIB_FN(fnprof_calib_tail_callee, "\tret\n"));
 
-/* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in. */
+/* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in; fnprof_calib_tail_jmp's jmp is where that ret is. */
 const unsigned int arch_calib_ret_offset = 5;
+const unsigned int arch_calib_jmp_offset = 5;
 
 /* --- Exits of a function, for ret-mode probes ---------------------------- */
 

@@ -28,6 +28,12 @@ enum calib_case {
 	CAL_NOP = SITE_NOP,
 	CAL_RET,          /* emulated entry, exit probed on the ret instruction */
 	CAL_ENTRY_ONLY,   /* emulated entry, no exit probe */
+	/*
+	 * Emulated entry, then a followed tail jmp (its probe: FNPROF_COOKIE_JMP)
+	 * to a callee whose ret closes the call (FNPROF_COOKIE_TAIL): CAL_RET's
+	 * interval plus the jmp probe's hit, which is what prices that hit.
+	 */
+	CAL_TAIL_JMP,
 	CAL_NR,
 };
 
@@ -139,8 +145,9 @@ double calib_exit_hit_cost(const struct calibration *c);
 void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi);
 /*
  * The cost of one hit of the probe on a followed tail jmp (ret mode), all of
- * it inside the call that jumps, and its range over the calibrations' rounds
- * (*lo, *hi; the cost's when not known). 0 when not measured.
+ * it inside the call that jumps (the tail-jmp case's mean bias less the
+ * ret-exit case's), and its range over the calibrations' rounds (*lo, *hi;
+ * the cost's when not known). 0 when not measured.
  */
 double calib_jmp_hit_cost(const struct calibration *c);
 void calib_jmp_hit_range(const struct calibration *c, double *lo, double *hi);

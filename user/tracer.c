@@ -173,13 +173,17 @@ static bool probes_at_ret(const struct tracer *t)
 	return false;
 }
 
-/* Whether a function traced has exit probes past its rets (fn_exit_tail): tail calls. */
+/* Whether a probe to attach has exit probes past its rets (fn_exit_tail): tail calls. */
 static bool probes_tails(const struct tracer *t)
 {
 	size_t i;
 
 	for (i = 0; i < t->pl->nr; i++)
 		if (t->pl->probes[i].exit == EXIT_RET && t->pl->probes[i].nr_tails)
+			return true;
+	/* The calibration's tail-jmp case, with the functions that follow tail calls. */
+	for (i = 0; i < t->nr_total - t->nr_probes; i++)
+		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET && t->self[i].nr_tails)
 			return true;
 	return false;
 }

@@ -17,7 +17,7 @@ struct tracer;
 #define TRACER_MORE_MAX 63
 
 /* Most probes in fnprof's own process a tracer takes (tracer_conf.self). */
-#define TRACER_SELF_MAX 11
+#define TRACER_SELF_MAX 12
 
 /* How a tracer is set up. */
 /* A process with statistics of its own (--follow-forks: the target, then fork children). */

@@ -29,7 +29,8 @@ static void pool(struct calibration *c)
 		s->hist[hist_bucket_of(120)] = 490;
 		s->hist[hist_bucket_of(5000)] = 10;
 		/* the single-stepping cases make half as many calls */
-		c->time_ns[k] = (k == CAL_PAIR || k == CAL_PAIR_RET ? 200.0 : k == CAL_STEPPED || k == CAL_RET ? 500.0 :
+		c->time_ns[k] = (k == CAL_PAIR || k == CAL_PAIR_RET ? 200.0 : k == CAL_STEPPED || k == CAL_RET ||
+				 k == CAL_TAIL_JMP ? 500.0 :
 				 1000.0) * (k + 1) * 100;
 	}
 }
@@ -153,6 +154,65 @@ static void cost_bounded_by_calls(void)
 	CHECK(calib_cost_seen(&c, &p, &s) == 5000);
 }
 
+/*
+ * A followed tail jmp's hit: the tail-jmp case's mean bias less the
+ * ret-exit case's, 0 below it or when either is not measured; its range
+ * from the tail-jmp case's rounds less the ret-exit median, holding the price.
+ */
+static void jmp_hit_price(void)
+{
+	struct calibration c = { .valid = true };
+	struct probe p = { .kind = SITE_EMULATED, .exit = EXIT_RET, .follows_tails = true };
+	double lo, hi;
+
+	c.cases = 1U << CAL_RET | 1U << CAL_TAIL_JMP;
+	c.mean_ns[CAL_RET] = 660;
+	c.mean_ns[CAL_TAIL_JMP] = 1140;
+	c.bias_ns[CAL_RET] = 640;
+	c.round_lo[CAL_TAIL_JMP] = 1000;
+	c.round_hi[CAL_TAIL_JMP] = 1400;
+	c.cost_ns[CAL_ENTRY_ONLY] = 800;     /* the old price: the entry-only case's cost */
+	CHECK(calib_jmp_hit_cost(&c) == 480);
+	calib_jmp_hit_range(&c, &lo, &hi);
+	CHECK(lo == 360 && hi == 760);
+	c.round_hi[CAL_TAIL_JMP] = 1100;     /* the rounds' medians below the mean's price */
+	calib_jmp_hit_range(&c, &lo, &hi);
+	CHECK(lo == 360 && hi == 480);
+	c.round_lo[CAL_TAIL_JMP] = c.round_hi[CAL_TAIL_JMP] = NAN;
+	calib_jmp_hit_range(&c, &lo, &hi);
+	CHECK(lo == 480 && hi == 480);
+	c.mean_ns[CAL_TAIL_JMP] = 600;       /* noise: never negative */
+	CHECK(calib_jmp_hit_cost(&c) == 0);
+	c.mean_ns[CAL_TAIL_JMP] = 1140;
+	c.cases = 1U << CAL_TAIL_JMP;        /* no ret-exit case to take off */
+	CHECK(calib_jmp_hit_cost(&c) == 0);
+	c.cases = 1U << CAL_RET;
+	calib_jmp_hit_range(&c, &lo, &hi);
+	CHECK(calib_jmp_hit_cost(&c) == 0 && lo == 0 && hi == 0);
+	/* Calibrated only where some function follows tail calls. */
+	CHECK(calib_cases_of(&p) & 1U << CAL_TAIL_JMP);
+	p.follows_tails = false;
+	CHECK(!(calib_cases_of(&p) & 1U << CAL_TAIL_JMP));
+}
+
+/* The tail-jmp case's probe has the sites of a traced tail caller: its jmp, then its callee's ret. */
+static void tail_jmp_probe_sites(void)
+{
+	struct probe p[CAL_NR];
+	const struct probe *t = &p[CAL_TAIL_JMP];
+
+	CHECK(calib_self_probes(p, 7) == 0);
+	CHECK(t->exit == EXIT_RET && t->nr_exits == 0 && t->follows_tails && t->nr_tails == 2 && t->id == 7 + CAL_TAIL_JMP);
+	if (t->nr_tails == 2) {
+		CHECK(t->tails[0].jump && !t->tails[0].in_callee && !t->tails[0].untimed);
+		CHECK(!t->tails[1].jump && t->tails[1].in_callee && !t->tails[1].untimed);
+		CHECK(t->tails[0].offset > t->offset && t->tails[1].offset > t->tails[0].offset);
+	}
+	CHECK(p[CAL_RET].nr_exits == 1 && !p[CAL_RET].nr_tails);
+	CHECK(!strcmp(calib_case_name(CAL_TAIL_JMP), "tail-jmp"));
+	calib_free_probes(p);
+}
+
 int main(void)
 {
 	RUN(figures_per_case);
@@ -161,5 +221,7 @@ int main(void)
 	RUN(bias_and_cost_by_exit_mode);
 	RUN(cost_bounded_by_calls);
 	RUN(bias_range);
+	RUN(jmp_hit_price);
+	RUN(tail_jmp_probe_sites);
 	UNIT_EXIT();
 }
