@@ -673,7 +673,7 @@ static bool follow_callee(struct exit_walk *w, __u64 addr, int depth)
 static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, int depth)
 {
 	const struct sym *cold = cold_part(w->st, s);
-	size_t rets0 = w->nr_rets, tails0 = w->nr_tails, in0 = w->nr_in_callees;
+	size_t rets0 = w->nr_rets, tails0 = w->nr_tails, in0 = w->nr_in_callees, seen0 = w->nr_seen, j;
 	__u64 *addrs = NULL, target;
 	int i, n = find_exits(fc->arch, &addrs);
 	enum arch_exit_kind kind;
@@ -702,6 +702,9 @@ static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_cod
 	w->nr_rets = rets0;
 	w->nr_tails = tails0;
 	w->nr_in_callees = in0;
+	/* The callees followed from here lost their sites with it: a jmp to one is not followed. */
+	for (j = seen0; j < w->nr_seen; j++)
+		w->seen[j].ok = false;
 	return false;
 }
 
