@@ -175,25 +175,26 @@ static __always_inline __u64 pdw_send(const struct pt_regs *r, const struct prof
 	return id;
 }
 
-/* v for the stack sent before under id (PDW_BY_ID), with key k. False when not sent (counted). */
+/*
+ * v for the stack sent before under id (PDW_BY_ID), with key k. False when
+ * not sent (counted). A record of a fixed size, made in the ring buffer
+ * itself: no per-CPU buffer to find busy.
+ */
 static __always_inline bool pdw_send_by_id(const struct prof_key *k, __u64 id, const struct prof_val *v)
 {
-	struct pdw_buf *b = pdw_claim();
-	long err;
+	struct prof_dwarf *r = bpf_ringbuf_reserve(&pdw_rb, sizeof(*r), 0);
 
-	if (!b)
+	if (!r) {
+		pbump(PDROP_RINGBUF);
 		return false;
-	b->hdr.key = *k;
-	b->hdr.val = *v;
-	b->hdr.op = PDW_BY_ID;
-	b->hdr.id = id;
-	b->hdr.user.stack_len = 0;
-	err = bpf_ringbuf_output(&pdw_rb, &b->hdr, sizeof(b->hdr), rb_wakeup(&pdw_rb));
-	pdw_release(b);
-	if (!err)
-		return true;
-	pbump(PDROP_RINGBUF);
-	return false;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->key = *k;
+	r->val = *v;
+	r->op = PDW_BY_ID;
+	r->id = id;
+	bpf_ringbuf_submit(r, rb_wakeup(&pdw_rb));
+	return true;
 }
 
 #endif /* FNPROF_PROF_BPF_H */
