@@ -249,6 +249,12 @@ static __always_inline struct cpu_thread *this_cpu_thread(void)
 	return bpf_map_lookup_elem(&running, &zero);
 }
 
+/* A probe that is no ret's: the next ret trap is a new one. */
+static __always_inline void trap_reset(struct thread_state *ts)
+{
+	ts->trap_ip = 0;
+}
+
 /*
  * A fresh state from the pool for thread ref, NULL if the pool is empty (the
  * thread is marked: its returns without a frame are of calls not timed).
@@ -271,6 +277,7 @@ static __always_inline struct thread_state *take_state(struct thread_ref *ref)
 	ts->gen = generation;
 	ts->out_ns = 0;
 	ts->sys_start = 0;
+	trap_reset(ts);
 	ref->idx1 = idx + 1;
 	return ts;
 }
@@ -303,12 +310,6 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 		c->idx1 = ref->idx1;
 	}
 	return ts;
-}
-
-/* A probe that is no ret's: the next ret trap is a new one. */
-static __always_inline void trap_reset(struct thread_state *ts)
-{
-	ts->trap_ip = 0;
 }
 
 /* Whether a thread of process tgid may be inside traced calls (sched_switch, syscalls). */
