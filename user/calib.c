@@ -443,13 +443,19 @@ void calib_cost_range(const struct calibration *c, const struct probe *p, double
 	*hi = *hi < *lo ? *lo : *hi;
 }
 
-double calib_exit_hit_cost(const struct calibration *c)
+/* v[a] - v[b] of calibration cases a and b, at least 0; 0 when either was not measured. */
+static double case_diff(const struct calibration *c, const double *v, int a, int b)
 {
-	double ns = c->cost_ns[CAL_RET] - c->cost_ns[CAL_ENTRY_ONLY];
+	double ns = v[a] - v[b];
 
-	if (!(c->cases & 1U << CAL_RET) || !(c->cases & 1U << CAL_ENTRY_ONLY) || isnan(ns))
+	if (!(c->cases & 1U << a) || !(c->cases & 1U << b) || isnan(ns))
 		return 0;
 	return ns > 0 ? ns : 0;
+}
+
+double calib_exit_hit_cost(const struct calibration *c)
+{
+	return case_diff(c, c->cost_ns, CAL_RET, CAL_ENTRY_ONLY);
 }
 
 void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi)
@@ -478,11 +484,7 @@ void calib_exit_hit_range(const struct calibration *c, double *lo, double *hi)
  */
 double calib_jmp_hit_cost(const struct calibration *c)
 {
-	double ns = c->mean_ns[CAL_TAIL_JMP] - c->mean_ns[CAL_RET];
-
-	if (!(c->cases & 1U << CAL_TAIL_JMP) || !(c->cases & 1U << CAL_RET) || isnan(ns))
-		return 0;
-	return ns > 0 ? ns : 0;
+	return case_diff(c, c->mean_ns, CAL_TAIL_JMP, CAL_RET);
 }
 
 void calib_jmp_hit_range(const struct calibration *c, double *lo, double *hi)
