@@ -52,6 +52,12 @@
  * same stack pointer is one abandoned by an exception or longjmp).
  */
 #define FNPROF_COOKIE_JMP (1ULL << 35)
+/*
+ * On the entry probe of a function whose entry probe sits on that jmp (its
+ * first instruction the kernel emulates: `add $1,%edi; jmp g`): the entry
+ * marks the frame itself, in the one trap, and no jmp probe is attached.
+ */
+#define FNPROF_COOKIE_ENTRY_JMP (1ULL << 36)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */

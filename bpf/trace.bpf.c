@@ -584,7 +584,8 @@ int BPF_KPROBE(fn_entry)
 	f->child_tail_jmps = 0;
 	f->id = id;
 	f->slot = slot;
-	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0);
+	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0) |
+		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0);
 	f->sp = PT_REGS_SP(ctx);
 	/* A function that tail-calls: what tells its callee's return from another call of the callee. */
 	if (cookie & FNPROF_COOKIE_TAILS && bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)f->sp))
@@ -743,7 +744,8 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 		__sync_fetch_and_add(&st->tail_jmps_inside, c->tail_jmps);
 		__sync_fetch_and_add(&st->tail_jmps_self, c->tail_jmps_self);
 	}
-	if (f->flags & FRAME_IN_TAIL)
+	/* A jmp probe's hit: not when the entry's own trap marked it. */
+	if ((f->flags & (FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY)) == FRAME_IN_TAIL)
 		__sync_fetch_and_add(&st->tail_jmp_calls, 1);
 	if (c->runq)
 		__sync_fetch_and_add(&st->preempted, 1);

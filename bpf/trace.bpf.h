@@ -91,6 +91,8 @@ struct fn_frame {
  * the frame one abandoned (an exception or longjmp through it).
  */
 #define FRAME_IN_TAIL 32U
+/* ... marked so by its entry probe, which sits on that jmp (FNPROF_COOKIE_ENTRY_JMP): no hit of its own. */
+#define FRAME_JMP_AT_ENTRY 64U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {

@@ -6,6 +6,16 @@
 #include "probe.h"
 #include "sanitize.h"
 
+bool probe_jmp_at_entry(const struct probe *p)
+{
+	int i;
+
+	for (i = 0; p->exit == EXIT_RET && i < p->nr_tails; i++)
+		if (p->tails[i].jump && p->tails[i].offset == p->offset + p->entry_skip)
+			return true;
+	return false;
+}
+
 const char *exit_mode_name(enum exit_mode m)
 {
 	static const char *const names[] = { "auto", "uretprobe", "ret", "none" };

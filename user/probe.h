@@ -89,6 +89,9 @@ struct probe {
 	const char *cpu_unknown;
 };
 
+/* Whether the entry probe of p sits on one of its followed tail jmps (FNPROF_COOKIE_ENTRY_JMP). */
+bool probe_jmp_at_entry(const struct probe *p);
+
 #define MAX_HELD_FDS 64
 
 struct probe_list {

@@ -356,6 +356,7 @@ static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t
 static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u32 cookie, struct uprobe_site *out)
 {
 	const struct tail_site *ts;
+	size_t n = 0;
 	__u64 flags;
 	int i;
 
@@ -366,16 +367,18 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 		return 1;
 	}
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_exits; i++)
-		out[i] = site_of(t, p, pid, p->go ? t->skel->progs.go_exit_ret : t->skel->progs.fn_exit_ret,
+		out[n++] = site_of(t, p, pid, p->go ? t->skel->progs.go_exit_ret : t->skel->progs.fn_exit_ret,
 				 p->exits[i], cookie | FNPROF_COOKIE_AT_RET);
 	for (i = 0; p->exit == EXIT_RET && i < p->nr_tails; i++) {
 		ts = &p->tails[i];
+		/* The entry probe marks the frame there itself (entry_flags). */
+		if (ts->jump && ts->offset == p->offset + p->entry_skip)
+			continue;
 		flags = (ts->in_callee ? FNPROF_COOKIE_TAIL : 0) | (ts->untimed ? FNPROF_COOKIE_UNTIMED : 0) |
 			(ts->jump ? FNPROF_COOKIE_JMP : 0);
-		out[p->nr_exits + i] = site_of(t, p, pid, t->skel->progs.fn_exit_tail, ts->offset,
-					       cookie | FNPROF_COOKIE_AT_RET | flags);
+		out[n++] = site_of(t, p, pid, t->skel->progs.fn_exit_tail, ts->offset, cookie | FNPROF_COOKIE_AT_RET | flags);
 	}
-	return p->exit == EXIT_RET ? p->nr_exits + p->nr_tails : 0;
+	return n;
 }
 
 /* Go: where a goroutine ends (runtime.goexit1), its open calls are let go. */
@@ -391,7 +394,7 @@ static struct uprobe_site go_exit_site(struct tracer *t, pid_t pid)
 static __u64 entry_flags(const struct probe *p)
 {
 	if (p->exit == EXIT_RET && p->follows_tails)
-		return FNPROF_COOKIE_TAILS;
+		return FNPROF_COOKIE_TAILS | (probe_jmp_at_entry(p) ? FNPROF_COOKIE_ENTRY_JMP : 0);
 	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
 }
 
