@@ -305,9 +305,10 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 		return NULL;
 	ts = ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
 	if (ts) {
-		c->idx1 = 0;
-		c->regs = (__u64)regs;
-		c->idx1 = ref->idx1;
+		/* Volatile: the compiler dropped the first store as dead, and with it the point. */
+		*(volatile __u32 *)&c->idx1 = 0;
+		*(volatile __u64 *)&c->regs = (__u64)regs;
+		*(volatile __u32 *)&c->idx1 = ref->idx1;
 	}
 	return ts;
 }
