@@ -48,6 +48,8 @@ const volatile __u32 nr_slots = 1;
 const volatile __u32 links_per_process = 0;
 /* Go functions are traced: their calls are kept per goroutine (go.bpf.h). */
 const volatile __u32 go_calls = 0;
+/* Probes past some function's rets (fn_exit_tail): a ret may be shared with them (note_trap). */
+const volatile __u32 tail_sites = 0;
 
 /*
  * System-wide with --by: each process takes a slot of its own at its first
@@ -1001,7 +1003,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	k &= FNPROF_MAX_DEPTH - 1;
 	f = &ts->frames[k];
 	/* Taken back only if it is the count's last step and after this call's start. */
-	if (at_ret && note_trap(ctx, ts, now, cookie ?: bpf_get_attach_cookie(ctx), TRAP_CLOSED) & TRAP_HIT &&
+	if (at_ret && tail_sites && note_trap(ctx, ts, now, cookie ?: bpf_get_attach_cookie(ctx), TRAP_CLOSED) & TRAP_HIT &&
 	    ts->tail_hits_cum == ts->trap_hits && ts->tail_hits_cum > f->tail_hits0) {
 		ts->trap_flags &= ~TRAP_HIT;
 		ts->tail_hits_cum--;

@@ -249,6 +249,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
 	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
 	bpf_program__set_autoload(skel->progs.fn_exit_tail, probes_tails(t));
+	skel->rodata->tail_sites = probes_tails(t);
 	uprobes_prepare(skel->progs.fn_exit_tail, t->links.multi);
 	bpf_program__set_autoload(skel->progs.fn_mid, probes_paired(t));
 	uprobes_prepare(skel->progs.fn_mid, t->links.multi);
