@@ -220,9 +220,11 @@ static int on_sample(void *ctx, void *data, size_t size)
 		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
 	/*
 	 * -a: a process gone before its mappings could be read (the reader
-	 * behind on a busy machine) keeps its frame-pointer stack.
+	 * behind on a busy machine) keeps its frame-pointer stack. Known from
+	 * the unwinder, without a look at /proc per sample (JIT code is in no
+	 * object read, sample after sample).
 	 */
-	fp = d->all && uw && s->ufp >= 0 && !unwinder_knows(uw, s->regs[16]) && !proc_alive(s->pid);
+	fp = d->all && uw && s->ufp >= 0 && !unwinder_has_objects(uw);
 	key.pid = d->all ? s->pid : 0;
 	key.tid = d->per_thread ? s->tid : 0;
 	key.kstack = s->kstack;

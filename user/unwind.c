@@ -373,9 +373,9 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 	return err;
 }
 
-bool unwinder_knows(struct unwinder *u, __u64 ip)
+bool unwinder_has_objects(const struct unwinder *u)
 {
-	return u->dwfl && dwfl_addrmodule(u->dwfl, ip);
+	return u->dwfl;
 }
 
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)

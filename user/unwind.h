@@ -32,7 +32,7 @@ struct dwarf_sample;
  */
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated);
 
-/* Whether ip lies in an object of the process that the unwinder has read (after an unwinder_unwind). */
-bool unwinder_knows(struct unwinder *u, __u64 ip);
+/* Whether the unwinder has read the process's mappings once (after an unwinder_unwind): not if it was gone. */
+bool unwinder_has_objects(const struct unwinder *u);
 
 #endif /* FNPROF_UNWIND_H */
