@@ -406,12 +406,23 @@ static long dead_step(__u32 i, struct dead_ctx *c)
 
 /*
  * Whether the return address at sp (a stack pointer as at entry: pointing
- * at it) is still that of FRAME_TAILS frame f's call. A tail callee runs
+ * at it) is still that of FRAME_IN_TAIL frame f's call. A tail callee runs
  * with the caller's return address where the caller had it; a new call at
  * that stack pointer has pushed its own, from its call site (the same only
  * when the two are called from one site, as through a function pointer).
  * Not readable: taken as the same, the stack pointer decides.
  */
+/*
+ * Notes f's return address, at sp (its entry's): read when the call takes
+ * its tail jmp, where the stack holds it as at entry, rather than at every
+ * entry of a function that may.
+ */
+static __always_inline void note_return(struct fn_frame *f, __u64 sp)
+{
+	if (bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)sp))
+		f->ret_addr = 0;
+}
+
 static __always_inline bool same_return(const struct fn_frame *f, __u64 sp)
 {
 	__u64 ra;
@@ -587,12 +598,12 @@ int BPF_KPROBE(fn_entry)
 	f->child_tail_jmps = 0;
 	f->id = id;
 	f->slot = slot;
-	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) | (cookie & FNPROF_COOKIE_TAILS ? FRAME_TAILS : 0) |
+	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) |
 		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0);
 	f->sp = PT_REGS_SP(ctx);
-	/* A function that tail-calls: what tells its callee's return from another call of the callee. */
-	if (cookie & FNPROF_COOKIE_TAILS && bpf_probe_read_user(&f->ret_addr, sizeof(f->ret_addr), (void *)f->sp))
-		f->ret_addr = 0;
+	/* Marked here: what tells its callee's return from another call of the callee (as tail_jump). */
+	if (cookie & FNPROF_COOKIE_ENTRY_JMP)
+		note_return(f, f->sp);
 	/* The kernel has set the trap's ip back to the probed address, the function's. */
 	f->ip = PT_REGS_IP(ctx);
 	f->probe_off = 0;
@@ -1137,8 +1148,10 @@ static __always_inline int tail_jump(struct pt_regs *ctx, __u64 cookie)
 	ts->tail_jmps_cum++;
 	trap_reset(ts);
 	k = match_frame(ts, ts->depth, id, PT_REGS_SP(ctx) + ARCH_RET_ADDR_BYTES);
-	if (k >= 0)
+	if (k >= 0) {
 		ts->frames[k & (FNPROF_MAX_DEPTH - 1)].flags |= FRAME_IN_TAIL;
+		note_return(&ts->frames[k & (FNPROF_MAX_DEPTH - 1)], PT_REGS_SP(ctx));
+	}
 	return 0;
 }
 

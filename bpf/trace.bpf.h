@@ -46,7 +46,7 @@ struct fn_frame {
 	__u64 child_tail_hits;  /* of those since, the ones inside traced calls made from this one */
 	__u64 tail_jmps0;    /* thread's tail_jmps_cum at entry */
 	__u64 child_tail_jmps;  /* the same for the followed tail jmps' probes */
-	__u64 ret_addr;      /* FRAME_TAILS: the return address at entry (at sp) */
+	__u64 ret_addr;      /* FRAME_IN_TAIL: the return address of the call (at sp) */
 };
 
 /*
@@ -77,14 +77,7 @@ struct fn_frame {
  */
 #define PAIR_OFFSET_NS 6000
 /*
- * A ret-mode frame whose function has exit probes in the functions it
- * tail-calls (FNPROF_COOKIE_TAILS): it lives on through the jmp, so a
- * traced callee entered at its stack pointer is its tail callee, as under
- * FRAME_URET.
- */
-#define FRAME_TAILS 16U
-/*
- * A FRAME_TAILS frame whose function has taken a followed tail jump (its
+ * A ret-mode frame whose function has taken a followed tail jump (its
  * probe on the jmp saw it, at the frame's stack pointer): the call goes on
  * in the callee, whose exit probes may close it. Without it, a callee's
  * return at the frame's stack pointer is another call of the callee, and
