@@ -196,9 +196,12 @@ def test_short_tail_caller_jmp_probe_taken_out():
     # than test_bias's 2 ns function, so 500 ns for a noisy moment here. With the jmp priced by the
     # tail-jmp case it read 56-138 ns in a quiet moment, up to 709 in a loaded one (truth 38-45),
     # where the calibration's price held still: the probes' time moved, not the price.
-    got, want = f["wall_ns"]["avg"], t["wall_avg_ns"]
-    check(abs(got - want) < 300 + 500, f"tail_short reads {got:.0f} ns against {want:.0f} "
-          f"(raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
+    # On the CPU: with a build beside it the wall read 690-925 ns in 3 runs of 6, the excess its
+    # run-queue time (602-851 ns a call: preemptions falling due in the traps, ~10 a run), which
+    # the truth's untraced batches do not meet. The bias taken out is the same in both figures.
+    got, want = f["oncpu_ns"]["avg"], t["wall_avg_ns"]
+    check(abs(got - want) < 300 + 500, f"tail_short reads {got:.0f} ns on the CPU against {want:.0f} "
+          f"(wall {f['wall_ns']['avg']:.0f}, raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
     # The jmp's hit runs a shorter program than an entry's (tail_jump(), a frame mark): its own
     # case prices it below the entry-only case's cost (~450 ns against 730-870 in 20 runs here).
     cal = rep["calibration"]
@@ -207,7 +210,8 @@ def test_short_tail_caller_jmp_probe_taken_out():
           f"costs {cal['entry-only']['cost_ns']:.0f}")
     check(f.get("tail_jmp_calls") == n and f.get("tail_jmps_inside") == n,
           f"{f.get('tail_jmp_calls')} calls jumped, {f.get('tail_jmps_inside')} jmp hits inside")
-    check(abs(f["self_ns"]["avg"] - got) <= 1, f"self {f['self_ns']['avg']:.0f} wall {got:.0f}")
+    wall = f["wall_ns"]["avg"]
+    check(abs(f["self_ns"]["avg"] - wall) <= 1, f"self {f['self_ns']['avg']:.0f} wall {wall:.0f}")
     check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
 
 
