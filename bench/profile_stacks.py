@@ -14,7 +14,6 @@ Writes its tables into bench/results.md between the "profile-stacks" markers.
 
 Usage: bench/profile_stacks.py [--repeats N] [--quick]
 """
-import argparse
 import json
 import os
 import re
@@ -25,7 +24,7 @@ import tempfile
 import time
 
 from profiles import bpf_prog_times
-from bpfstats import bpf_stats
+from bpfstats import bpf_stats, repeats_arg
 from results_section import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -170,14 +169,10 @@ def tables(g, costs, repeats):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 5)))
-    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("BENCH_QUICK")))
-    a = ap.parse_args()
-    reps = 2 if a.quick else a.repeats
+    reps, quick = repeats_arg()
     t0 = time.time()
     with bpf_stats():
-        costs = [cost_case(p, load, ops // 4 if a.quick else ops, args, reps) for p, load, ops, _, args in LOADS]
+        costs = [cost_case(p, load, ops // 4 if quick else ops, args, reps) for p, load, ops, _, args in LOADS]
     text = tables(goals(), costs, reps)
     print(text)
     print(f"profile_stacks bench: {time.time() - t0:.0f} s")

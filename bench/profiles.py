@@ -9,7 +9,6 @@ Writes its table into bench/results.md between the "profiles" markers (appended 
 
 Usage: bench/profiles.py [--repeats N] [--quick]
 """
-import argparse
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from bpfstats import bpf_stats
+from bpfstats import bpf_stats, repeats_arg
 from results_section import write_section
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -140,14 +139,10 @@ def table(rows):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=int(os.environ.get("BENCH_REPEATS", 5)))
-    ap.add_argument("--quick", action="store_true", default=bool(os.environ.get("BENCH_QUICK")))
-    a = ap.parse_args()
-    reps = 2 if a.quick else a.repeats
+    reps, quick = repeats_arg()
     t0 = time.time()
     with bpf_stats():
-        rows = [bench_case(p, l, n // 4 if a.quick else n, reps, args) for p, l, n, _, _, args in CASES]
+        rows = [bench_case(p, l, n // 4 if quick else n, reps, args) for p, l, n, _, _, args in CASES]
     text = table(rows)
     print(text)
     print(f"profiles bench: {time.time() - t0:.0f} s")
