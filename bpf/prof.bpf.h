@@ -157,14 +157,9 @@ static __always_inline __u64 pdw_send(const struct pt_regs *r, const struct prof
 	b->hdr.val = *v;
 	b->hdr.op = PDW_STACK;
 	b->hdr.id = with_id ? id : 0;
-	ustack_regs(b->hdr.user.regs, r);
-	b->hdr.user.tid = (__u32)bpf_get_current_pid_tgid();
+	len = ustack_fill(&b->hdr.user, b->stack, r, stack_bytes, FNPROF_MAX_STACK_COPY);
 	b->hdr.user.kstack = k->kstack;
-	pending_returns(bpf_get_current_task_btf(), &b->hdr.user);
-	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
-	if (len > FNPROF_MAX_STACK_COPY)
-		len = FNPROF_MAX_STACK_COPY;
-	b->hdr.user.stack_len = len;
+	b->hdr.user.ufp = -1;
 	if (bpf_ringbuf_output(&pdw_rb, b, sizeof(b->hdr) + len, rb_wakeup(&pdw_rb))) {
 		pdw_release(b);
 		pbump(PDROP_RINGBUF);

@@ -94,24 +94,17 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 }
 
 /* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
-static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 tid, __u32 pid)
+static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 pid)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
 	if (!b)
 		return;
-	ustack_regs(b->hdr.regs, r);
-	b->hdr.tid = tid;
+	len = ustack_fill(&b->hdr, b->stack, r, stack_bytes, FNPROF_MAX_STACK_COPY);
 	b->hdr.pid = pid;
-	pending_returns(task, &b->hdr);
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
 	b->hdr.ufp = all_procs ? stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK) : -1;
-	len = ustack_copy(b->stack, r->sp, stack_bytes, FNPROF_MAX_STACK_COPY);
-	if (len > FNPROF_MAX_STACK_COPY)
-		len = FNPROF_MAX_STACK_COPY;
-	b->hdr.stack_len = len;
 	if (bpf_ringbuf_output(&samples, b, sizeof(b->hdr) + len, rb_wakeup(&samples)))
 		bump(SDROP_RINGBUF);
 }
@@ -150,7 +143,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		note_proc(tgid);
 	bump(SDROP_NR);
 	if (dwarf) {
-		send_sample(ctx, (__u32)pid_tgid, tgid);
+		send_sample(ctx, tgid);
 		return 0;
 	}
 	key.pid = all_procs ? tgid : 0;

@@ -62,4 +62,25 @@ static __always_inline void pending_returns(struct task_struct *t, struct dwarf_
 	h->nr_rets = i;
 }
 
+/*
+ * The header of current thread's sample h (registers r, its tid, pending
+ * returns) and up to want bytes of its user stack into stack (max + 4096
+ * bytes). Returns the bytes copied, h->stack_len: in a register, so that the
+ * verifier sees the bound where the record's size is made of it.
+ */
+static __always_inline __u32 ustack_fill(struct dwarf_sample *h, __u8 *stack, const struct pt_regs *r, __u64 want,
+					 const __u32 max)
+{
+	__u32 len;
+
+	ustack_regs(h->regs, r);
+	h->tid = (__u32)bpf_get_current_pid_tgid();
+	pending_returns(bpf_get_current_task_btf(), h);
+	len = ustack_copy(stack, r->sp, want, max);
+	if (len > max)
+		len = max;
+	h->stack_len = len;
+	return len;
+}
+
 #endif /* FNPROF_USTACK_BPF_H */
