@@ -52,6 +52,8 @@ struct calibration {
 	unsigned int nr_costs[CAL_NR];
 	double took_ms;
 	unsigned int runs;       /* calibrations pooled (the start of the run, then its end) */
+	unsigned int samples;    /* rounds pooled in between (calib_sample) */
+	unsigned int next_cpu;   /* the CPU of the next round, in turn over those fnprof may use */
 	double time_ns[CAL_NR];  /* the calls' whole time, per case */
 	struct fn_stats pooled[CAL_NR];  /* every calibration call measured, per case */
 	/*
@@ -89,6 +91,14 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask);
  * unchanged).
  */
 int calibrate_again(struct tracer *t, struct calibration *c);
+
+/*
+ * One more round of every case measured, pooled into c, while the traced
+ * program runs: a single step's price moves by 30% for a second at a time
+ * on a vCPU here, so the start and end of a run alone can both catch one
+ * moment. 0, or -errno (c unchanged).
+ */
+int calib_sample(struct tracer *t, struct calibration *c);
 
 /*
  * The figures of every case from the calls pooled so far (pooled, time_ns,
