@@ -396,14 +396,20 @@ static void add_cost(struct calibration *c, int k, double ns)
 
 void calib_refresh_cost(struct calibration *c, unsigned int mask)
 {
+	cpu_set_t saved;
+	bool pinned;
 	int k;
 
-	for (k = 0; k < CAL_NR && c->valid; k++) {
+	if (!c->valid)
+		return;
+	pinned = calib_pin_next(c, &saved);
+	for (k = 0; k < CAL_NR; k++) {
 		if (!(mask & c->cases & (1U << k)))
 			continue;
 		time_calls(cases[k].fn, 50);  /* warm up, as in calibrate() */
 		add_cost(c, k, time_calls(cases[k].fn, CALIB_REFRESH_CALLS));
 	}
+	calib_unpin(pinned, &saved);
 }
 
 void calib_cost_spread(const struct calibration *c, unsigned int mask, double *lo, double *hi)
@@ -598,7 +604,7 @@ void calibration_print(const struct calibration *c, FILE *f)
 	int k;
 
 	fprintf(f, "probe calibration (%u calls per case, %u where a probe single-steps, in %u rounds on each CPU in turn, "
-		"%.0f ms):\n", c->calls, c->calls / CALIB_CALLS * CALIB_CALLS_STEPPED + (c->calls % CALIB_CALLS) / 2,
+		"%.0f ms):\n", c->calls, c->calls * CALIB_CALLS_STEPPED / CALIB_CALLS,
 		c->runs * CALIB_ROUNDS + c->samples, c->took_ms);
 	fprintf(f, "  %-16s %-10s %10s %10s %10s %12s\n", "ENTRY", "EXIT", "BIAS", "MEAN", "MIN", "COST/CALL");
 	for (k = 0; k < CAL_NR; k++) {
