@@ -77,8 +77,14 @@ def spin_error(us, calls):
 
 def test_1us_spin_within_10_percent():
     err, t, f = spin_error(1, 20000)
-    check(abs(err) <= 0.10 * t["wall_avg_ns"] + 150,
-          f"1 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns")
+    # As for the 2 us spin below: a preemption between the call and the target's first clock reading
+    # (or after its last) is the function's time, which fnprof sees switched out and the truth does
+    # not. With a build and the suite beside it: 2757 ns against 2366 once, where 12 other runs read
+    # -4..+136 ns off. Above the truth, the average may also read the time fnprof saw it switched out.
+    off = f["runq_ns"]["avg"] + f["blocked_ns"]["avg"]
+    check(-0.10 * t["wall_avg_ns"] - 150 <= err <= 0.10 * t["wall_avg_ns"] + 150 + off,
+          f"1 us spin: fnprof {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f} ns, switched out "
+          f"{off:.0f} ns a call")
     raw_err = f["raw_wall_ns"]["avg"] - t["wall_avg_ns"]
     check(raw_err > abs(err), f"correction did not help: raw error {raw_err:.0f}, corrected {err:.0f}")
 
