@@ -94,6 +94,54 @@ int procmaps_load(pid_t pid, struct procmaps **out)
 	return 0;
 }
 
+static bool overlaps(__u64 start, __u64 end, __u64 s2, __u64 e2)
+{
+	return start < e2 && s2 < end;
+}
+
+/* Whether [start, end) overlaps a mapping or an executable range of no file in pm. */
+static bool taken(const struct procmaps *pm, __u64 start, __u64 end)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (overlaps(start, end, pm->maps[i].start, pm->maps[i].end))
+			return true;
+	for (i = 0; i < pm->nr_anon; i++)
+		if (overlaps(start, end, pm->anon[i].start, pm->anon[i].end))
+			return true;
+	return false;
+}
+
+static int cmp_anon(const void *a, const void *b)
+{
+	const struct anon_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* At most this many ranges kept from before: a runtime that maps and unmaps code for hours. */
+#define KEPT_ANON_MAX 4096
+
+int procmaps_keep_anon(struct procmaps *pm, const struct procmaps *old)
+{
+	struct anon_range *a;
+	size_t i, n = pm->nr_anon;
+
+	if (!old || !old->nr_anon)
+		return 0;
+	a = realloc(pm->anon, (n + old->nr_anon) * sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	pm->anon = a;
+	for (i = 0; i < old->nr_anon && pm->nr_anon < n + KEPT_ANON_MAX; i++)
+		if (!taken(pm, old->anon[i].start, old->anon[i].end))
+			pm->anon[pm->nr_anon++] = old->anon[i];
+	if (pm->nr_anon > n)
+		qsort(pm->anon, pm->nr_anon, sizeof(*pm->anon), cmp_anon);
+	return 0;
+}
+
 void procmaps_free(struct procmaps *pm)
 {
 	size_t i;

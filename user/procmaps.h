@@ -36,6 +36,15 @@ struct procmaps {
 int procmaps_load(pid_t pid, struct procmaps **out);
 void procmaps_free(struct procmaps *pm);
 
+/*
+ * Adds to pm the executable ranges of no file that old had and pm lacks,
+ * where nothing in pm lies now: JIT code unmapped since (a runtime tears
+ * its code space down in the last milliseconds before it exits: V8 5 ms
+ * before its maps vanish, here) keeps its samples' names, which the perf
+ * map still holds. 0 or -ENOMEM (pm unchanged).
+ */
+int procmaps_keep_anon(struct procmaps *pm, const struct procmaps *old);
+
 /* The mapping holding address addr, or NULL. */
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr);
 

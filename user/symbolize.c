@@ -268,6 +268,13 @@ void symbolizer_refresh(struct symbolizer *s)
 		procmaps_free(pm);
 		return;
 	}
+	/*
+	 * Samples are named at the report, after they were taken: JIT code
+	 * unmapped meanwhile still has them. Node's last refresh, caught in
+	 * V8's teardown, named all 761 samples [unknown], 0 fib.
+	 */
+	if (procmaps_keep_anon(pm, s->pm))
+		log_debug("cannot keep the JIT code ranges of process %d seen before", s->pid);
 	procmaps_free(s->pm);
 	s->pm = pm;
 	drop_unmapped(s, pm);

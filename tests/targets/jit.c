@@ -5,9 +5,11 @@
  * in /tmp/perf-PID.map as runtimes do (a stale name first, then the real one
  * for the same range: the later line must win); with "nowrite" the test
  * writes (or plants) the map itself; with "memfd" the code is in a memfd
- * mapped executable (as JITs that map their code twice do), named as with "write".
+ * mapped executable (as JITs that map their code twice do), named as with "write";
+ * with "unmap", as "write", then the code is unmapped and the process lingers
+ * 0.6 s before it exits (as V8 tears its code space down at exit, 5 ms there).
  *
- * Usage: jit SECONDS write|nowrite|memfd
+ * Usage: jit SECONDS write|nowrite|memfd|unmap
  * Prints "ready pid=PID code=ADDR size=SIZE" (its own pid: in a pid namespace,
  * the namespace's), then "truth jit loops=N" at the end.
  */
@@ -76,8 +78,9 @@ int main(int argc, char **argv)
 	double end;
 	void (*spin)(unsigned long);
 
-	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd"))) {
-		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd\n");
+	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd") &&
+			  strcmp(argv[2], "unmap"))) {
+		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd|unmap\n");
 		return 2;
 	}
 	code = map_code(!strcmp(argv[2], "memfd"));
@@ -94,5 +97,12 @@ int main(int argc, char **argv)
 		loops++;
 	}
 	printf("truth jit loops=%lu\n", loops);
+	if (!strcmp(argv[2], "unmap")) {
+		struct timespec linger = { 0, 600000000 };
+
+		fflush(stdout);
+		munmap(code, 4096);
+		nanosleep(&linger, NULL);
+	}
 	return 0;
 }
