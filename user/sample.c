@@ -21,6 +21,7 @@
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
+#include "percpu.h"
 #include "pprof.h"
 #include "proctab.h"
 #include "profile.skel.h"
@@ -374,7 +375,7 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 	int k;
 
 	e = read_counts(s, &nr);
-	stackrows_drops(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
+	percpu_sums(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
 	for (k = 0; k <= SDROP_NR; k++)
 		d[k] = drops[k] - s->drops_prev[k];
 	stackrows_take(s->rows, e, nr, 1, 1);
