@@ -41,7 +41,7 @@ struct proc_unwinder {
  * full. The samples' counts and the profiles' values are each one.
  */
 struct ktable {
-	char *e;                  /* cap entries */
+	char *e;                  /* cap entries, then used: their cap flags, in one block */
 	bool *used;
 	size_t nr, cap, esize, ksize;
 };
@@ -129,14 +129,12 @@ static __s32 intern(struct dwstacks *d, __u32 pid, const __u64 *ips, int n)
 static int kt_grow(struct ktable *t)
 {
 	size_t cap = t->cap ? 2 * t->cap : 1024, i, h;
-	char *e = calloc(cap, t->esize);
-	bool *used = calloc(cap, sizeof(*used));
+	char *e = calloc(cap, t->esize + sizeof(bool));
+	bool *used;
 
-	if (!e || !used) {
-		free(e);
-		free(used);
+	if (!e)
 		return -ENOMEM;
-	}
+	used = (bool *)(e + cap * t->esize);
 	for (i = 0; i < t->cap; i++) {
 		if (!t->used[i])
 			continue;
@@ -146,7 +144,6 @@ static int kt_grow(struct ktable *t)
 		used[h] = true;
 	}
 	free(t->e);
-	free(t->used);
 	t->e = e;
 	t->used = used;
 	t->cap = cap;
@@ -158,12 +155,6 @@ static int kt_init(struct ktable *t, size_t esize, size_t ksize)
 {
 	*t = (struct ktable){ .esize = esize, .ksize = ksize };
 	return kt_grow(t);
-}
-
-static void kt_free(struct ktable *t)
-{
-	free(t->e);
-	free(t->used);
 }
 
 /* The entry of key k: found, or added (zeroed, with its key). NULL when the table cannot grow. */
@@ -182,19 +173,6 @@ static void *kt_entry(struct ktable *t, const void *k)
 	t->used[h] = true;
 	t->nr++;
 	return e;
-}
-
-/* A copy of t's entries, *n of them, for the caller to free; NULL (*n 0) on failure. */
-static void *kt_copy(const struct ktable *t, size_t *n)
-{
-	char *c = calloc(t->nr ? t->nr : 1, t->esize);
-	size_t i;
-
-	*n = 0;
-	for (i = 0; c && i < t->cap; i++)
-		if (t->used[i])
-			memcpy(c + (*n)++ * t->esize, t->e + i * t->esize, t->esize);
-	return c;
 }
 
 static void count(struct dwstacks *d, const struct sample_key *k)
@@ -637,8 +615,8 @@ void dwstacks_stop(struct dwstacks *d)
 		free(d->stacks[i].ips);
 	free(d->stacks);
 	free(d->stack_index);
-	kt_free(&d->counts);
-	kt_free(&d->pc);
+	free(d->counts.e);
+	free(d->pc.e);
 	ids_free(d->ids, d->cap_ids);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -651,13 +629,21 @@ void dwstacks_sync(struct dwstacks *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
-/* A copy of table t's entries (*n), and the statistics as they are now: what the copy holds. */
+/*
+ * A copy of table t's entries, *n of them (the caller frees it; NULL, *n 0,
+ * on failure), and the statistics as they are now: those of the copy.
+ */
 static void *copy_out(struct dwstacks *d, const struct ktable *t, size_t *n)
 {
-	void *c;
+	char *c;
+	size_t i;
 
 	pthread_mutex_lock(&d->lock);
-	c = kt_copy(t, n);
+	c = calloc(t->nr ? t->nr : 1, t->esize);
+	*n = 0;
+	for (i = 0; c && i < t->cap; i++)
+		if (t->used[i])
+			memcpy(c + (*n)++ * t->esize, t->e + i * t->esize, t->esize);
 	d->st_copied = d->st;
 	pthread_mutex_unlock(&d->lock);
 	return c;
