@@ -35,6 +35,17 @@ struct proc_unwinder {
 	__u64 used;
 };
 
+/*
+ * A counting table: entries of esize bytes that start with their key (ksize
+ * bytes, compared and hashed as bytes), in open addressing, at most half
+ * full. The samples' counts and the profiles' values are each one.
+ */
+struct ktable {
+	char *e;                  /* cap entries, then used: their cap flags, in one block */
+	bool *used;
+	size_t nr, cap, esize, ksize;
+};
+
 struct dwstacks {
 	bool per_thread;
 	struct rb_reader rd;
@@ -48,13 +59,11 @@ struct dwstacks {
 	struct ustack *stacks;    /* by id - DWSTACK_BASE */
 	size_t nr_stacks, cap_stacks;
 	__s32 *stack_index;       /* open addressing: stack id + 1, 0 empty; 2 * DWSTACK_MAX slots */
-	struct dwstack_count *counts;  /* open addressing on the key, count 0: empty */
-	size_t nr_counts, cap_counts;
+	struct ktable counts;     /* of struct dwstack_count */
 	struct dwstack_stats st;
 	struct dwstack_stats st_copied;  /* st when the counts were last copied out: what they hold */
 	/* Profiles (dwstacks_start_prof): */
-	struct pslot *pc;         /* open addressing on the key, used: taken */
-	size_t nr_pc, cap_pc;
+	struct ktable pc;         /* of struct dwstack_prof */
 	struct id_slot *ids;      /* open addressing on the id, 0: empty; at most half full */
 	size_t nr_ids, cap_ids;
 	/* Dropping the ids no map holds (prune): */
@@ -65,11 +74,6 @@ struct dwstacks {
 	double last_prune;
 	bool prune_asked;         /* by a report */
 	bool prune_due;           /* pass_done's verdict, for idle */
-};
-
-struct pslot {
-	struct dwstack_prof c;
-	bool used;
 };
 
 struct id_slot {
@@ -121,44 +125,65 @@ static __s32 intern(struct dwstacks *d, __u32 pid, const __u64 *ips, int n)
 	return DWSTACK_BASE + d->nr_stacks - 1;
 }
 
-/* Keeps the counts table at most half full. */
-static int grow_counts(struct dwstacks *d)
+/* Doubles t (1024 entries at first), its entries moved over. 0 or -ENOMEM. */
+static int kt_grow(struct ktable *t)
 {
-	size_t cap = d->cap_counts ? 2 * d->cap_counts : 1024, i, h;
-	struct dwstack_count *n = calloc(cap, sizeof(*n));
+	size_t cap = t->cap ? 2 * t->cap : 1024, i, h;
+	char *e = calloc(cap, t->esize + sizeof(bool));
+	bool *used;
 
-	if (!n)
+	if (!e)
 		return -ENOMEM;
-	for (i = 0; i < d->cap_counts; i++) {
-		if (!d->counts[i].count)
+	used = (bool *)(e + cap * t->esize);
+	for (i = 0; i < t->cap; i++) {
+		if (!t->used[i])
 			continue;
-		for (h = hash_bytes(&d->counts[i].key, sizeof(d->counts[i].key)) & (cap - 1); n[h].count;
-		     h = (h + 1) & (cap - 1))
+		for (h = hash_bytes(t->e + i * t->esize, t->ksize) & (cap - 1); used[h]; h = (h + 1) & (cap - 1))
 			;
-		n[h] = d->counts[i];
+		memcpy(e + h * t->esize, t->e + i * t->esize, t->esize);
+		used[h] = true;
 	}
-	free(d->counts);
-	d->counts = n;
-	d->cap_counts = cap;
+	free(t->e);
+	t->e = e;
+	t->used = used;
+	t->cap = cap;
 	return 0;
+}
+
+/* An empty table of entries of esize bytes, each keyed by its first ksize. 0 or -ENOMEM. */
+static int kt_init(struct ktable *t, size_t esize, size_t ksize)
+{
+	*t = (struct ktable){ .esize = esize, .ksize = ksize };
+	return kt_grow(t);
+}
+
+/* The entry of key k: found, or added (zeroed, with its key). NULL when the table cannot grow. */
+static void *kt_entry(struct ktable *t, const void *k)
+{
+	size_t h;
+	char *e;
+
+	if (2 * (t->nr + 1) > t->cap && kt_grow(t))
+		return NULL;
+	for (h = hash_bytes(k, t->ksize) & (t->cap - 1); t->used[h]; h = (h + 1) & (t->cap - 1))
+		if (!memcmp(t->e + h * t->esize, k, t->ksize))
+			return t->e + h * t->esize;
+	e = t->e + h * t->esize;
+	memcpy(e, k, t->ksize);
+	t->used[h] = true;
+	t->nr++;
+	return e;
 }
 
 static void count(struct dwstacks *d, const struct sample_key *k)
 {
-	size_t h;
+	struct dwstack_count *c = kt_entry(&d->counts, k);
 
-	if (2 * (d->nr_counts + 1) > d->cap_counts && grow_counts(d)) {
+	if (!c) {
 		d->st.lost++;
 		return;
 	}
-	for (h = hash_bytes(k, sizeof(*k)) & (d->cap_counts - 1); d->counts[h].count; h = (h + 1) & (d->cap_counts - 1))
-		if (!memcmp(&d->counts[h].key, k, sizeof(*k))) {
-			d->counts[h].count++;
-			return;
-		}
-	d->counts[h].key = *k;
-	d->counts[h].count = 1;
-	d->nr_counts++;
+	c->count++;
 }
 
 /* -a: process pid's unwinder, made now if none; at the cap, the least recently used one's goes. */
@@ -242,47 +267,17 @@ static int on_sample(void *ctx, void *data, size_t size)
 
 /* --- profiles --------------------------------------------------------------- */
 
-static int grow_prof(struct dwstacks *d)
-{
-	size_t cap = d->cap_pc ? 2 * d->cap_pc : 1024, i, h;
-	struct pslot *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return -ENOMEM;
-	for (i = 0; i < d->cap_pc; i++) {
-		if (!d->pc[i].used)
-			continue;
-		for (h = hash_bytes(&d->pc[i].c.key, sizeof(struct prof_key)) & (cap - 1); n[h].used; h = (h + 1) & (cap - 1))
-			;
-		n[h] = d->pc[i];
-	}
-	free(d->pc);
-	d->pc = n;
-	d->cap_pc = cap;
-	return 0;
-}
-
 static void count_prof(struct dwstacks *d, const struct prof_key *k, const struct prof_val *v)
 {
-	struct pslot *s;
-	size_t h;
+	struct dwstack_prof *c = kt_entry(&d->pc, k);
 	int i;
 
-	if (2 * (d->nr_pc + 1) > d->cap_pc && grow_prof(d)) {
+	if (!c) {
 		d->st.lost++;
 		return;
 	}
-	for (h = hash_bytes(k, sizeof(*k)) & (d->cap_pc - 1); d->pc[h].used; h = (h + 1) & (d->cap_pc - 1))
-		if (!memcmp(&d->pc[h].c.key, k, sizeof(*k)))
-			break;
-	s = &d->pc[h];
-	if (!s->used) {
-		s->used = true;
-		s->c.key = *k;
-		d->nr_pc++;
-	}
 	for (i = 0; i < PROF_NR_VALUES; i++)
-		s->c.val.v[i] += v->v[i];
+		c->val.v[i] += v->v[i];
 }
 
 static size_t id_hash(__u64 id, size_t cap)
@@ -575,7 +570,7 @@ int dwstacks_start(int rb_fd, pid_t pid, bool per_thread, struct dwstacks **out)
 	if (!d)
 		return -ENOMEM;
 	d->per_thread = per_thread;
-	if (!grow_counts(d))
+	if (!kt_init(&d->counts, sizeof(struct dwstack_count), sizeof(struct sample_key)))
 		err = rb_reader_start(&d->rd, rb_fd, on_sample, d, &d->lock, pass_done, NULL);
 	if (err) {
 		dwstacks_stop(d);
@@ -596,7 +591,7 @@ int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, 
 	if (d->refs.fd >= 0 && d->refs.id_off + sizeof(__u64) > d->refs.value_size)
 		d->refs.fd = -1;
 	d->last_prune = monotonic_s();
-	if (!rehash_ids(d, 1024, 0) && !grow_prof(d))
+	if (!rehash_ids(d, 1024, 0) && !kt_init(&d->pc, sizeof(struct dwstack_prof), sizeof(struct prof_key)))
 		err = rb_reader_start(&d->rd, rb_fd, on_prof, d, &d->lock, pass_done, pass_idle);
 	if (err) {
 		dwstacks_stop(d);
@@ -620,8 +615,8 @@ void dwstacks_stop(struct dwstacks *d)
 		free(d->stacks[i].ips);
 	free(d->stacks);
 	free(d->stack_index);
-	free(d->counts);
-	free(d->pc);
+	free(d->counts.e);
+	free(d->pc.e);
 	ids_free(d->ids, d->cap_ids);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -634,31 +629,39 @@ void dwstacks_sync(struct dwstacks *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
-size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out)
+/*
+ * A copy of table t's entries, *n of them (the caller frees it; NULL, *n 0,
+ * on failure), and the statistics as they are now: those of the copy.
+ */
+static void *copy_out(struct dwstacks *d, const struct ktable *t, size_t *n)
 {
-	size_t i, n = 0;
+	char *c;
+	size_t i;
 
 	pthread_mutex_lock(&d->lock);
-	*out = calloc(d->nr_counts ? d->nr_counts : 1, sizeof(**out));
-	for (i = 0; *out && i < d->cap_counts; i++)
-		if (d->counts[i].count)
-			(*out)[n++] = d->counts[i];
+	c = calloc(t->nr ? t->nr : 1, t->esize);
+	*n = 0;
+	for (i = 0; c && i < t->cap; i++)
+		if (t->used[i])
+			memcpy(c + (*n)++ * t->esize, t->e + i * t->esize, t->esize);
 	d->st_copied = d->st;
 	pthread_mutex_unlock(&d->lock);
+	return c;
+}
+
+size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out)
+{
+	size_t n;
+
+	*out = copy_out(d, &d->counts, &n);
 	return n;
 }
 
 size_t dwstacks_prof_counts(struct dwstacks *d, struct dwstack_prof **out)
 {
-	size_t i, n = 0;
+	size_t n;
 
-	pthread_mutex_lock(&d->lock);
-	*out = calloc(d->nr_pc ? d->nr_pc : 1, sizeof(**out));
-	for (i = 0; *out && i < d->cap_pc; i++)
-		if (d->pc[i].used)
-			(*out)[n++] = d->pc[i].c;
-	d->st_copied = d->st;
-	pthread_mutex_unlock(&d->lock);
+	*out = copy_out(d, &d->pc, &n);
 	return n;
 }
 

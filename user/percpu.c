@@ -25,3 +25,15 @@ int percpu_sum(int fd, __u32 key, __u64 *sum)
 	free(v);
 	return err;
 }
+
+int percpu_sums(int fd, __u32 n, __u64 *sums)
+{
+	int err = 0, e;
+	__u32 k;
+
+	for (k = 0; k < n; k++) {
+		e = percpu_sum(fd, k, &sums[k]);
+		err = err ? err : e;
+	}
+	return err;
+}

@@ -10,4 +10,11 @@
  */
 int percpu_sum(int fd, __u32 key, __u64 *sum);
 
+/*
+ * Entries [0, n) of the per-CPU array fd, each summed over the CPUs
+ * (percpu_sum) into sums: all of them read, 0 where unreadable. 0, or the
+ * first entry's negative errno.
+ */
+int percpu_sums(int fd, __u32 n, __u64 *sums);
+
 #endif /* FNPROF_PERCPU_H */

@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 
 #include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "perfmap.h"
 #include "proc.h"
-#include "safeopen.h"
 
 struct jit_sym {
 	__u64 start, end;
@@ -239,23 +236,18 @@ static long ns_pid(pid_t pid)
 /*
  * The map in the target's own /tmp, named with its pid in its own pid
  * namespace: resolved inside its root (no "..", symlink or mount leads out),
- * no magic links, a regular file only. An fd, or -errno.
+ * no magic links, a regular file only (proc_open_in_root). An fd, or -errno.
  */
 static int open_map(struct perfmap *pm)
 {
 	char path[64];
-	int rfd, fd;
 
 	if (!pm->nspid)
 		pm->nspid = ns_pid(pm->pid);
-	snprintf(path, sizeof(path), "/proc/%d/root", pm->pid);
-	rfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "tmp/perf-%ld.map", pm->nspid > 0 ? pm->nspid : (long)pm->pid);
-	fd = open_regular(rfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-	close(rfd);
-	return fd;
+	if (pm->pid <= 0)
+		return -ENOENT;  /* no process (the unit tests'): proc_open_in_root would take 0 for fnprof */
+	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", pm->nspid > 0 ? pm->nspid : (long)pm->pid);
+	return proc_open_in_root(pm->pid, path);
 }
 
 /* Said once: why a map is not read. */

@@ -184,7 +184,7 @@ int proc_open_in_root(pid_t pid, const char *path)
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return -errno;
-	fd = open_regular(rfd, path, RESOLVE_IN_ROOT);
+	fd = open_regular(rfd, path, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
 	close(rfd);
 	return fd;
 }

@@ -45,9 +45,11 @@ bool proc_alive(pid_t pid);
 
 /*
  * Opens path as process pid (0: fnprof) sees it, inside its root, never escaping that
- * root through "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), never
- * blocking (O_NONBLOCK), and only a regular file. An fd, or -errno
- * (-ENODEV: not a regular file).
+ * root through "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), nor
+ * through a magic link of its /proc (/proc/self/root, /proc/PID/fd/N:
+ * RESOLVE_NO_MAGICLINKS, -ELOOP), never blocking (O_NONBLOCK), and only a
+ * regular file. Only /proc/PID/root itself, the way in, is followed. An fd,
+ * or -errno (-ENODEV: not a regular file).
  */
 int proc_open_in_root(pid_t pid, const char *path);
 

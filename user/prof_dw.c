@@ -6,18 +6,15 @@
 #include "dwstacks.h"
 #include "log.h"
 #include "prof_dw.h"
+#include "rbreader.h"
 
 int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *bufs)
 {
-	int cpus = libbpf_num_possible_cpus();
 	double want = (double)PROF_DW_RING_RECORDS * (c->stack_bytes + sizeof(struct prof_dwarf) + 8);
-	__u32 size = 4096;
 
 	if (!c->dwarf)
 		return 0;  /* the BPF object's own sizes: one page, one buffer */
-	while (size < want && size < (1u << 30))
-		size <<= 1;
-	return bpf_map__set_max_entries(bufs, cpus > 0 ? cpus : 1) ?: bpf_map__set_max_entries(rb, size);
+	return rb_reader_size(rb, bufs, want, 4096);
 }
 
 int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, const struct bpf_map *refs,

@@ -18,6 +18,7 @@
 #include "dwstacks.h"
 #include "json.h"
 #include "log.h"
+#include "percpu.h"
 #include "prof_src.h"
 #include "profiles.h"
 #include "stackrows.h"
@@ -448,7 +449,7 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 	int k, err;
 
 	e = read_counts(p, &nr);
-	stackrows_drops(p->src.drops_fd, PDROP_NR, drops);
+	percpu_sums(p->src.drops_fd, PDROP_NR, drops);
 	p->dutied = p->src.duty && p->src.duty(&p->src, &p->duty);
 	t.unknown = unknown_values(p);
 	for (k = 0; k < PDROP_NR; k++)

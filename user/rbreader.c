@@ -24,6 +24,16 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+int rb_reader_size(struct bpf_map *rb, struct bpf_map *bufs, double want, __u32 min)
+{
+	int cpus = libbpf_num_possible_cpus();
+	__u32 size = min;
+
+	while (size < want && size < (1u << 30))
+		size <<= 1;
+	return bpf_map__set_max_entries(bufs, cpus > 0 ? cpus : 1) ?: bpf_map__set_max_entries(rb, size);
+}
+
 int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
 		    void (*after_pass)(void *ctx), void (*idle)(void *ctx))
 {

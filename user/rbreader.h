@@ -38,4 +38,12 @@ void rb_reader_stop(struct rb_reader *r);
 /* Waits, with *lock held, until the records in the buffer now have been read. */
 void rb_reader_sync_locked(struct rb_reader *r);
 
+/*
+ * Before load, for stacks copied through a ring buffer (--call-graph
+ * dwarf): one copy buffer per possible CPU in the per-CPU map bufs, and
+ * ring buffer rb sized to the power of two, min or more, that holds want
+ * bytes (1 GiB at most). 0 or -errno.
+ */
+int rb_reader_size(struct bpf_map *rb, struct bpf_map *bufs, double want, __u32 min);
+
 #endif /* FNPROF_RBREADER_H */

@@ -152,7 +152,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->cpu_unknown = p->exit != EXIT_NONE ? p->cpu_unknown : NULL;
 	fig->tail_untimed = s->tail_untimed * est;
 	if (r->cal)
-		fig->tail_probe_ns = s->tail_hits * calib_exit_hit_cost(r->cal);
+		fig->tail_probe_ns = s->tail_hits * r->hit_cost;
 	if (!s->calls)
 		return;
 	fig->timed = p->exit != EXIT_NONE;
@@ -331,9 +331,9 @@ static double probe_overhead_ns(const struct report *r)
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
 		ns += r->stats[i].calls * calib_cost_seen(r->cal, &r->pl->probes[i], &r->stats[i]);
 		/* Exit probes in tail-called functions: each of their other calls steps there too. */
-		ns += r->stats[i].tail_hits * calib_exit_hit_cost(r->cal);
+		ns += r->stats[i].tail_hits * r->hit_cost;
 		/* And the probes on their followed tail jmps, once a call that jumps. */
-		ns += r->stats[i].tail_jmp_calls * calib_jmp_hit_cost(r->cal);
+		ns += r->stats[i].tail_jmp_calls * r->jmp_cost;
 	}
 	return ns;
 }

@@ -631,7 +631,8 @@ static const struct sym *tail_callee(const struct exit_walk *w, __u64 addr)
 	return c;
 }
 
-static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, int depth);
+static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, const __u64 *addrs, int n,
+			 int depth);
 
 /*
  * A tail call to the function at addr, from depth (0: the traced function):
@@ -642,7 +643,9 @@ static bool follow_callee(struct exit_walk *w, __u64 addr, int depth)
 {
 	const struct sym *c = tail_callee(w, addr);
 	struct fn_code fc;
+	__u64 *addrs = NULL;
 	size_t i, k;
+	int n;
 	bool ok;
 
 	if (!c || depth >= TAIL_DEPTH_MAX)
@@ -657,26 +660,30 @@ static bool follow_callee(struct exit_walk *w, __u64 addr, int depth)
 	w->seen[k].addr = addr;
 	w->seen[k].ok = true;
 	fn_code_read(&fc, code_fd(w->r, w->p->open_path), c, w->st);
-	ok = fc.nr && follow_exits(w, c, &fc, depth + 1);
+	n = fc.nr ? find_exits(fc.arch, &addrs) : -EIO;
+	ok = follow_exits(w, c, &fc, addrs, n, depth + 1);
+	free(addrs);
 	fn_code_free(&fc);
 	w->seen[k].ok = ok;
 	return ok;
 }
 
 /*
- * The exits of function s (code fc) at depth, gathered into w: a ret ends
+ * The exits of function s (code fc; addrs: its n exits, find_exits's, n <= 0
+ * when not found) at depth, gathered into w: a ret ends
  * the call (for a callee, a site in it); a tail jump to a known function is
  * followed into that one's exits; any other tail jump ends the call, untimed
  * beyond it. False if the code cannot be read, or the sites would be more
  * than MAX_EXITS (then nothing of s is kept).
  */
-static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, int depth)
+static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_code *fc, const __u64 *addrs, int n,
+			 int depth)
 {
 	const struct sym *cold = cold_part(w->st, s);
 	size_t rets0 = w->nr_rets, tails0 = w->nr_tails, in0 = w->nr_in_callees, seen0 = w->nr_seen, j;
-	__u64 *addrs = NULL, target;
-	int i, n = find_exits(fc->arch, &addrs);
+	__u64 target;
 	enum arch_exit_kind kind;
+	int i;
 
 	for (i = 0; i < n && !w->nomem; i++) {
 		kind = arch_exit_kind(fc->arch, addrs[i], &target);
@@ -696,7 +703,6 @@ static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_cod
 		if (w->nr_in_callees > w->room)
 			break;
 	}
-	free(addrs);
 	if (n > 0 && i == n && !w->nomem)
 		return true;
 	w->nr_rets = rets0;
@@ -721,13 +727,14 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
 	int n = fc->nr ? find_exits(fc->arch, &addrs) : -EIO;
 	size_t i;
 
-	free(addrs);
 	w.seen[w.nr_seen++].addr = s->addr;
 	w.seen[0].ok = true;
 	/* The own exits are n at most (each ret, or a jmp that ends the call): the callees get the rest. */
 	w.room = n > 0 && n <= MAX_EXITS ? MAX_EXITS - n : 0;
 	w.rets = n > 0 && n <= MAX_EXITS ? calloc(n, sizeof(*w.rets)) : NULL;
-	if (w.rets && follow_exits(&w, s, fc, 0)) {
+	/* The exits found here are the walk's first step: not looked for again. */
+	if (w.rets && follow_exits(&w, s, fc, addrs, n, 0)) {
+		free(addrs);
 		p->exits = w.rets;
 		p->nr_exits = w.nr_rets;
 		p->tails = w.tails;
@@ -740,6 +747,7 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
 				  w.nr_seen - 1, w.nr_unfollowed, w.nr_indirect);
 		return;
 	}
+	free(addrs);
 	free(w.rets);
 	free(w.tails);
 	if (w.nomem || (n > 0 && n <= MAX_EXITS && !w.rets))

@@ -21,9 +21,11 @@
 #include "fnprof.h"
 #include "json.h"
 #include "log.h"
+#include "percpu.h"
 #include "pprof.h"
 #include "proctab.h"
 #include "profile.skel.h"
+#include "rbreader.h"
 #include "sample.h"
 #include "stackrows.h"
 #include "symbolize.h"
@@ -117,16 +119,12 @@ static int configure_dwarf(struct sampler *s)
 	int cpus = libbpf_num_possible_cpus();
 	double want = 0.25 * s->o.freq_hz * (cpus > 0 ? cpus : 1) *
 		      (s->o.stack_bytes + sizeof(struct dwarf_sample) + 8);
-	__u32 size = 4 << 20;
 
 	if (!s->o.dwarf)
 		return 0;
-	while (size < want && size < (1u << 30))
-		size <<= 1;
 	s->skel->rodata->dwarf = true;
 	s->skel->rodata->stack_bytes = s->o.stack_bytes;
-	return bpf_map__set_max_entries(s->skel->maps.bufs, cpus > 0 ? cpus : 1) ?:
-	       bpf_map__set_max_entries(s->skel->maps.samples, size);
+	return rb_reader_size(s->skel->maps.samples, s->skel->maps.bufs, want, 4 << 20);
 }
 
 /* -a: a process's symbolizer and name, from the table of processes. */
@@ -377,7 +375,7 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 	int k;
 
 	e = read_counts(s, &nr);
-	stackrows_drops(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
+	percpu_sums(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
 	for (k = 0; k <= SDROP_NR; k++)
 		d[k] = drops[k] - s->drops_prev[k];
 	stackrows_take(s->rows, e, nr, 1, 1);

@@ -20,7 +20,6 @@
 #include "flame.h"
 #include "json.h"
 #include "outfile.h"
-#include "percpu.h"
 #include "proc.h"
 #include "sanitize.h"
 #include "stackrows.h"
@@ -867,16 +866,6 @@ int stackrows_write_pprof(struct stackrows *r, struct pprof *p, unsigned int unk
 	free(data);
 	pprof_free(p);
 	return err;
-}
-
-/* --- drops ------------------------------------------------------------------ */
-
-void stackrows_drops(int fd, __u32 nr, __u64 *now)
-{
-	__u32 k;
-
-	for (k = 0; k < nr; k++)
-		percpu_sum(fd, k, &now[k]);
 }
 
 /* --- flame graph ------------------------------------------------------------------ */

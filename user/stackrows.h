@@ -177,12 +177,6 @@ int stackrows_write_pprof(struct stackrows *r, struct pprof *p, unsigned int unk
 /* The counts since the start into fl, root first, below the thread with per_thread. 0 or -ENOMEM. */
 int stackrows_add_flame(struct stackrows *r, struct flame *fl);
 
-/*
- * The profile's drop counters: nr per-CPU counters of map fd (a per-CPU
- * array, maps.bpf.h) summed over the CPUs into now (0 where unreadable).
- */
-void stackrows_drops(int fd, __u32 nr, __u64 *now);
-
 /* The process's name, as last seen running ("[process]" if never). */
 const char *stackrows_comm(const struct stackrows *r);
 

@@ -189,6 +189,18 @@ static void load_only(struct trace_bpf *skel, enum half half)
 			bpf_program__set_autoload(p, false);
 }
 
+/* An instance (open_instance) loaded with half's programs alone (HALF_NONE: none, its maps only). */
+static int open_loaded(trace_setup_fn setup, void *arg, const struct bpf_object_open_opts *opts, enum half half,
+		       struct trace_bpf **out)
+{
+	int err = open_instance(setup, arg, opts, out);
+
+	if (err)
+		return err;
+	load_only(*out, half);
+	return trace_bpf__load(*out);
+}
+
 /*
  * skel's maps become those of owner (loaded), but for its own read-only
  * data. The writable globals (.bss: epoch, generation, paused, ...) are
@@ -229,6 +241,13 @@ static void *load_thread(void *arg)
 	return NULL;
 }
 
+/* Starts loading skel on a thread of its own, into j. 0 or -errno. */
+static int start_pending(struct trace_pending *j, struct trace_bpf *skel)
+{
+	j->skel = skel;
+	return -pthread_create(&j->thread, NULL, load_thread, j);
+}
+
 /* Waits for the thread of j (started) and frees j: its load's result. */
 static int join_pending(struct trace_pending *j)
 {
@@ -254,17 +273,10 @@ static int load_halves(trace_setup_fn setup, void *arg, const char *btf_path,
 	bool started = false;
 	int err = job ? 0 : -ENOMEM;
 
-	err = err ? : open_instance(setup, arg, &own_btf, &maps);
-	if (!err) {
-		load_only(maps, HALF_NONE);
-		err = trace_bpf__load(maps);
-	}
+	err = err ? : open_loaded(setup, arg, &own_btf, HALF_NONE, &maps);
 	err = err ? : share_maps(others, maps);
-	if (!err) {
-		job->skel = others;
-		err = -pthread_create(&job->thread, NULL, load_thread, job);
-		started = !err;
-	}
+	err = err ? : start_pending(job, others);
+	started = !err;
 	err = err ? : open_instance(setup, arg, &own_btf, &up);
 	if (!err) {
 		load_only(up, HALF_UPROBES);
@@ -298,16 +310,9 @@ static int load_uprobes_first(trace_setup_fn setup, void *arg, const char *btf_p
 	struct trace_bpf *up = NULL;
 	int err = job ? 0 : -ENOMEM;
 
-	err = err ? : open_instance(setup, arg, &own_btf, &up);
-	if (!err) {
-		load_only(up, HALF_UPROBES);
-		err = trace_bpf__load(up);
-	}
+	err = err ? : open_loaded(setup, arg, &own_btf, HALF_UPROBES, &up);
 	err = err ? : share_maps(others, up);
-	if (!err) {
-		job->skel = others;
-		err = -pthread_create(&job->thread, NULL, load_thread, job);
-	}
+	err = err ? : start_pending(job, others);
 	if (err) {
 		free(job);
 		trace_bpf__destroy(up);

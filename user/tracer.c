@@ -796,21 +796,10 @@ int tracer_procs(struct tracer *t, struct traced_proc *procs)
 	return 0;
 }
 
-/* The per-CPU counters [0, n) of map, each summed over the CPUs, into sums. */
-static int percpu_sums(const struct bpf_map *map, __u32 n, __u64 *sums)
-{
-	int err = 0;
-	__u32 r;
-
-	for (r = 0; !err && r < n; r++)
-		err = percpu_sum(bpf_map__fd(map), r, &sums[r]);
-	return err;
-}
-
 static int read_drops(struct tracer *t, __u64 drops[DROP_NR])
 {
 	__u64 sums[DROP_NR];
-	int err = percpu_sums(t->skel->maps.drops, DROP_NR, sums);
+	int err = percpu_sums(bpf_map__fd(t->skel->maps.drops), DROP_NR, sums);
 	__u32 r;
 
 	for (r = 0; !err && r < DROP_NR; r++) {
@@ -827,7 +816,7 @@ int tracer_slow_fd(struct tracer *t)
 
 int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR])
 {
-	return percpu_sums(t->skel->maps.slow_drops, SLOWDROP_NR, drops);
+	return percpu_sums(bpf_map__fd(t->skel->maps.slow_drops), SLOWDROP_NR, drops);
 }
 
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
