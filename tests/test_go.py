@@ -107,10 +107,13 @@ def test_go_cgo_c_functions_timed_per_thread():
     c, g = func(rep, "c_spin"), func(rep, "main.worker")
     check(c["calls"] == t["calls"], f"{c['calls']} c_spin calls of {t['calls']:.0f}: {nonzero(rep['dropped'])}")
     # 5%, at least 15 us: 4 threads spin on 2 CPUs, and a preemption between the entry probe and
-    # the function's first clock reading (or after its last) lands in fnprof's figure only.
-    avg = c["wall_ns"]["avg"]
-    check(abs(avg - t["avg_ns"]) <= max(0.05 * t["avg_ns"], 15000),
-          f"c_spin avg {avg:.0f} ns vs truth {t['avg_ns']:.0f} ns")
+    # the function's first clock reading (or after its last) lands in fnprof's figure only: above
+    # the truth, by the time fnprof saw the calls switched out at most (under load, 279 us against
+    # 246 once).
+    avg, tol = c["wall_ns"]["avg"], max(0.05 * t["avg_ns"], 15000)
+    off = c["runq_ns"]["avg"] + c["blocked_ns"]["avg"]
+    check(-tol <= avg - t["avg_ns"] <= tol + off,
+          f"c_spin avg {avg:.0f} ns vs truth {t['avg_ns']:.0f} ns, switched out {off:.0f} ns a call")
     check(c["oncpu_ns"] is not None and "cpu_unknown" not in c, "c_spin's CPU split is known")
     check(g["calls"] == 4 and g["oncpu_ns"] is None, f"main.worker: {g['calls']} calls, oncpu {g['oncpu_ns']}")
     check_no_drops(rep["dropped"], c["calls"])
