@@ -136,6 +136,8 @@ struct thread_state {
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */
+	/* Then the scheduler's count of the thread's runs and its run queue's clock (see switched_in_late). */
+	__u64 out_pcount, out_clock;
 	/*
 	 * Hits of exit probes in tail-called functions that closed no call
 	 * (other calls of those functions): each costs the calls open on the
