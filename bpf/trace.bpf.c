@@ -89,6 +89,8 @@ volatile __u64 paused_calls = 0;
  * set by on_switch, from its BTF; 0 until then, or on a kernel without them.
  */
 volatile __u32 task_pcount_off = 0, task_arrival_off = 0;
+/* Tests (FNPROF_TEST_HIDE_SWITCH_IN=N): every Nth switch back in inside a call goes as if not reported. */
+const volatile __u32 hide_switch_in = 0;
 
 /*
  * Thread states live in a pool: a thread takes one at its first traced call
@@ -1380,11 +1382,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	ref = bpf_task_storage_get(&threads, next, NULL, 0);
+	ts = ref_state(ref);
+	if (hide_switch_in && cpu && ts && ts->out_ns && ++cpu->hidden % hide_switch_in == 0) {
+		cpu->regs = 0;
+		return 0;
+	}
 	if (cpu) {
 		cpu->regs = (__u64)bpf_task_pt_regs(next);
 		cpu->idx1 = ref ? ref->idx1 : 0;
 	}
-	ts = ref_state(ref);
 	if (!ts || !ts->out_ns)
 		return 0;
 	if (!now)
