@@ -583,6 +583,36 @@ static __always_inline void switched_in(struct thread_state *ts, __u64 off_ns)
 }
 
 /*
+ * Counters (-e) at a switch back in not seen: what the CPU counted since the
+ * switch out is the thread's own only from its return on, part of whole ns
+ * since: that share, scaled (and said so); all of it is another CPU's if it
+ * came back elsewhere. Then a fresh reading, as at a switch back in.
+ */
+static __always_inline void ctr_read_share(struct thread_state *ts, __u64 part, __u64 whole)
+{
+	struct bpf_perf_event_value v;
+	struct ctr_reading *last;
+	__u32 e, cpu = bpf_get_smp_processor_id();
+
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		if (e >= nr_events)
+			break;
+		if (bpf_perf_event_read_value(&counters, e * nr_cpus + cpu, &v, sizeof(v))) {
+			count_drop(DROP_CTR_READ);
+			continue;
+		}
+		last = &ts->ctr_last[e];
+		if (ts->out_cpu == cpu && v.counter >= last->counter && whole) {
+			ts->ctr_cum[e] += (v.counter - last->counter) * part / whole;
+			ts->scaled_seq++;
+		}
+		last->counter = v.counter;
+		last->enabled = v.enabled;
+		last->running = v.running;
+	}
+}
+
+/*
  * A switch back in that sched_switch did not report (running again with
  * out_ns set): some kernels leave the tracepoint out for switches away from
  * tasks they hide (here, a sandbox's agent threads: none of their switches
@@ -603,7 +633,11 @@ static __always_inline void switched_in_late(struct thread_state *ts, bool read,
 		 */
 		off = arrival - ts->out_clock;
 		ago = bpf_ktime_get_ns() - ts->out_ns;
-		switched_in(ts, off < ago ? off : ago);
+		if (off > ago)
+			off = ago;
+		if (nr_events)
+			ctr_read_share(ts, ago - off, ago);
+		switched_in(ts, off);
 		return;
 	}
 	count_drop(DROP_SWITCH_IN);
