@@ -83,6 +83,14 @@ volatile __u32 generation = 0;
 volatile __u32 paused = 0;
 /* Calls that hit the probes while paused: not measured, but they cost the target. */
 volatile __u64 paused_calls = 0;
+/*
+ * Where task_struct keeps sched_info's pcount and last_arrival, for the
+ * uprobe programs, which read no kernel type of their own (see trace_load.c):
+ * set by on_switch, from its BTF; 0 until then, or on a kernel without them.
+ */
+volatile __u32 task_pcount_off = 0, task_arrival_off = 0;
+/* Tests (FNPROF_TEST_HIDE_SWITCH_IN=N): every Nth switch back in inside a call goes as if not reported. */
+const volatile __u32 hide_switch_in = 0;
 
 /*
  * Thread states live in a pool: a thread takes one at its first traced call
@@ -544,6 +552,111 @@ static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
 /* --slow: each slow call's record (slow_enter, slow_emit, slow_block_begin/end). */
 #include "slow.bpf.h"
 
+/*
+ * The thread, switched out inside a traced call (at out_ns), was switched
+ * back in off_ns later, on this CPU: the time off the CPU is its calls'.
+ */
+static __always_inline void switched_in(struct thread_state *ts, __u64 off_ns)
+{
+	/*
+	 * The frame on top is the one whose entry probe it was; only its own
+	 * reading leaves it out. A call suspended on another stack (a coroutine's)
+	 * meanwhile keeps it, as its own clock does.
+	 */
+	if (ts->out_probe && ts->depth) {
+		struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+
+		top->probe_off += off_ns;
+		if (ts->out_runnable)
+			top->probe_off_runq += off_ns;
+	}
+	/* Off the CPU in the callers' calls too (the top call's own reading takes it back out). */
+	if (ts->out_runnable)
+		ts->runq_cum += off_ns;
+	else
+		ts->blocked_cum += off_ns;
+	if (slow_ns && !ts->out_probe && !ts->out_runnable)
+		slow_block_end(ts, off_ns);
+	ts->out_ns = 0;
+	if (ts->out_cpu != bpf_get_smp_processor_id())
+		ts->mig_cum++;
+}
+
+/*
+ * Counters (-e) at a switch back in not seen: what the CPU counted since the
+ * switch out is the thread's own only from its return on, part of whole ns
+ * since: that share, scaled (and said so); all of it is another CPU's if it
+ * came back elsewhere. Then a fresh reading, as at a switch back in.
+ */
+static __always_inline void ctr_read_share(struct thread_state *ts, __u64 part, __u64 whole)
+{
+	struct bpf_perf_event_value v;
+	struct ctr_reading *last;
+	__u32 e, cpu = bpf_get_smp_processor_id();
+
+	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
+		if (e >= nr_events)
+			break;
+		if (bpf_perf_event_read_value(&counters, e * nr_cpus + cpu, &v, sizeof(v))) {
+			count_drop(DROP_CTR_READ);
+			continue;
+		}
+		last = &ts->ctr_last[e];
+		if (ts->out_cpu == cpu && v.counter >= last->counter && whole) {
+			ts->ctr_cum[e] += (v.counter - last->counter) * part / whole;
+			ts->scaled_seq++;
+		}
+		last->counter = v.counter;
+		last->enabled = v.enabled;
+		last->running = v.running;
+	}
+}
+
+/*
+ * A switch back in that sched_switch did not report (running again with
+ * out_ns set): some kernels leave the tracepoint out for switches away from
+ * tasks they hide (here, a sandbox's agent threads: none of their switches
+ * out is reported), so the next thread's switch in goes unseen. The
+ * scheduler's own statistics of the thread still tell when it came back:
+ * sched_info's last_arrival (its run queue's clock then) and pcount (its
+ * runs: one more since it was switched out, so that arrival was this one).
+ * Pass them, and whether they were read.
+ */
+static __always_inline void switched_in_late(struct thread_state *ts, bool read, __u64 pcount, __u64 arrival)
+{
+	__u64 off, ago;
+
+	if (read && ts->out_clock && pcount == ts->out_pcount + 1 && arrival >= ts->out_clock) {
+		/*
+		 * Both clock readings are the scheduler's at its entry, each some
+		 * microseconds before its tracepoint: off the CPU no longer than since.
+		 */
+		off = arrival - ts->out_clock;
+		ago = bpf_ktime_get_ns() - ts->out_ns;
+		if (off > ago)
+			off = ago;
+		if (nr_events)
+			ctr_read_share(ts, ago - off, ago);
+		switched_in(ts, off);
+		return;
+	}
+	count_drop(DROP_SWITCH_IN);
+	ts->out_ns = 0;
+}
+
+/* The same from a uprobe program (rare: no helper calls on the common path). */
+static __noinline void switched_in_unseen(struct thread_state *ts)
+{
+	__u64 task = bpf_get_current_task(), pcount = 0, arrival = 0;
+	__u32 poff = task_pcount_off, aoff = task_arrival_off;
+	bool read = poff && aoff &&
+		    !bpf_probe_read_kernel(&pcount, sizeof(pcount), (void *)(task + poff)) &&
+		    !bpf_probe_read_kernel(&arrival, sizeof(arrival), (void *)(task + aoff));
+
+	if (ts)
+		switched_in_late(ts, read, pcount, arrival);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
@@ -569,6 +682,9 @@ int BPF_KPROBE(fn_entry)
 		ts->depth = 0;
 		ts->over = 0;
 	}
+	/* Before this call's start: the time off the CPU of a switch back in not seen is its callers'. */
+	if (ts->out_ns)
+		switched_in_unseen(ts);
 	d = stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx), id);
 	if (d >= FNPROF_MAX_DEPTH) {
 		/*
@@ -969,11 +1085,9 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 			count_orphan();
 		return 0;
 	}
-	/* Running, so switched back in: sched_switch did not see it (the time off the CPU is lost). */
-	if (ts->out_ns) {
-		count_drop(DROP_SWITCH_IN);
-		ts->out_ns = 0;
-	}
+	/* Running, so switched back in: sched_switch did not see it. */
+	if (ts->out_ns)
+		switched_in_unseen(ts);
 	if (nr_events)
 		ctr_read(ts, true);
 	d = ts->depth;
@@ -1109,6 +1223,9 @@ int BPF_KPROBE(fn_mid)
 
 	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
+	/* off_A below must have the entry probe's time switched out. */
+	if (ts->out_ns)
+		switched_in_unseen(ts);
 	f = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	if (f->id != id || f->flags & FRAME_PAIRED || now < f->start_ns)
 		return 0;
@@ -1264,12 +1381,24 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		else
 			ts = task_state(prev);
 		if (ts && ts->depth) {
-			now = bpf_ktime_get_ns();
+			/* sched_info, and the run queue's clock through the task's CFS queue (group scheduling). */
+			bool si = bpf_core_field_exists(prev->sched_info) && bpf_core_field_exists(prev->se.cfs_rq) &&
+				  bpf_core_field_exists(struct cfs_rq, rq);
+
+			if (si && !task_arrival_off) {
+				task_pcount_off = bpf_core_field_offset(struct task_struct, sched_info.pcount);
+				task_arrival_off = bpf_core_field_offset(struct task_struct, sched_info.last_arrival);
+			}
 			if (ts->out_ns)
-				count_drop(DROP_SWITCH_IN);
+				switched_in_late(ts, si, si ? prev->sched_info.pcount : 0,
+						 si ? prev->sched_info.last_arrival : 0);
+			now = bpf_ktime_get_ns();
 			if (nr_events)
 				ctr_read(ts, true);
 			ts->out_ns = now;
+			/* The clock that sched_info_depart() reads next, and the arrival after it. */
+			ts->out_clock = si ? prev->se.cfs_rq->rq->clock : 0;
+			ts->out_pcount = si ? prev->sched_info.pcount : 0;
 			ts->out_probe = in_entry_probe(prev, ts, now);
 			ts->out_runnable = switched_out_runnable(preempt, prev);
 			ts->out_cpu = bpf_get_smp_processor_id();
@@ -1287,37 +1416,20 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		return 0;
 	}
 	ref = bpf_task_storage_get(&threads, next, NULL, 0);
+	ts = ref_state(ref);
+	if (hide_switch_in && cpu && ts && ts->out_ns && ++cpu->hidden % hide_switch_in == 0) {
+		cpu->regs = 0;
+		return 0;
+	}
 	if (cpu) {
 		cpu->regs = (__u64)bpf_task_pt_regs(next);
 		cpu->idx1 = ref ? ref->idx1 : 0;
 	}
-	ts = ref_state(ref);
 	if (!ts || !ts->out_ns)
 		return 0;
 	if (!now)
 		now = bpf_ktime_get_ns();
-	/*
-	 * The frame on top is the one whose entry probe it was; only its own
-	 * reading leaves it out. A call suspended on another stack (a coroutine's)
-	 * meanwhile keeps it, as its own clock does.
-	 */
-	if (ts->out_probe && ts->depth) {
-		struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
-
-		top->probe_off += now - ts->out_ns;
-		if (ts->out_runnable)
-			top->probe_off_runq += now - ts->out_ns;
-	}
-	/* Off the CPU in the callers' calls too (the top call's own reading takes it back out). */
-	if (ts->out_runnable)
-		ts->runq_cum += now - ts->out_ns;
-	else
-		ts->blocked_cum += now - ts->out_ns;
-	if (slow_ns && !ts->out_probe && !ts->out_runnable)
-		slow_block_end(ts, now - ts->out_ns);
-	ts->out_ns = 0;
-	if (ts->out_cpu != bpf_get_smp_processor_id())
-		ts->mig_cum++;
+	switched_in(ts, now - ts->out_ns);
 	if (nr_events)
 		ctr_read(ts, false);
 	return 0;

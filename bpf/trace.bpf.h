@@ -116,7 +116,7 @@ struct thread_ref {
 struct cpu_thread {
 	__u64 regs;
 	__u32 idx1;
-	__u32 pad;
+	__u32 hidden;        /* tests: switches back in counted towards hide_switch_in */
 };
 
 /* Per-thread state, in a pool indexed by thread_ref. */
@@ -136,6 +136,8 @@ struct thread_state {
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */
 	__u64 sys_start;     /* when the current system call began, 0 if none */
 	__u64 sys_off0;      /* runq_cum + blocked_cum then */
+	/* Then the scheduler's count of the thread's runs and its run queue's clock (see switched_in_late). */
+	__u64 out_pcount, out_clock;
 	/*
 	 * Hits of exit probes in tail-called functions that closed no call
 	 * (other calls of those functions): each costs the calls open on the

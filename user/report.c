@@ -44,7 +44,8 @@ static const struct {
 	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
 					       "whether and when they returned was not seen (not timed)" },
 	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
-						   "sched_switch did not report: the time off the CPU before each read as on-CPU" },
+						   "sched_switch did not report, nor the thread's sched_info: the time off "
+						   "the CPU before each read as on-CPU" },
 };
 
 const char *report_drop_key(unsigned int i)

@@ -234,6 +234,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	const struct setup_args *a = arg;
 	struct tracer *t = a->t;
 	int err, slots = a->evs ? a->evs->nr_slots : 0;
+	const char *env;
 
 	skel->rodata->target_tgid = t->pid;
 	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
@@ -266,6 +267,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
+	env = getenv("FNPROF_TEST_HIDE_SWITCH_IN");  /* tests: switches back in that sched_switch "missed" */
+	skel->rodata->hide_switch_in = env ? (__u32)atoi(env) : 0;
 	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
 			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
 	skel->rodata->slow_ns = t->slow_ns;
