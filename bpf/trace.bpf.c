@@ -364,7 +364,7 @@ static __always_inline void snapshot_counters(struct thread_state *ts, __u32 d, 
  * CPU while the thread runs inside a traced call are added to ctr_cum; the
  * reading is restarted whenever the thread comes back on a CPU.
  */
-static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
+static __always_inline void ctr_read_part(struct thread_state *ts, bool accumulate, __u64 part, __u64 whole)
 {
 	struct bpf_perf_event_value v;
 	struct ctr_reading *last;
@@ -379,7 +379,7 @@ static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
 			continue;
 		}
 		last = &ts->ctr_last[e];
-		if (accumulate && v.counter >= last->counter) {
+		if (accumulate && v.counter >= last->counter && whole) {
 			d = v.counter - last->counter;
 			en = v.enabled - last->enabled;
 			run = v.running - last->running;
@@ -389,12 +389,22 @@ static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
 				if (run)
 					d = d * en / run;
 			}
+			/* Only part of the time since the last reading was the thread's: its share, said so. */
+			if (part < whole) {
+				ts->scaled_seq++;
+				d = d * part / whole;
+			}
 			ts->ctr_cum[e] += d;
 		}
 		last->counter = v.counter;
 		last->enabled = v.enabled;
 		last->running = v.running;
 	}
+}
+
+static __always_inline void ctr_read(struct thread_state *ts, bool accumulate)
+{
+	ctr_read_part(ts, accumulate, 1, 1);
 }
 
 struct dead_ctx {
@@ -583,36 +593,6 @@ static __always_inline void switched_in(struct thread_state *ts, __u64 off_ns)
 }
 
 /*
- * Counters (-e) at a switch back in not seen: what the CPU counted since the
- * switch out is the thread's own only from its return on, part of whole ns
- * since: that share, scaled (and said so); all of it is another CPU's if it
- * came back elsewhere. Then a fresh reading, as at a switch back in.
- */
-static __always_inline void ctr_read_share(struct thread_state *ts, __u64 part, __u64 whole)
-{
-	struct bpf_perf_event_value v;
-	struct ctr_reading *last;
-	__u32 e, cpu = bpf_get_smp_processor_id();
-
-	for (e = 0; e < FNPROF_MAX_EVENTS; e++) {
-		if (e >= nr_events)
-			break;
-		if (bpf_perf_event_read_value(&counters, e * nr_cpus + cpu, &v, sizeof(v))) {
-			count_drop(DROP_CTR_READ);
-			continue;
-		}
-		last = &ts->ctr_last[e];
-		if (ts->out_cpu == cpu && v.counter >= last->counter && whole) {
-			ts->ctr_cum[e] += (v.counter - last->counter) * part / whole;
-			ts->scaled_seq++;
-		}
-		last->counter = v.counter;
-		last->enabled = v.enabled;
-		last->running = v.running;
-	}
-}
-
-/*
  * A switch back in that sched_switch did not report (running again with
  * out_ns set): some kernels leave the tracepoint out for switches away from
  * tasks they hide (here, a sandbox's agent threads: none of their switches
@@ -635,8 +615,14 @@ static __always_inline void switched_in_late(struct thread_state *ts, bool read,
 		ago = bpf_ktime_get_ns() - ts->out_ns;
 		if (off > ago)
 			off = ago;
+		/*
+		 * Counters (-e): what the CPU counted since the switch out is the
+		 * thread's own only from its return on, part of the ns since: that
+		 * share (said so); none if it came back on another CPU. Then a fresh
+		 * reading, as at a switch back in.
+		 */
 		if (nr_events)
-			ctr_read_share(ts, ago - off, ago);
+			ctr_read_part(ts, ts->out_cpu == bpf_get_smp_processor_id(), ago - off, ago);
 		switched_in(ts, off);
 		return;
 	}
