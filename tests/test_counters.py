@@ -26,7 +26,12 @@ def test_page_faults_per_call():
     check(abs(pf["per_call"] - t["faults_per_call"]) <= 1,
           f"page-faults/call {pf['per_call']} vs truth {t['faults_per_call']}")
     check(abs(pf["per_call"] - 64) <= 1, f"page-faults/call {pf['per_call']} vs 64 pages touched")
-    check(pf["total"] == round(pf["per_call"] * f["calls"]) and pf["scaled"] is False, str(pf))
+    # Software events are never multiplexed: scaled only by a switch back in that sched_switch did not
+    # report (this VM's kernel hides the switches away from its agent's threads), whose counts are the
+    # thread's share since it returned: so only with a preemption inside the calls (CI, once).
+    check(pf["total"] == round(pf["per_call"] * f["calls"]) and
+          (pf["scaled"] is False or f["context_switches"]["involuntary"] > 0),
+          f"{pf}, preempted {f['context_switches']['involuntary']} times")
     check(abs(f["counters"]["minor-faults"]["per_call"] - 64) <= 1, "minor faults")
 
 
