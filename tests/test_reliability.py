@@ -63,8 +63,14 @@ def test_tail_call_between_traced_functions_uretprobe():
     for name in ("tail_caller", "tail_callee"):
         f, t = func(rep, name), truth(p.stderr, name)
         check(f["calls"] == 300, f"{name}: {f['calls']} calls of 300")
-        check(near(f["wall_ns"]["avg"], t["wall_avg_ns"], 0.05, 2000),
-              f"{name}: wall avg {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f}")
+        # The target's clocks time the spins, not the jmp between them nor the return: a preemption
+        # there is fnprof's only (CI beside a build: 63.8 us against 50.7 once). Above the truth,
+        # the average may also read the time fnprof saw the calls switched out.
+        off = f["runq_ns"]["avg"] + f["blocked_ns"]["avg"]
+        check(near(f["wall_ns"]["avg"], t["wall_avg_ns"], 0.05, 2000) or
+              t["wall_avg_ns"] < f["wall_ns"]["avg"] <= 1.05 * t["wall_avg_ns"] + 2000 + off,
+              f"{name}: wall avg {f['wall_ns']['avg']:.0f} ns vs truth {t['wall_avg_ns']:.0f}, switched out "
+              f"{off:.0f} ns a call")
     check(rep["dropped"]["abandoned_frames"] == 0 and rep["dropped"]["orphan_returns"] == 0, str(rep["dropped"]))
 
 
