@@ -104,33 +104,35 @@ def abandoned_check(rep, f, t, n, what):
     near_truth(f, t, what)
 
 
+def abandoned_with_and_without_callee(fn, callee, mode, callee_abandons):
+    """fn alone, then fn with callee traced too: each call of fn that leaves by longjmp counted
+    abandoned, not closed by a later return of callee (called from the driver at the same stack
+    pointer); with callee_abandons, the longjmp abandons callee's frame of each such call too."""
+    n = 200
+    rep, p = traced(["--exit", "ret", "-f", fn], target("tailcall"), mode, US, n)
+    abandoned_check(rep, func(rep, fn), truth(p.stderr, fn), n, fn)
+    rep, p = traced(["--exit", "ret", "-f", fn, "-f", callee], target("tailcall"), mode, US, n)
+    t = truth(p.stderr, fn)
+    expect = dict(t, abandoned=2 * t["abandoned"]) if callee_abandons else t
+    abandoned_check(rep, func(rep, fn), expect, n, f"{fn} with {callee}")
+    check(func(rep, callee)["calls"] == n + t["calls"], f"{callee}: {func(rep, callee)['calls']} calls")
+
+
 def test_frame_abandoned_before_its_jmp_not_closed_by_the_callee():
     # Every other call of tail_abandon leaves by longjmp before its jmp; the driver then spins
     # 500 us and calls callee from the same call site, at the same stack pointer: only the probe
     # on the jmp tells this return of callee from a tail call's. Before it, each abandoned frame
-    # was closed there, 500 us late, and counted as a call.
-    n = 200
-    rep, p = traced(["--exit", "ret", "-f", "tail_abandon"], target("tailcall"), "abandon", US, n)
-    abandoned_check(rep, func(rep, "tail_abandon"), truth(p.stderr, "tail_abandon"), n, "tail_abandon")
-    # The callee traced too: its entry at the abandoned frame's stack pointer does not keep it.
-    rep, p = traced(["--exit", "ret", "-f", "tail_abandon", "-f", "callee"], target("tailcall"), "abandon", US, n)
-    t = truth(p.stderr, "tail_abandon")
-    abandoned_check(rep, func(rep, "tail_abandon"), t, n, "tail_abandon with callee")
-    check(func(rep, "callee")["calls"] == n + t["calls"], f"callee: {func(rep, 'callee')['calls']} calls")
+    # was closed there, 500 us late, and counted as a call. The callee traced too: its entry at
+    # the abandoned frame's stack pointer does not keep it.
+    abandoned_with_and_without_callee("tail_abandon", "callee", "abandon", False)
 
 
 def test_frame_abandoned_after_its_jmp_not_closed_by_the_callee():
     # tail_late jmps to late_callee, which leaves by longjmp every other call: the frame has
     # taken its jmp. The driver then calls late_callee from another call site at the same stack
-    # pointer: the return address there is not the frame's.
-    n = 200
-    rep, p = traced(["--exit", "ret", "-f", "tail_late"], target("tailcall"), "late", US, n)
-    abandoned_check(rep, func(rep, "tail_late"), truth(p.stderr, "tail_late"), n, "tail_late")
-    rep, p = traced(["--exit", "ret", "-f", "tail_late", "-f", "late_callee"], target("tailcall"), "late", US, n)
-    t = truth(p.stderr, "tail_late")
-    # The longjmp abandons the late_callee frame of each abandoned call too.
-    abandoned_check(rep, func(rep, "tail_late"), dict(t, abandoned=2 * t["abandoned"]), n, "tail_late with late_callee")
-    check(func(rep, "late_callee")["calls"] == n + t["calls"], f"late_callee: {func(rep, 'late_callee')['calls']}")
+    # pointer: the return address there is not the frame's. The longjmp abandons the late_callee
+    # frame of each abandoned call too.
+    abandoned_with_and_without_callee("tail_late", "late_callee", "late", True)
 
 
 def hit_cost(rep):
