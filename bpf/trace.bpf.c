@@ -364,6 +364,22 @@ static __always_inline void snapshot_counters(struct thread_state *ts, __u32 d, 
  * CPU while the thread runs inside a traced call are added to ctr_cum; the
  * reading is restarted whenever the thread comes back on a CPU.
  */
+/*
+ * d * num / den without the product's overflow (a cycle count of seconds
+ * times ns passes 2^64): the remainder's share in 20-bit fixed point
+ * (num < 2^44: hours of ns).
+ */
+static __always_inline __u64 scale(__u64 d, __u64 num, __u64 den)
+{
+	__u64 q = d / den, r = d % den;
+
+	if (den >= (1ULL << 44)) {
+		r >>= 20;
+		den >>= 20;
+	}
+	return q * num + ((((r << 20) / den) * num) >> 20);
+}
+
 static __always_inline void ctr_read_part(struct thread_state *ts, bool accumulate, __u64 part, __u64 whole)
 {
 	struct bpf_perf_event_value v;
@@ -387,12 +403,12 @@ static __always_inline void ctr_read_part(struct thread_state *ts, bool accumula
 			if (run < en) {
 				ts->scaled_seq++;
 				if (run)
-					d = d * en / run;
+					d = scale(d, en, run);
 			}
 			/* Only part of the time since the last reading was the thread's: its share, said so. */
 			if (part < whole) {
 				ts->scaled_seq++;
-				d = d * part / whole;
+				d = scale(d, part, whole);
 			}
 			ts->ctr_cum[e] += d;
 		}
@@ -639,8 +655,7 @@ static __noinline void switched_in_unseen(struct thread_state *ts)
 		    !bpf_probe_read_kernel(&pcount, sizeof(pcount), (void *)(task + poff)) &&
 		    !bpf_probe_read_kernel(&arrival, sizeof(arrival), (void *)(task + aoff));
 
-	if (ts)
-		switched_in_late(ts, read, pcount, arrival);
+	switched_in_late(ts, read, pcount, arrival);
 }
 
 SEC("uprobe")
@@ -957,7 +972,7 @@ static __always_inline void count_untimed(__u32 slot, __u32 id)
  * not the end of a call of the function whose probe it is: another call of
  * the callee, from anywhere. Only counted, for the probes' cost.
  */
-static __always_inline void count_tail_hit(__u64 cookie)
+static __always_inline void count_tail_hit(__u64 cookie, __s64 n)
 {
 	__u32 id = cookie & FNPROF_COOKIE_ID_MASK, slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	__u32 idx = stats_idx(slot, id);
@@ -965,7 +980,7 @@ static __always_inline void count_tail_hit(__u64 cookie)
 
 	st = id < nr_funcs && slot < nr_slots ? bpf_map_lookup_elem(&stats, &idx) : NULL;
 	if (st)
-		__sync_fetch_and_add(&st->tail_hits, 1);
+		__sync_fetch_and_add(&st->tail_hits, n);
 }
 
 #define TRAP_HIT 1U      /* a probe at it counted a hit in tail_hits_cum */
@@ -1026,8 +1041,9 @@ static __always_inline int tail_frame(struct pt_regs *ctx, struct thread_state *
 		 */
 		if (note_trap(ctx, ts, now, cookie, TRAP_HIT))
 			return -1;
-		count_tail_hit(cookie);
+		count_tail_hit(cookie, 1);
 		ts->trap_hits = ++ts->tail_hits_cum;
+		ts->trap_hit_cookie = cookie;
 		return -1;
 	}
 	if (k >= 0 && !stack_switching && top->sp + ARCH_RET_ADDR_BYTES == sp) {
@@ -1066,7 +1082,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		return 0;
 	if (!ts || !ts->depth) {
 		if (cookie & FNPROF_COOKIE_TAIL)
-			count_tail_hit(cookie);
+			count_tail_hit(cookie, 1);
 		else
 			count_orphan();
 		return 0;
@@ -1118,6 +1134,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	    ts->tail_hits_cum == ts->trap_hits && ts->tail_hits_cum > f->tail_hits0) {
 		ts->trap_flags &= ~TRAP_HIT;
 		ts->tail_hits_cum--;
+		count_tail_hit(ts->trap_hit_cookie, -1);
 	}
 	if ((__u32)k + 1 < d && !stack_switching)
 		count_drops(DROP_ABANDONED, d - k - 1);

@@ -159,6 +159,7 @@ struct thread_state {
 	__u64 trap_ip, trap_sp, trap_ns;
 	__u64 trap_first;    /* the cookie of the trap's first probe: its next hit is the next trap */
 	__u64 trap_hits;     /* tail_hits_cum just after the hit it counted (TRAP_HIT) */
+	__u64 trap_hit_cookie;  /* the cookie of the probe that counted it: its function's tail_hits */
 	__u32 trap_flags;
 	__u32 trap_pad;
 	__u64 ctr_cum[FNPROF_MAX_EVENTS];    /* counts while running inside traced calls */
