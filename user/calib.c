@@ -292,50 +292,30 @@ static int calib_round(struct tracer *t, struct calibration *c, struct fn_stats 
 	return err;
 }
 
-/* One calibration's calls, pooled into c. */
-static int calib_run(struct tracer *t, struct calibration *c)
+/*
+ * rounds rounds of every case (a whole calibration: CALIB_ROUNDS, after a
+ * warm-up), pooled into c.
+ */
+static int calib_run(struct tracer *t, struct calibration *c, int rounds)
 {
 	struct fn_stats *st = calloc(1, sizeof(*st));
 	int r, k, err = st ? 0 : -ENOMEM;
 
-	for (k = 0; k < CAL_NR && !err; k++)
+	for (k = 0; k < CAL_NR && !err && rounds == CALIB_ROUNDS; k++)
 		if (c->cases & 1U << k)
 			time_calls(cases[k].fn, case_calls(k) / 20);  /* warm up */
-	for (r = 0; r < CALIB_ROUNDS && !err; r++)
+	for (r = 0; r < rounds && !err; r++)
 		err = calib_round(t, c, st);
 	free(st);
 	if (!err) {
-		c->calls += CALIB_CALLS;
-		c->runs++;
+		c->calls += CALIB_CALLS / CALIB_ROUNDS * rounds;
+		if (rounds == CALIB_ROUNDS)
+			c->runs++;
+		else
+			c->samples += rounds;
 		calib_figures(c);
 	}
 	return err;
-}
-
-int calib_sample(struct tracer *t, struct calibration *c)
-{
-	struct calibration more;
-	struct fn_stats *st;
-	double t0 = monotonic_s();
-	int err;
-
-	if (!c->valid)
-		return -EINVAL;
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	/* On failure c keeps what it had. */
-	more = *c;
-	err = calib_round(t, &more, st);
-	free(st);
-	if (err)
-		return err;
-	more.calls += CALIB_CALLS / CALIB_ROUNDS;
-	more.samples++;
-	more.took_ms += (monotonic_s() - t0) * 1e3;
-	calib_figures(&more);
-	*c = more;
-	return 0;
 }
 
 int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
@@ -347,7 +327,7 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 	c->cases = mask & CALIB_ALL;
 	for (k = 0; k < CAL_NR; k++)
 		c->round_lo[k] = c->round_hi[k] = c->cost_lo[k] = c->cost_hi[k] = NAN;
-	err = calib_run(t, c);
+	err = calib_run(t, c, CALIB_ROUNDS);
 	c->valid = !err;
 	for (k = 0; k < CAL_NR; k++) {
 		c->costs[k][0] = c->cost_ns[k];
@@ -360,21 +340,32 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 	return err;
 }
 
-int calibrate_again(struct tracer *t, struct calibration *c)
+/* More rounds pooled into c; on failure c keeps what it had: a calibration that worked. */
+static int calib_more(struct tracer *t, struct calibration *c, int rounds)
 {
-	struct calibration more = *c;
+	struct calibration more;
 	double t0 = monotonic_s();
 	int err;
 
 	if (!c->valid)
 		return -EINVAL;
-	/* On failure c keeps what it had: a calibration that worked. */
-	err = calib_run(t, &more);
+	more = *c;
+	err = calib_run(t, &more, rounds);
 	if (!err) {
 		more.took_ms += (monotonic_s() - t0) * 1e3;
 		*c = more;
 	}
 	return err;
+}
+
+int calibrate_again(struct tracer *t, struct calibration *c)
+{
+	return calib_more(t, c, CALIB_ROUNDS);
+}
+
+int calib_sample(struct tracer *t, struct calibration *c)
+{
+	return calib_more(t, c, 1);
 }
 
 /*

@@ -371,6 +371,11 @@ static void reap_child(struct run *r)
 	r->cpu_known = true;
 }
 
+static bool samples_calib(const struct run *r)
+{
+	return r->calibrated && !r->o->raw && !r->bursts && r->tracer;
+}
+
 static const struct calibration *bias_to_subtract(const struct run *r)
 {
 	return r->calibrated && !r->o->raw ? &r->cal : NULL;
@@ -389,7 +394,7 @@ static int report(struct run *r, bool final)
 	 */
 	if (final)
 		steps_skip();
-	if (final && r->calibrated && !r->o->raw && !r->bursts && calibrate_again(r->tracer, &r->cal))
+	if (final && samples_calib(r) && calibrate_again(r->tracer, &r->cal))
 		log_debug("second probe calibration failed: the first one stands");
 	if (final)
 		steps_mark("final calibration");
@@ -533,10 +538,6 @@ static bool handle_signal(struct run *r, bool *forwarded)
  * time run so far, every 0.2 s at first and 2 s at most: 10 rounds in the
  * first 2 s, 19 in 5 s (+30 ms of CPU here), then under 0.1% of a CPU.
  */
-static bool samples_calib(const struct run *r)
-{
-	return r->calibrated && !r->o->raw && !r->bursts && r->tracer;
-}
 
 static void calib_tick(struct run *r)
 {

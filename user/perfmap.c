@@ -242,10 +242,10 @@ static int open_map(struct perfmap *pm)
 {
 	char path[64];
 
-	if (!pm->nspid)
-		pm->nspid = ns_pid(pm->pid);
 	if (pm->pid <= 0)
 		return -ENOENT;  /* no process (the unit tests'): proc_open_in_root would take 0 for fnprof */
+	if (!pm->nspid)
+		pm->nspid = ns_pid(pm->pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", pm->nspid > 0 ? pm->nspid : (long)pm->pid);
 	return proc_open_in_root(pm->pid, path);
 }

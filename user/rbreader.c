@@ -27,7 +27,7 @@ static void *reader(void *arg)
 int rb_reader_size(struct bpf_map *rb, struct bpf_map *bufs, double want, __u32 min)
 {
 	int cpus = libbpf_num_possible_cpus();
-	__u32 size = min;
+	__u32 size = min ? min : 1;
 
 	while (size < want && size < (1u << 30))
 		size <<= 1;
