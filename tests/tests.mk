@@ -102,9 +102,12 @@ fnprof-asan: $(ASAN_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
 
+# A process exiting between two pages of its maps: the test wraps getline to kill it there.
+$(TEST_BIN)/unit/test_procmaps: UNIT_LDFLAGS := -Wl,--wrap=getline -Wl,--wrap=__getdelim
+
 $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_BIN)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(ASAN_LIB_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(ASAN_LIB_OBJS) $(LDLIBS) $(UNIT_LDFLAGS) -o $@
 
 # libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
 FUZZ_SECONDS ?= 300

@@ -104,6 +104,20 @@ bool proc_alive(pid_t pid)
 	return !read_stat_tail(pid, buf, sizeof(buf), &tail) && tail[0] != 'Z' && tail[0] != 'X';
 }
 
+#define PF_EXITING 0x00000004  /* the kernel's task flag: do_exit() has begun */
+
+bool proc_exiting(pid_t pid)
+{
+	char buf[1024], *tail;
+	unsigned int flags;
+
+	/* Fields 3..9: state ppid pgrp session tty tpgid flags. */
+	if (read_stat_tail(pid, buf, sizeof(buf), &tail) ||
+	    sscanf(tail, "%*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+		return true;
+	return tail[0] == 'Z' || tail[0] == 'X' || tail[0] == 'x' || (flags & PF_EXITING);
+}
+
 int proc_status(pid_t pid, const char *key, char *out, size_t n)
 {
 	size_t len = strlen(key);

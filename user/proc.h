@@ -44,6 +44,13 @@ void proc_thread_name(pid_t pid, __u32 tid, const char *gone, char *buf, size_t 
 bool proc_alive(pid_t pid);
 
 /*
+ * Whether process pid (its first thread) has begun to exit, or is gone: its
+ * mappings may be torn down meanwhile. Once this is false, no exit had begun
+ * before the call.
+ */
+bool proc_exiting(pid_t pid);
+
+/*
  * Opens path as process pid (0: fnprof) sees it, inside its root, never escaping that
  * root through "..", symlinks or mounts (openat2 RESOLVE_IN_ROOT), nor
  * through a magic link of its /proc (/proc/self/root, /proc/PID/fd/N:

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array.h"
+#include "proc.h"
 #include "procmaps.h"
 
 static int add_mapping(struct procmaps *pm, size_t *cap, const struct mapping *m)
@@ -84,8 +86,19 @@ int procmaps_load(pid_t pid, struct procmaps **out)
 			break;
 		}
 	}
+	if (!err && ferror(f))
+		err = errno == ESRCH ? -ESRCH : -EIO;
 	free(line);
 	fclose(f);
+	/*
+	 * The kernel hands the file out a page at a time, each read from the
+	 * process's mm anew: one that exits between two pages ends it early,
+	 * without an error, its last mappings (the libraries, high up) left out.
+	 * A clang++ that exited while its maps were read named every sample in
+	 * LLVM [unknown]. A read is whole only if no exit had begun after it.
+	 */
+	if (!err && pid != getpid() && proc_exiting(pid))
+		err = -ESRCH;
 	if (err) {
 		procmaps_free(pm);
 		return err;

@@ -32,7 +32,10 @@ struct procmaps {
 	size_t nr_anon;
 };
 
-/* 0 or -errno (-ESRCH: no such process). */
+/*
+ * The mappings of process pid, read whole. 0 or -errno (-ESRCH: no such
+ * process, or one that has begun to exit: its mappings may be cut short).
+ */
 int procmaps_load(pid_t pid, struct procmaps **out);
 void procmaps_free(struct procmaps *pm);
 

@@ -259,11 +259,18 @@ void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
 	size_t i;
+	int err;
 
 	s->missed = false;
-	if (launched_not_execd(s->pid) || procmaps_load(s->pid, &pm))
+	if (launched_not_execd(s->pid))
 		return;
-	/* A process that has just exited (a zombie) shows no mappings: keep the last ones. */
+	err = procmaps_load(s->pid, &pm);
+	if (err) {
+		log_debug("mappings of process %d not re-read (%s): the last ones kept", s->pid,
+			  err == -ESRCH ? "exiting or gone" : strerror(-err));
+		return;
+	}
+	/* Exiting, or gone (an error above), or no mappings to show (its first thread exited): keep the last ones. */
 	if (!pm->nr) {
 		procmaps_free(pm);
 		return;

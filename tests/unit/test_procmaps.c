@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * procmaps_load() on a process that exits while its maps are read. The
+ * kernel hands /proc/PID/maps out a page at a time, each from the mm anew:
+ * once the process has let go of its mm, the file ends early, without an
+ * error. Here a real child maps 400 separate areas (the maps span many
+ * pages), and is killed after the first line is read (getline is wrapped,
+ * -Wl,--wrap): the kernel really cuts the file short (its libc,
+ * above those areas, is never read), and procmaps_load must refuse that
+ * read (-ESRCH) rather than hand out a partial list of mappings.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "procmaps.h"
+#include "unit.h"
+
+#define AREAS 400
+
+/* glibc's stdio.h inlines getline as __getdelim when optimizing: both are wrapped. */
+ssize_t __real_getline(char **line, size_t *n, FILE *f);
+ssize_t __real___getdelim(char **line, size_t *n, int delim, FILE *f);
+ssize_t __wrap_getline(char **line, size_t *n, FILE *f);
+ssize_t __wrap___getdelim(char **line, size_t *n, int delim, FILE *f);
+
+static pid_t cut_pid;      /* killed after the first line read, when set */
+static bool libc_read;     /* a line naming libc was read after the kill */
+static bool cut_done;
+
+/* Until pid is a zombie (not reaped): its mm is gone, its /proc entry stays. */
+static bool wait_zombie(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	for (i = 0; i < 5000; i++) {
+		FILE *f = fopen(path, "re");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ' && p[2] == 'Z')
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static ssize_t after_line(ssize_t r, char **line)
+{
+	if (r > 0 && cut_done && strstr(*line, "libc"))
+		libc_read = true;
+	if (r > 0 && cut_pid && !cut_done) {
+		cut_done = true;
+		kill(cut_pid, SIGKILL);
+		if (!wait_zombie(cut_pid))
+			fprintf(stderr, "child %d did not become a zombie\n", cut_pid);
+	}
+	return r;
+}
+
+ssize_t __wrap_getline(char **line, size_t *n, FILE *f)
+{
+	return after_line(__real_getline(line, n, f), line);
+}
+
+ssize_t __wrap___getdelim(char **line, size_t *n, int delim, FILE *f)
+{
+	return after_line(__real___getdelim(line, n, delim, f), line);
+}
+
+/* A child with AREAS areas that do not merge (every other one writable); pauses until killed. */
+static pid_t spawn(void)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		long pg = sysconf(_SC_PAGESIZE);
+		char *a = mmap(NULL, 2 * AREAS * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		int i;
+
+		for (i = 0; a != MAP_FAILED && i < AREAS; i++)
+			mprotect(a + 2 * i * pg, pg, PROT_READ | PROT_WRITE);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid > 0 && read(fds[0], &c, 1) != 1)
+		pid = -1;
+	close(fds[0]);
+	return pid;
+}
+
+static bool has(const struct procmaps *pm, const char *part)
+{
+	size_t i;
+
+	for (i = 0; i < pm->nr; i++)
+		if (strstr(pm->maps[i].path, part))
+			return true;
+	return false;
+}
+
+static void test_whole_read(void)
+{
+	struct procmaps *pm = NULL;
+	pid_t pid = spawn();
+	bool whole;
+	int err;
+
+	CHECK(pid > 0);
+	err = procmaps_load(pid, &pm);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(err == 0);
+	whole = has(pm, "libc") && has(pm, "[vdso]");
+	procmaps_free(pm);
+	CHECK(whole);
+}
+
+static void test_exit_during_read_refused(void)
+{
+	struct procmaps *pm = NULL;
+	pid_t pid = spawn();
+	int err;
+
+	CHECK(pid > 0);
+	cut_pid = pid;
+	err = procmaps_load(pid, &pm);
+	cut_pid = 0;
+	if (!cut_done)
+		kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (!err)
+		printf("# read whole in appearance: %zu mappings, libc %s\n", pm->nr, has(pm, "libc") ? "in" : "left out");
+	if (!err)
+		procmaps_free(pm);
+	CHECK(cut_done);
+	CHECK(!libc_read);   /* the kernel did end the file early */
+	CHECK(err == -ESRCH);
+}
+
+static void test_zombie_refused(void)
+{
+	struct procmaps *pm = NULL;
+	pid_t pid = spawn();
+	int err;
+
+	CHECK(pid > 0);
+	kill(pid, SIGKILL);
+	CHECK(wait_zombie(pid));
+	CHECK(proc_exiting(pid) && !proc_exiting(getpid()));
+	err = procmaps_load(pid, &pm);
+	waitpid(pid, NULL, 0);
+	CHECK(err == -ESRCH);
+	CHECK(procmaps_load(pid, &pm) == -ESRCH);   /* reaped: gone */
+}
+
+int main(void)
+{
+	RUN(test_whole_read);
+	RUN(test_exit_during_read_refused);
+	RUN(test_zombie_refused);
+	UNIT_EXIT();
+}
