@@ -133,26 +133,56 @@ static int cmp_anon(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* At most this many ranges kept from before: a runtime that maps and unmaps code for hours. */
-#define KEPT_ANON_MAX 4096
+/* At most this many ranges of each kind kept from before: a runtime that maps and unmaps code for hours. */
+#define KEPT_MAX 4096
 
-int procmaps_keep_anon(struct procmaps *pm, const struct procmaps *old)
+static int keep_anon(struct procmaps *pm, const struct procmaps *old)
 {
 	struct anon_range *a;
 	size_t i, n = pm->nr_anon;
 
-	if (!old || !old->nr_anon)
+	if (!old->nr_anon)
 		return 0;
 	a = realloc(pm->anon, (n + old->nr_anon) * sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	pm->anon = a;
-	for (i = 0; i < old->nr_anon && pm->nr_anon < n + KEPT_ANON_MAX; i++)
+	for (i = 0; i < old->nr_anon && pm->nr_anon < n + KEPT_MAX; i++)
 		if (!taken(pm, old->anon[i].start, old->anon[i].end))
 			pm->anon[pm->nr_anon++] = old->anon[i];
 	if (pm->nr_anon > n)
 		qsort(pm->anon, pm->nr_anon, sizeof(*pm->anon), cmp_anon);
 	return 0;
+}
+
+/* The executable mappings of files: only those of old that nothing in pm overlaps. */
+static int keep_files(struct procmaps *pm, const struct procmaps *old)
+{
+	size_t i, cap = pm->nr, n = pm->nr, kept = 0;
+	int err = 0;
+
+	for (i = 0; i < old->nr && kept < KEPT_MAX && !err; i++) {
+		const struct mapping *m = &old->maps[i];
+
+		if (!m->exec || taken(pm, m->start, m->end))
+			continue;
+		err = add_mapping(pm, &cap, m);
+		kept++;
+	}
+	if (err)  /* none kept */
+		while (pm->nr > n)
+			free(pm->maps[--pm->nr].path);
+	return err;
+}
+
+int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old)
+{
+	int err;
+
+	if (!old)
+		return 0;
+	err = keep_files(pm, old);
+	return err ? err : keep_anon(pm, old);
 }
 
 void procmaps_free(struct procmaps *pm)

@@ -40,13 +40,16 @@ int procmaps_load(pid_t pid, struct procmaps **out);
 void procmaps_free(struct procmaps *pm);
 
 /*
- * Adds to pm the executable ranges of no file that old had and pm lacks,
- * where nothing in pm lies now: JIT code unmapped since (a runtime tears
- * its code space down in the last milliseconds before it exits: V8 5 ms
- * before its maps vanish, here) keeps its samples' names, which the perf
- * map still holds. 0 or -ENOMEM (pm unchanged).
+ * Adds to pm the executable mappings old had and pm lacks, where nothing in
+ * pm lies now, so that samples taken before they went keep their names:
+ * - JIT code (ranges of no file), which a runtime tears down in the last
+ *   milliseconds before it exits (V8 5 ms before its maps vanish, here); the
+ *   perf map still names it;
+ * - a library dlclose'd since (plug-ins), whose file still names it.
+ * At most 4096 of each at a time. 0, or -ENOMEM (pm then holds its own
+ * mappings, and perhaps some of old's).
  */
-int procmaps_keep_anon(struct procmaps *pm, const struct procmaps *old);
+int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old);
 
 /* The mapping holding address addr, or NULL. */
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr);

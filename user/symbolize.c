@@ -276,12 +276,14 @@ void symbolizer_refresh(struct symbolizer *s)
 		return;
 	}
 	/*
-	 * Samples are named at the report, after they were taken: JIT code
+	 * Samples are named at the report, after they were taken: code
 	 * unmapped meanwhile still has them. Node's last refresh, caught in
-	 * V8's teardown, named all 761 samples [unknown], 0 fib.
+	 * V8's teardown, named all 761 samples [unknown], 0 fib; a library
+	 * dlclose'd before the report left its samples [unknown] too. Their
+	 * objects stay (drop_unmapped keeps what pm still holds).
 	 */
-	if (procmaps_keep_anon(pm, s->pm))
-		log_debug("cannot keep the JIT code ranges of process %d seen before", s->pid);
+	if (procmaps_keep_unmapped(pm, s->pm))
+		log_debug("cannot keep the code ranges of process %d seen before", s->pid);
 	procmaps_free(s->pm);
 	s->pm = pm;
 	drop_unmapped(s, pm);
