@@ -232,7 +232,7 @@ static bool calib_pin_next(struct calibration *c, cpu_set_t *saved)
 	cpu_set_t one;
 	int i, n, cpu;
 
-	if (sched_getaffinity(0, sizeof(*saved), saved))
+	if (c->pin_off || sched_getaffinity(0, sizeof(*saved), saved))
 		return false;
 	n = CPU_COUNT(saved);
 	if (n < 2)
@@ -246,10 +246,26 @@ static bool calib_pin_next(struct calibration *c, cpu_set_t *saved)
 	return !sched_setaffinity(0, sizeof(one), &one);
 }
 
-static void calib_unpin(bool pinned, const cpu_set_t *saved)
+/*
+ * Back to the CPUs fnprof had (a CPU of them may have gone offline since:
+ * then every CPU its cpuset allows). Should even that fail, it would stay on
+ * one CPU for the run: said, and no round moves it again.
+ */
+static void calib_unpin(struct calibration *c, bool pinned, const cpu_set_t *saved)
 {
-	if (pinned && sched_setaffinity(0, sizeof(*saved), saved))
-		log_debug("cannot restore fnprof's CPU affinity after a calibration round: %s", strerror(errno));
+	cpu_set_t all;
+	int err;
+
+	if (!pinned || !sched_setaffinity(0, sizeof(*saved), saved))
+		return;
+	err = errno;
+	c->pin_off = true;
+	memset(&all, 0xff, sizeof(all));
+	if (sched_setaffinity(0, sizeof(all), &all))
+		log_warn("cannot restore fnprof's CPU affinity after a calibration round (%s): it stays on CPU %d",
+			 strerror(err), sched_getcpu());
+	else
+		log_debug("fnprof's CPU affinity could not be restored (%s): all CPUs allowed instead", strerror(err));
 }
 
 #define CALIB_SETTLE_CALLS 5
@@ -288,7 +304,7 @@ static int calib_round(struct tracer *t, struct calibration *c, struct fn_stats 
 			note_round(c, k, st, per);
 		}
 	}
-	calib_unpin(pinned, &saved);
+	calib_unpin(c, pinned, &saved);
 	return err;
 }
 
@@ -409,7 +425,7 @@ void calib_refresh_cost(struct calibration *c, unsigned int mask)
 		time_calls(cases[k].fn, 50);  /* warm up, as in calibrate() */
 		add_cost(c, k, time_calls(cases[k].fn, CALIB_REFRESH_CALLS));
 	}
-	calib_unpin(pinned, &saved);
+	calib_unpin(c, pinned, &saved);
 }
 
 void calib_cost_spread(const struct calibration *c, unsigned int mask, double *lo, double *hi)

@@ -54,6 +54,7 @@ struct calibration {
 	unsigned int runs;       /* calibrations pooled (the start of the run, then its end) */
 	unsigned int samples;    /* rounds pooled in between (calib_sample) */
 	unsigned int next_cpu;   /* the CPU of the next round, in turn over those fnprof may use */
+	bool pin_off;            /* its affinity could not be restored once: rounds no longer move it */
 	double time_ns[CAL_NR];  /* the calls' whole time, per case */
 	struct fn_stats pooled[CAL_NR];  /* every calibration call measured, per case */
 	/*
