@@ -432,7 +432,7 @@ static void print_uncertain(const struct report *r, FILE *f)
 {
 	struct fn_figures g;
 	char name[256], b[5][16];
-	double desc, hits;
+	double desc, hits, jmps;
 	size_t i;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
@@ -446,7 +446,13 @@ static void print_uncertain(const struct report *r, FILE *f)
 			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(g.avg_lo, b[1], 16), fmt_ns(g.avg_hi, b[2], 16));
 		desc = s->desc_calls * (r->cost_hi - r->cost_lo) / s->calls;
 		hits = s->tail_hits_inside * (r->hit_hi - r->hit_lo) / s->calls;
-		if (hits > desc && hits > g.bias_hi - g.bias_lo)
+		jmps = s->tail_jmps_inside * (r->jmp_hi - r->jmp_lo) / s->calls;
+		if (jmps > hits && jmps > desc && jmps > g.bias_hi - g.bias_lo)
+			fprintf(f, "%.1f hits inside each of its calls of the probes on followed tail jumps, which "
+				   "cost %s to %s each (during the calibrations)\n",
+				(double)s->tail_jmps_inside / s->calls, fmt_ns(r->jmp_lo, b[3], 16),
+				fmt_ns(r->jmp_hi, b[4], 16));
+		else if (hits > desc && hits > g.bias_hi - g.bias_lo)
 			fprintf(f, "%.1f hits inside each of its calls of exit probes in tail-called functions (their "
 				   "other calls), which cost %s to %s each (during the calibrations)\n",
 				(double)s->tail_hits_inside / s->calls, fmt_ns(r->hit_lo, b[3], 16),

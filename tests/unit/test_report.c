@@ -168,6 +168,37 @@ static void uncertain_descendants_shown(void)
 			  "200ns to 2.00us each") != NULL);
 }
 
+/*
+ * A followed tail jump's probe hit once in each call, whose price moved
+ * between 200 ns and 2 us over the calibrations: the range it makes is
+ * explained by those hits, not by the function's own probes.
+ */
+static void uncertain_jmps_shown(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+	char buf[4096] = "";
+
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 100;
+	cal.round_lo[CAL_EMULATED] = cal.round_hi[CAL_EMULATED] = 100;
+	cal.cases = 1U << CAL_TAIL_JMP | 1U << CAL_RET;
+	cal.mean_ns[CAL_TAIL_JMP] = 600;
+	cal.mean_ns[CAL_RET] = cal.bias_ns[CAL_RET] = 100;
+	cal.round_lo[CAL_TAIL_JMP] = 300;
+	cal.round_hi[CAL_TAIL_JMP] = 2100;
+	st.tail_jmps_inside = 4;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(r.jmp_cost == 500 && r.jmp_lo == 200 && r.jmp_hi == 2000);
+	fn_figures_compute(&r, &st, &f);
+	/* raw 1000 ns a call: between 1000 - 100 - 2000 (0) and 1000 - 100 - 200; 1000 - 100 - 500 */
+	CHECK(f.avg_lo == 0 && f.avg_hi == 700 && f.wall_avg == 400);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "between 0ns and 700ns: 1.0 hits inside each of its calls of the probes on followed "
+			  "tail jumps, which cost 200ns to 2.00us each") != NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -222,6 +253,7 @@ int main(void)
 	RUN(bias_subtracted);
 	RUN(uncertain_bias_shown);
 	RUN(uncertain_descendants_shown);
+	RUN(uncertain_jmps_shown);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
 	RUN(untimed_and_unknown);
