@@ -314,8 +314,8 @@ static void ids_free(struct id_slot *ids, size_t cap)
 		munmap(ids, cap * sizeof(*ids));
 }
 
-/* The ids seen at keep_seen or after, into a table of cap slots (a power of two, over twice their number). */
-static int rehash_ids(struct dwstacks *d, size_t cap, __u32 keep_seen)
+/* The ids into a table of cap slots (a power of two, over twice their number). */
+static int rehash_ids(struct dwstacks *d, size_t cap)
 {
 	struct id_slot *n = ids_alloc(cap);
 	size_t i, nr = 0;
@@ -323,7 +323,7 @@ static int rehash_ids(struct dwstacks *d, size_t cap, __u32 keep_seen)
 	if (!n)
 		return -ENOMEM;
 	for (i = 0; i < d->cap_ids; i++) {
-		if (!d->ids[i].id || d->ids[i].seen < keep_seen)
+		if (!d->ids[i].id)
 			continue;
 		*id_slot(n, cap, d->ids[i].id) = d->ids[i];
 		nr++;
@@ -343,7 +343,7 @@ static void remember_id(struct dwstacks *d, __u64 id, __s32 stack)
 {
 	struct id_slot *s;
 
-	if (2 * (d->nr_ids + 1) > d->cap_ids && rehash_ids(d, d->cap_ids ? 2 * d->cap_ids : 1024, 0)) {
+	if (2 * (d->nr_ids + 1) > d->cap_ids && rehash_ids(d, d->cap_ids ? 2 * d->cap_ids : 1024)) {
 		d->st.lost++;
 		return;
 	}
@@ -444,18 +444,19 @@ static void prune(struct dwstacks *d)
 	pthread_mutex_lock(&d->lock);
 	/* A map not read through keeps every id: dropping one still held would lose its stack. */
 	while (ok && i < d->cap_ids) {
-		if (d->ids[i].id && d->ids[i].seen < gen - 1) {
+		if (d->ids[i].id && d->ids[i].seen < gen - 1)
 			drop_slot(d, i);  /* an id moved into slot i is looked at next */
-			continue;
-		}
-		marked += d->ids[i].id && d->ids[i].seen == gen;
-		i++;
+		else
+			i++;
 	}
+	/* Counted apart: a drop can move an id looked at already (wrapped round the end) into slot i. */
+	for (i = 0; i < d->cap_ids; i++)
+		marked += d->ids[i].id && d->ids[i].seen == gen;
 	/* Smaller when a quarter full would do: a run's churn does not keep its peak's table. */
 	while (cap < 4 * d->nr_ids)
 		cap *= 2;
 	if (cap < d->cap_ids / 2)
-		rehash_ids(d, cap, 0);
+		rehash_ids(d, cap);
 	d->prunes = gen;
 	d->ids_pruned = d->nr_ids;
 	d->ids_marked = marked;
@@ -591,7 +592,7 @@ int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, 
 	if (d->refs.fd >= 0 && d->refs.id_off + sizeof(__u64) > d->refs.value_size)
 		d->refs.fd = -1;
 	d->last_prune = monotonic_s();
-	if (!rehash_ids(d, 1024, 0) && !kt_init(&d->pc, sizeof(struct dwstack_prof), sizeof(struct prof_key)))
+	if (!rehash_ids(d, 1024) && !kt_init(&d->pc, sizeof(struct dwstack_prof), sizeof(struct prof_key)))
 		err = rb_reader_start(&d->rd, rb_fd, on_prof, d, &d->lock, pass_done, pass_idle);
 	if (err) {
 		dwstacks_stop(d);
