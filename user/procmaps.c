@@ -107,25 +107,6 @@ int procmaps_load(pid_t pid, struct procmaps **out)
 	return 0;
 }
 
-static bool overlaps(__u64 start, __u64 end, __u64 s2, __u64 e2)
-{
-	return start < e2 && s2 < end;
-}
-
-/* Whether [start, end) overlaps a mapping or an executable range of no file in pm. */
-static bool taken(const struct procmaps *pm, __u64 start, __u64 end)
-{
-	size_t i;
-
-	for (i = 0; i < pm->nr; i++)
-		if (overlaps(start, end, pm->maps[i].start, pm->maps[i].end))
-			return true;
-	for (i = 0; i < pm->nr_anon; i++)
-		if (overlaps(start, end, pm->anon[i].start, pm->anon[i].end))
-			return true;
-	return false;
-}
-
 static int cmp_anon(const void *a, const void *b)
 {
 	const struct anon_range *x = a, *y = b;
@@ -133,10 +114,46 @@ static int cmp_anon(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* What pm maps (its file mappings and ranges of no file), in address order: they do not overlap. */
+static struct anon_range *ranges_of(const struct procmaps *pm, size_t *n)
+{
+	struct anon_range *r = malloc((pm->nr + pm->nr_anon + 1) * sizeof(*r));
+	size_t i;
+
+	if (!r)
+		return NULL;
+	for (i = 0; i < pm->nr; i++)
+		r[i] = (struct anon_range){ pm->maps[i].start, pm->maps[i].end };
+	memcpy(r + pm->nr, pm->anon, pm->nr_anon * sizeof(*r));
+	*n = pm->nr + pm->nr_anon;
+	qsort(r, *n, sizeof(*r), cmp_anon);
+	return r;
+}
+
+/*
+ * Whether [start, end) overlaps one of the n ranges r (sorted, apart): only
+ * the last to start before end can, their ends being in order too.
+ */
+static bool taken(const struct anon_range *r, size_t n, __u64 start, __u64 end)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {   /* the first range starting at end or after */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && r[lo - 1].end > start;
+}
+
 /* At most this many ranges of each kind kept from before: a runtime that maps and unmaps code for hours. */
 #define KEPT_MAX 4096
 
-static int keep_anon(struct procmaps *pm, const struct procmaps *old)
+/* The ranges of no file old had, where nothing of the n ranges now lies (r, sorted). */
+static int keep_anon(struct procmaps *pm, const struct procmaps *old, const struct anon_range *r, size_t nr)
 {
 	struct anon_range *a;
 	size_t i, n = pm->nr_anon;
@@ -148,15 +165,15 @@ static int keep_anon(struct procmaps *pm, const struct procmaps *old)
 		return -ENOMEM;
 	pm->anon = a;
 	for (i = 0; i < old->nr_anon && pm->nr_anon < n + KEPT_MAX; i++)
-		if (!taken(pm, old->anon[i].start, old->anon[i].end))
+		if (!taken(r, nr, old->anon[i].start, old->anon[i].end))
 			pm->anon[pm->nr_anon++] = old->anon[i];
 	if (pm->nr_anon > n)
 		qsort(pm->anon, pm->nr_anon, sizeof(*pm->anon), cmp_anon);
 	return 0;
 }
 
-/* The executable mappings of files: only those of old that nothing in pm overlaps. */
-static int keep_files(struct procmaps *pm, const struct procmaps *old)
+/* The executable mappings of files old had, likewise. */
+static int keep_files(struct procmaps *pm, const struct procmaps *old, const struct anon_range *r, size_t nr)
 {
 	size_t i, cap = pm->nr, n = pm->nr, kept = 0;
 	int err = 0;
@@ -164,7 +181,7 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old)
 	for (i = 0; i < old->nr && kept < KEPT_MAX && !err; i++) {
 		const struct mapping *m = &old->maps[i];
 
-		if (!m->exec || taken(pm, m->start, m->end))
+		if (!m->exec || taken(r, nr, m->start, m->end))
 			continue;
 		err = add_mapping(pm, &cap, m);
 		kept++;
@@ -177,12 +194,21 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old)
 
 int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old)
 {
+	struct anon_range *r;
+	size_t nr = 0;
 	int err;
 
-	if (!old)
+	if (!old || (!old->nr && !old->nr_anon))
 		return 0;
-	err = keep_files(pm, old);
-	return err ? err : keep_anon(pm, old);
+	/* Against what pm maps itself: old's ranges do not overlap one another either. */
+	r = ranges_of(pm, &nr);
+	if (!r)
+		return -ENOMEM;
+	err = keep_files(pm, old, r, nr);
+	if (!err)
+		err = keep_anon(pm, old, r, nr);
+	free(r);
+	return err;
 }
 
 void procmaps_free(struct procmaps *pm)

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -173,10 +174,51 @@ static void test_zombie_refused(void)
 	CHECK(procmaps_load(pid, &pm) == -ESRCH);   /* reaped: gone */
 }
 
+static struct mapping map_of(__u64 start, __u64 end, bool exec, const char *path)
+{
+	return (struct mapping){ .start = start, .end = end, .exec = exec, .path = strdup(path) };
+}
+
+/*
+ * Code unmapped since the last reading stays, where nothing lies now: a
+ * library's executable mapping (not its data), a range of no file (JIT); not
+ * what a mapping now overlaps.
+ */
+static void test_unmapped_code_kept(void)
+{
+	struct procmaps *old = calloc(1, sizeof(*old)), *pm = calloc(1, sizeof(*pm));
+	bool ok;
+
+	CHECK(old && pm);
+	old->maps = calloc(3, sizeof(*old->maps));
+	old->anon = calloc(2, sizeof(*old->anon));
+	pm->maps = calloc(2, sizeof(*pm->maps));
+	pm->anon = calloc(1, sizeof(*pm->anon));
+	CHECK(old->maps && old->anon && pm->maps && pm->anon);
+	old->maps[old->nr++] = map_of(0x1000, 0x2000, true, "/lib/gone.so");
+	old->maps[old->nr++] = map_of(0x2000, 0x3000, false, "/lib/gone.so");
+	old->maps[old->nr++] = map_of(0x5000, 0x6000, true, "/lib/replaced.so");
+	old->anon[old->nr_anon++] = (struct anon_range){ 0x8000, 0x9000 };
+	old->anon[old->nr_anon++] = (struct anon_range){ 0xa000, 0xb000 };
+	pm->maps[pm->nr++] = map_of(0x5800, 0x7000, true, "/lib/new.so");
+	pm->maps[pm->nr++] = map_of(0xc000, 0xd000, true, "/bin/exe");
+	pm->anon[pm->nr_anon++] = (struct anon_range){ 0xa800, 0xa900 };
+	ok = procmaps_keep_unmapped(pm, old) == 0;
+	ok = ok && pm->nr == 3 && procmaps_find(pm, 0x1800) && !strcmp(procmaps_find(pm, 0x1800)->path, "/lib/gone.so");
+	ok = ok && !procmaps_find(pm, 0x2800) && !procmaps_find(pm, 0x5400);
+	ok = ok && !strcmp(procmaps_find(pm, 0x5900)->path, "/lib/new.so");
+	ok = ok && pm->nr_anon == 2 && procmaps_find_anon(pm, 0x8800) && procmaps_find_anon(pm, 0xa850) &&
+	     !procmaps_find_anon(pm, 0xa000);
+	procmaps_free(old);
+	procmaps_free(pm);
+	CHECK(ok);
+}
+
 int main(void)
 {
 	RUN(test_whole_read);
 	RUN(test_exit_during_read_refused);
 	RUN(test_zombie_refused);
+	RUN(test_unmapped_code_kept);
 	UNIT_EXIT();
 }
