@@ -219,14 +219,21 @@ static __always_inline void go_note_entry(__u64 g, __u64 off, __u64 ip, __u64 no
 static __always_inline void go_back_in(struct go_thread *t, __u64 now)
 {
 	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &t->g);
+	__u64 off = now - t->out_ns;
 	struct fn_frame *top;
 
-	t->entry_ns = 0;
+	/*
+	 * Still in that return path: a second switch there (a wakeup preempts it
+	 * on its way out) is the probe's too. The time out moves the entry on,
+	 * so that the window counts time on the CPU only.
+	 */
+	t->entry_ns += off;
+	t->out_ns = 0;
 	if (!gs || !gs->depth)
 		return;
 	top = &gs->frames[(gs->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	if (top->sp == t->off && !gs->lost)
-		top->start_ns += now - t->out_ns;
+		top->start_ns += off;
 }
 
 /* A thread of the target switched out: when, where, and whether in an entry probe's return path. */
@@ -241,7 +248,7 @@ static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
 	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
 	if (!t->entry_ns || t->out_ns)
 		return;
-	if (in_entry_probe_of(prev, t->ip, ARCH_FIRST_INSN_SPAN, t->entry_ns, now))
+	if (in_entry_probe_of(prev, t->ip, ARCH_FIRST_INSN_SPAN, (__s64)(now - t->entry_ns)))
 		t->out_ns = now;
 	else
 		t->entry_ns = 0;

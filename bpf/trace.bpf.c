@@ -1293,9 +1293,14 @@ int BPF_KPROBE(fn_exit_tail)
 }
 
 /*
- * Longest time after an entry probe's timestamp in which a switch at the
- * function's first bytes is taken for one in the probe's own return path: a
- * single step takes ~10 us here, and stalls of the virtual CPU stretch it.
+ * Longest time on the CPU after an entry probe's timestamp in which a switch
+ * at the function's first bytes is taken for one in the probe's own return
+ * path: a single step takes ~10 us here, and stalls of the virtual CPU
+ * stretch it. Time off the CPU does not count: switched back in there, a
+ * thread can be switched out again before it reaches user space (a wakeup
+ * preempts it), and that one is the probe's too. Counted by wall time, the
+ * second switch of one call came 4.0 ms (a tick) after its entry, and its
+ * 3.9 ms on the run queue went into a 2 ns function's calls.
  */
 #define PROBE_WINDOW_NS 1000000
 
@@ -1305,19 +1310,20 @@ int BPF_KPROBE(fn_exit_tail)
  * preemption pending, the kernel switches when it returns to user space,
  * after the entry timestamp: at the instruction after the first one
  * (emulated), or in the out-of-line slot where the first one is single-
- * stepped (the kernel switches before it finishes the step), or after it. Preemptions that fell due during the probe's trap
- * all land there, inside the call; the function itself would have met them
- * elsewhere. Within the function's first bytes (ARCH_FIRST_INSN_SPAN), and within
- * PROBE_WINDOW_NS of the entry: a loop in those bytes loses at most that.
+ * stepped (the kernel switches before it finishes the step), or after it.
+ * Preemptions that fell due during the probe's trap all land there, inside
+ * the call; the function itself would have met them elsewhere. Within the
+ * function's first bytes (ARCH_FIRST_INSN_SPAN), and within PROBE_WINDOW_NS
+ * on the CPU (on_ns) since the entry: a loop in those bytes loses at most
+ * that.
  */
-static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __u64 start_ns,
-					      __u64 now)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __s64 on_ns)
 {
 	struct pt_regs *regs;
 	__u64 ip, xol;
 
 	/* Signed: a paired call's start may lie ahead (fn_mid). */
-	if ((__s64)(now - start_ns) > PROBE_WINDOW_NS)
+	if (on_ns > PROBE_WINDOW_NS)
 		return false;
 	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	if (!regs)
@@ -1336,9 +1342,27 @@ static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn
 	return ip - fn_ip < span;
 }
 
+/*
+ * Whether prev is in the uretprobe trampoline (the first slot of its uprobes
+ * area): its traced call has returned, its uretprobe's program has not run
+ * yet. A preemption there is the probe's (untraced, it would have come in
+ * the caller); 2 of 55 runs of a 2 ns function beside a busy loop counted
+ * one (1.7 and 3.9 ms) as its time.
+ */
+static __always_inline bool in_uret_trampoline(struct task_struct *prev)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	__u64 tramp = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
+
+	return regs && tramp && ARCH_REGS_IP(regs) - tramp < ARCH_XOL_SLOT_BYTES;
+}
+
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	/* On the CPU since the entry: its wall less the time off the CPU since (switched_in). */
+	__s64 on_ns = (__s64)(now - top->start_ns) -
+		      (__s64)(ts->runq_cum + ts->blocked_cum - top->runq0 - top->blocked0);
 
 	/*
 	 * A twin on the ret: a preemption that fell due in its trap happens on the
@@ -1346,11 +1370,13 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 * outside the function's bytes. Counted as the function's, one 4 ms switch
 	 * read a 2 ns function (`lea; ret`) as 2 us on average over 20000 calls.
 	 */
-	if (top->flags & FRAME_PAIR_AT_RET && (__s64)(now - top->start_ns) <= PROBE_WINDOW_NS)
+	if (top->flags & FRAME_PAIR_AT_RET && on_ns <= PROBE_WINDOW_NS)
+		return true;
+	if (top->flags & FRAME_URET && in_uret_trampoline(prev))
 		return true;
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
 	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
-				 ARCH_FIRST_INSN_SPAN, top->start_ns, now);
+				 ARCH_FIRST_INSN_SPAN, on_ns);
 }
 
 /*
