@@ -19,6 +19,8 @@
 #define ARCH_RET_ADDR_BYTES 8
 /* A task's out-of-line slot for single steps (the kernel's UPROBE_XOL_SLOT_BYTES). */
 #define ARCH_XOL_SLOT_BYTES 128
+/* A page of the kernel's uprobe trampolines (for probes on 5-byte nops: 6.18's optimized uprobes). */
+#define ARCH_PAGE_SIZE 4096
 /* The function's first instruction and the start of the next: x86 instructions are at most 15 bytes. */
 #define ARCH_FIRST_INSN_SPAN 16
 /* The user instruction pointer in a task's saved registers (struct pt_regs). */

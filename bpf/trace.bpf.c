@@ -1342,19 +1342,47 @@ static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn
 	return ip - fn_ip < span;
 }
 
+/* How many of a process's uprobe trampoline pages are looked through: one per 4 GiB of code. */
+#define PROBE_TRAMPS_MAX 4
+
 /*
- * Whether prev is in the uretprobe trampoline (the first slot of its uprobes
- * area): its traced call has returned, its uretprobe's program has not run
- * yet. A preemption there is the probe's (untraced, it would have come in
- * the caller); 2 of 55 runs of a 2 ns function beside a busy loop counted
- * one (1.7 and 3.9 ms) as its time.
+ * Whether prev is in the kernel's probe machinery in user space, which only
+ * a probe's hit runs: the uretprobe trampoline (the first slot of the
+ * uprobes area), after a traced function returned and before its
+ * uretprobe's program ran; or a page of trampolines that a probe on a
+ * 5-byte nop calls (6.18's optimized uprobes, entered through a syscall,
+ * not a trap: a preemption due there is taken on the syscall's way out, in
+ * the trampoline, not at the function's first bytes). A preemption there
+ * is the probe's: untraced, it would have come elsewhere. Counted as the
+ * function's: 2 of 55 runs of a 2 ns function (`push`) beside a busy loop
+ * read 1.7 and 3.9 ms; a 2 ns function entered by a 5-byte nop, 943 ns a
+ * call off the CPU beside a build.
  */
-static __always_inline bool in_uret_trampoline(struct task_struct *prev)
+static __always_inline bool in_probe_trampoline(struct task_struct *prev)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	__u64 tramp = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
+	struct mm_struct *mm = BPF_CORE_READ(prev, mm);
+	struct hlist_node *node;
+	__u64 ip, tramp;
+	int i;
 
-	return regs && tramp && ARCH_REGS_IP(regs) - tramp < ARCH_XOL_SLOT_BYTES;
+	if (!regs || !mm)
+		return false;
+	ip = ARCH_REGS_IP(regs);
+	tramp = BPF_CORE_READ(mm, uprobes_state.xol_area, vaddr);
+	if (tramp && ip - tramp < ARCH_XOL_SLOT_BYTES)
+		return true;
+	if (!bpf_core_field_exists(struct uprobes_state, head_tramps))
+		return false;
+	node = BPF_CORE_READ(mm, uprobes_state.head_tramps.first);
+	for (i = 0; i < PROBE_TRAMPS_MAX && node; i++) {
+		/* Its node comes first: the node is the trampoline. */
+		tramp = BPF_CORE_READ((struct uprobe_trampoline *)node, vaddr);
+		if (ip - tramp < ARCH_PAGE_SIZE)
+			return true;
+		node = BPF_CORE_READ(node, next);
+	}
+	return false;
 }
 
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
@@ -1372,7 +1400,7 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 */
 	if (top->flags & FRAME_PAIR_AT_RET && on_ns <= PROBE_WINDOW_NS)
 		return true;
-	if (top->flags & FRAME_URET && in_uret_trampoline(prev))
+	if (in_probe_trampoline(prev))
 		return true;
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
 	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :

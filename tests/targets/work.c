@@ -10,6 +10,7 @@
  *   stepspin US N      N calls of spin_stepped(US): spin_us behind two single-stepped instructions
  *   sleep US N         N calls of sleep_us(US)
  *   count N            N calls of tiny(), prints their sum
+ *   count5 N           N calls of tiny_nop5() (first instruction a 5-byte nop), prints their sum
  *   recurse DEPTH N    N calls of recurse(DEPTH)
  *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
  *   gate N             prints "ready", waits for a line on stdin, then as nest N (to attach first)
@@ -150,6 +151,20 @@ __attribute__((noinline, optimize("no-omit-frame-pointer"))) unsigned long tiny_
 	__asm__ volatile("push %%rbp\n\tmov %%rsp,%%rbp\n\tpop %%rbp" ::: "memory");
 	return x * 3 + 1;
 }
+
+/*
+ * The same, first instruction a 5-byte nop: the kernel turns its probe into a
+ * call to a trampoline that enters through a syscall (no trap at all).
+ */
+unsigned long tiny_nop5(unsigned long x);
+__asm__(".text\n"
+	".globl tiny_nop5\n"
+	".type tiny_nop5, @function\n"
+	"tiny_nop5:\n"
+	"\t.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"\tlea 1(%rdi,%rdi,2), %rax\n"
+	"\tret\n"
+	".size tiny_nop5, .-tiny_nop5\n");
 
 NOINLINE unsigned long recurse(unsigned int depth)
 {
@@ -358,6 +373,10 @@ int main(int argc, char **argv)
 		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
 			sum += tiny(i) + tiny_push(i);
 		printf("count %lu sum %lu\n", n, sum);
+	} else if (!strcmp(mode, "count5")) {
+		for (i = 0, n = arg(argc, argv, 2); i < n; i++)
+			sum += tiny_nop5(i);
+		printf("count5 %lu sum %lu\n", n, sum);
 	} else if (!strcmp(mode, "recurse")) {
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
 			sum += recurse(arg(argc, argv, 2));
