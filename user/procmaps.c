@@ -124,7 +124,8 @@ static struct anon_range *ranges_of(const struct procmaps *pm, size_t *n)
 		return NULL;
 	for (i = 0; i < pm->nr; i++)
 		r[i] = (struct anon_range){ pm->maps[i].start, pm->maps[i].end };
-	memcpy(r + pm->nr, pm->anon, pm->nr_anon * sizeof(*r));
+	if (pm->nr_anon)
+		memcpy(r + pm->nr, pm->anon, pm->nr_anon * sizeof(*r));
 	*n = pm->nr + pm->nr_anon;
 	qsort(r, *n, sizeof(*r), cmp_anon);
 	return r;
@@ -149,8 +150,10 @@ static bool taken(const struct anon_range *r, size_t n, __u64 start, __u64 end)
 	return lo > 0 && r[lo - 1].end > start;
 }
 
-/* At most this many ranges of each kind kept from before: a runtime that maps and unmaps code for hours. */
+/* At most this many ranges of no file kept from before: a runtime that maps and unmaps code for hours. */
 #define KEPT_MAX 4096
+/* And of files: each keeps its object's symbols and DWARF loaded (plug-ins loaded and unloaded for hours). */
+#define KEPT_FILES_MAX 256
 
 /* The ranges of no file old had, where nothing of the n ranges now lies (r, sorted). */
 static int keep_anon(struct procmaps *pm, const struct procmaps *old, const struct anon_range *r, size_t nr)
@@ -178,7 +181,7 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old, const str
 	size_t i, cap = pm->nr, n = pm->nr, kept = 0;
 	int err = 0;
 
-	for (i = 0; i < old->nr && kept < KEPT_MAX && !err; i++) {
+	for (i = 0; i < old->nr && kept < KEPT_FILES_MAX && !err; i++) {
 		const struct mapping *m = &old->maps[i];
 
 		if (!m->exec || taken(r, nr, m->start, m->end))

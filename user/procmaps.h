@@ -46,8 +46,9 @@ void procmaps_free(struct procmaps *pm);
  *   milliseconds before it exits (V8 5 ms before its maps vanish, here); the
  *   perf map still names it;
  * - a library dlclose'd since (plug-ins), whose file still names it.
- * At most 4096 of each at a time. 0, or -ENOMEM (pm then holds its own
- * mappings, and perhaps some of old's).
+ * At most 4096 ranges of no file and 256 file mappings at a time (each
+ * keeps its object loaded). 0, or -ENOMEM (pm then holds its own mappings,
+ * and perhaps some of old's).
  */
 int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old);
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,9 +93,12 @@ static pid_t spawn(void)
 	pid = fork();
 	if (!pid) {
 		long pg = sysconf(_SC_PAGESIZE);
-		char *a = mmap(NULL, 2 * AREAS * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *a;
 		int i;
 
+		/* Gone with the test should it crash: its stderr is the runner's pipe, held open. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		a = mmap(NULL, 2 * AREAS * pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		for (i = 0; a != MAP_FAILED && i < AREAS; i++)
 			mprotect(a + 2 * i * pg, pg, PROT_READ | PROT_WRITE);
 		if (write(fds[1], "r", 1) != 1)

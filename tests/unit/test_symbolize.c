@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,8 @@ static int spawn(const char *name, struct fixture *fx)
 		return -1;
 	fx->pid = fork();
 	if (fx->pid == 0) {
+		/* Gone with the test should it crash: its stderr is the runner's pipe, held open. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
 		close(pfd[0]);
 		execl(path, path, (char *)NULL);
@@ -225,8 +228,11 @@ static void unmapped_address(void)
 
 /*
  * A process that dlopens and dlcloses a new object again and again (plugins
- * under new names): the symbolizer holds the objects mapped now, not every
- * one ever seen, and the names of frames symbolized before stay readable.
+ * under new names): the symbolizer holds the objects mapped now, and those
+ * unloaded whose range nothing has taken since (their samples are named at
+ * the report), not every one ever seen: here each plugin takes the range of
+ * the one before, and only the last stays. The names of frames symbolized
+ * before stay readable.
  */
 static void unmapped_objects_dropped(void)
 {
@@ -264,7 +270,7 @@ static void unmapped_objects_dropped(void)
 	}
 	printf("# objects held: %zu at start, at most %zu, %zu at the end\n", before, most,
 	       symbolizer_nr_objects(s));
-	ok = ok && most <= before + 1 && symbolizer_nr_objects(s) <= before;
+	ok = ok && most <= before + 2 && symbolizer_nr_objects(s) <= before + 1;
 	symbolizer_free(s);
 	CHECK(ok);
 }
