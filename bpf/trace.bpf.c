@@ -1346,35 +1346,38 @@ static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn
 #define PROBE_TRAMPS_MAX 4
 
 /*
- * Whether prev is in the kernel's probe machinery in user space, which only
- * a probe's hit runs: the uretprobe trampoline (the first slot of the
- * uprobes area), after a traced function returned and before its
- * uretprobe's program ran; or a page of trampolines that a probe on a
- * 5-byte nop calls (6.18's optimized uprobes, entered through a syscall,
- * not a trap: a preemption due there is taken on the syscall's way out, in
- * the trampoline, not at the function's first bytes). A preemption there
- * is the probe's: untraced, it would have come elsewhere. Counted as the
- * function's: 2 of 55 runs of a 2 ns function (`push`) beside a busy loop
- * read 1.7 and 3.9 ms; a 2 ns function entered by a 5-byte nop, 943 ns a
- * call off the CPU beside a build.
+ * The kernel's probe machinery in user space, which only a probe's hit runs.
+ * A preemption there is the probe's: untraced, it would have come elsewhere.
+ *
+ * The uretprobe trampoline (the first slot of the uprobes area): after a
+ * traced function returned, before its uretprobe's program ran. Counted as
+ * the function's, 2 of 55 runs of a 2 ns function beside a busy loop read
+ * 1.7 and 3.9 ms of run queue.
  */
-static __always_inline bool in_probe_trampoline(struct task_struct *prev)
+static __always_inline bool in_uret_trampoline(struct task_struct *prev, __u64 ip)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	struct mm_struct *mm = BPF_CORE_READ(prev, mm);
+	__u64 tramp = BPF_CORE_READ(prev, mm, uprobes_state.xol_area, vaddr);
+
+	return tramp && ip - tramp < ARCH_XOL_SLOT_BYTES;
+}
+
+/*
+ * A page of the trampolines that a probe on a 5-byte nop calls (6.18's
+ * optimized uprobes), entered through a syscall, not a trap: a preemption
+ * due during the probe is taken on the syscall's way out, in the
+ * trampoline, not at the function's first bytes. Counted as the function's,
+ * a 2 ns function entered by a 5-byte nop read 242-630 ns a call off the
+ * CPU beside a build.
+ */
+static __always_inline bool in_nop5_trampoline(struct task_struct *prev, __u64 ip)
+{
 	struct hlist_node *node;
-	__u64 ip, tramp;
+	__u64 tramp;
 	int i;
 
-	if (!regs || !mm)
-		return false;
-	ip = ARCH_REGS_IP(regs);
-	tramp = BPF_CORE_READ(mm, uprobes_state.xol_area, vaddr);
-	if (tramp && ip - tramp < ARCH_XOL_SLOT_BYTES)
-		return true;
 	if (!bpf_core_field_exists(struct uprobes_state, head_tramps))
 		return false;
-	node = BPF_CORE_READ(mm, uprobes_state.head_tramps.first);
+	node = BPF_CORE_READ(prev, mm, uprobes_state.head_tramps.first);
 	for (i = 0; i < PROBE_TRAMPS_MAX && node; i++) {
 		/* Its node comes first: the node is the trampoline. */
 		tramp = BPF_CORE_READ((struct uprobe_trampoline *)node, vaddr);
@@ -1385,9 +1388,18 @@ static __always_inline bool in_probe_trampoline(struct task_struct *prev)
 	return false;
 }
 
+/* The user ip prev was switched out at; 0 if unknown. */
+static __always_inline __u64 switched_ip(struct task_struct *prev)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+
+	return regs ? ARCH_REGS_IP(regs) : 0;
+}
+
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	__u64 ip;
 	/* On the CPU since the entry: its wall less the time off the CPU since (switched_in). */
 	__s64 on_ns = (__s64)(now - top->start_ns) -
 		      (__s64)(ts->runq_cum + ts->blocked_cum - top->runq0 - top->blocked0);
@@ -1400,7 +1412,8 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 */
 	if (top->flags & FRAME_PAIR_AT_RET && on_ns <= PROBE_WINDOW_NS)
 		return true;
-	if (in_probe_trampoline(prev))
+	ip = switched_ip(prev);
+	if (ip && (in_uret_trampoline(prev, ip) || in_nop5_trampoline(prev, ip)))
 		return true;
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
 	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
