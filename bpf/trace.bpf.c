@@ -1293,14 +1293,14 @@ int BPF_KPROBE(fn_exit_tail)
 }
 
 /*
- * Longest time on the CPU after an entry probe's timestamp in which a switch
- * at the function's first bytes is taken for one in the probe's own return
- * path: a single step takes ~10 us here, and stalls of the virtual CPU
- * stretch it. Time off the CPU does not count: switched back in there, a
- * thread can be switched out again before it reaches user space (a wakeup
- * preempts it), and that one is the probe's too. Counted by wall time, the
- * second switch of one call came 4.0 ms (a tick) after its entry, and its
- * 3.9 ms on the run queue went into a 2 ns function's calls.
+ * Longest time after an entry probe's timestamp in which a switch at the
+ * function's first bytes is taken for one in the probe's own return path: a
+ * single step takes ~10 us here, and stalls of the virtual CPU stretch it.
+ * The time switched out in the probe's path does not count: switched back
+ * in there, a thread can be switched out again before it reaches user space
+ * (a wakeup preempts it), and that one is the probe's too. Counted with it,
+ * the second switch of one call came 4.0 ms (a tick) after its entry, and
+ * its 3.9 ms on the run queue went into a 2 ns function's calls.
  */
 #define PROBE_WINDOW_NS 1000000
 
@@ -1314,8 +1314,8 @@ int BPF_KPROBE(fn_exit_tail)
  * Preemptions that fell due during the probe's trap all land there, inside
  * the call; the function itself would have met them elsewhere. Within the
  * function's first bytes (ARCH_FIRST_INSN_SPAN), and within PROBE_WINDOW_NS
- * on the CPU (on_ns) since the entry: a loop in those bytes loses at most
- * that.
+ * since the entry, less the time out in the probe's path (on_ns): a loop in
+ * those bytes loses at most that.
  */
 static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __s64 on_ns)
 {
@@ -1400,9 +1400,12 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
 	__u64 ip;
-	/* On the CPU since the entry: its wall less the time off the CPU since (switched_in). */
-	__s64 on_ns = (__s64)(now - top->start_ns) -
-		      (__s64)(ts->runq_cum + ts->blocked_cum - top->runq0 - top->blocked0);
+	/*
+	 * Since the entry, less the time switched out in its probes' paths
+	 * (switched_in): a real preemption or wait at its first bytes still
+	 * spends the window.
+	 */
+	__s64 on_ns = (__s64)(now - top->start_ns) - (__s64)top->probe_off;
 
 	/*
 	 * A twin on the ret: a preemption that fell due in its trap happens on the

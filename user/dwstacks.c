@@ -450,7 +450,7 @@ static void prune(struct dwstacks *d)
 			i++;
 	}
 	/* Counted apart: a drop can move an id looked at already (wrapped round the end) into slot i. */
-	for (i = 0; i < d->cap_ids; i++)
+	for (i = 0; ok && i < d->cap_ids; i++)
 		marked += d->ids[i].id && d->ids[i].seen == gen;
 	/* Smaller when a quarter full would do: a run's churn does not keep its peak's table. */
 	while (cap < 4 * d->nr_ids)

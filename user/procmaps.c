@@ -47,6 +47,7 @@ static enum map_kind parse_line(char *line, struct mapping *m)
 		return MAPPING_OTHER;
 	line[strcspn(line, "\n")] = 0;
 	m->path = line + n;
+	m->kept = false;
 	m->exec = perms[2] == 'x';
 	if (m->path[0] == '/' || !strcmp(m->path, "[vdso]"))
 		return MAPPING_FILE;
@@ -60,7 +61,7 @@ int procmaps_load(pid_t pid, struct procmaps **out)
 	char path[64], *line = NULL;
 	struct procmaps *pm;
 	size_t len = 0, cap = 0, cap_anon = 0;
-	struct mapping m;
+	struct mapping m = {};
 	int err = 0;
 	FILE *f;
 
@@ -187,6 +188,8 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old, const str
 		if (!m->exec || taken(r, nr, m->start, m->end))
 			continue;
 		err = add_mapping(pm, &cap, m);
+		if (!err)
+			pm->maps[pm->nr - 1].kept = true;
 		kept++;
 	}
 	if (err)  /* none kept */
@@ -199,7 +202,7 @@ int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old)
 {
 	struct anon_range *r;
 	size_t nr = 0;
-	int err;
+	int err, err2;
 
 	if (!old || (!old->nr && !old->nr_anon))
 		return 0;
@@ -207,11 +210,11 @@ int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old)
 	r = ranges_of(pm, &nr);
 	if (!r)
 		return -ENOMEM;
+	/* Each on its own: JIT ranges are kept even when the files could not be. */
 	err = keep_files(pm, old, r, nr);
-	if (!err)
-		err = keep_anon(pm, old, r, nr);
+	err2 = keep_anon(pm, old, r, nr);
 	free(r);
-	return err;
+	return err ? err : err2;
 }
 
 void procmaps_free(struct procmaps *pm)

@@ -16,6 +16,7 @@ struct mapping {
 	__u64 inode;
 	unsigned int dev_major, dev_minor;
 	bool exec;
+	bool kept;   /* unmapped since, kept from an earlier reading (procmaps_keep_unmapped) */
 	char *path;  /* as the target sees it: resolve under /proc/PID/root */
 };
 

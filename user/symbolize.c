@@ -462,8 +462,12 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	memset(out, 0, sizeof(*out));
 	out->func = "[unknown]";
 	out->object = "[unknown]";
-	if (!m && !anon && !s->missed) {
-		/* Mapped since the last refresh (dlopen)? Re-read once, not for every stray address. */
+	/*
+	 * Mapped since the last refresh (dlopen)? Re-read once, not for every
+	 * stray address. In a library unloaded before that refresh too: another
+	 * may have taken its range since (plug-ins reuse the range freed).
+	 */
+	if ((m ? m->kept : !anon) && !s->missed) {
 		symbolizer_refresh(s);
 		s->missed = true;
 		m = s->pm ? procmaps_find(s->pm, ip) : NULL;

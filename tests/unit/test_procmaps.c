@@ -209,6 +209,7 @@ static void test_unmapped_code_kept(void)
 	pm->anon[pm->nr_anon++] = (struct anon_range){ 0xa800, 0xa900 };
 	ok = procmaps_keep_unmapped(pm, old) == 0;
 	ok = ok && pm->nr == 3 && procmaps_find(pm, 0x1800) && !strcmp(procmaps_find(pm, 0x1800)->path, "/lib/gone.so");
+	ok = ok && procmaps_find(pm, 0x1800)->kept && !procmaps_find(pm, 0xc800)->kept;
 	ok = ok && !procmaps_find(pm, 0x2800) && !procmaps_find(pm, 0x5400);
 	ok = ok && !strcmp(procmaps_find(pm, 0x5900)->path, "/lib/new.so");
 	ok = ok && pm->nr_anon == 2 && procmaps_find_anon(pm, 0x8800) && procmaps_find_anon(pm, 0xa850) &&

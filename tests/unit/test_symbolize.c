@@ -275,6 +275,42 @@ static void unmapped_objects_dropped(void)
 	CHECK(ok);
 }
 
+/*
+ * A library unloaded is kept (its samples are named at the report), until
+ * another takes its range: one loaded there since the last refresh is found
+ * by a fresh reading, not named with the unloaded one's symbols.
+ */
+static void kept_range_taken_by_a_new_library(void)
+{
+	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid());
+	struct frame_info a, b;
+	void *ha = NULL, *hb = NULL, *fa = NULL, *fb = NULL;
+	bool ok;
+
+	CHECK(s);
+	ok = !sh("cp " DIR "/libfx.so " DIR "/plugin_a.so && cp " DIR "/libfx.so " DIR "/plugin_b.so");
+	ha = ok ? dlopen(DIR "/plugin_a.so", RTLD_NOW | RTLD_LOCAL) : NULL;
+	fa = ha ? dlsym(ha, "fx_lib_func") : NULL;
+	symbolizer_refresh(s);
+	if (fa)
+		symbolize_user(s, (unsigned long)fa + 4, &a);
+	if (ha)
+		dlclose(ha);
+	symbolizer_refresh(s);   /* plugin_a kept: unmapped, its range free */
+	hb = fa ? dlopen(DIR "/plugin_b.so", RTLD_NOW | RTLD_LOCAL) : NULL;
+	fb = hb ? dlsym(hb, "fx_lib_func") : NULL;
+	if (fb)
+		symbolize_user(s, (unsigned long)fb + 4, &b);
+	ok = fa && fb && ends_with(a.object, "/plugin_a.so") && ends_with(b.object, "/plugin_b.so") &&
+	     !strcmp(b.func, "fx_lib_func");
+	printf("# plugin_b loaded %s plugin_a's range\n", fa == fb ? "at" : "away from");
+	if (hb)
+		dlclose(hb);
+	symbolizer_free(s);
+	CHECK(ok);
+	CHECK(fa == fb);   /* the case this is about: the range freed taken again */
+}
+
 int main(void)
 {
 	RUN(pie_executable_and_library);
@@ -283,6 +319,7 @@ int main(void)
 	RUN(names_outlive_refresh);
 	RUN(unmapped_address);
 	RUN(unmapped_objects_dropped);
+	RUN(kept_range_taken_by_a_new_library);
 	sh("rm -rf " DIR);
 	UNIT_EXIT();
 }
