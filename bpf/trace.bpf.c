@@ -164,6 +164,19 @@ struct {
 	__type(value, struct fn_stats);
 } stats SEC(".maps");
 
+/*
+ * Per function id: where the branch its entry probe sits on (jcc, jmp,
+ * call) lands when taken, in bytes from the probe; 0 for other sites. A
+ * switch in that probe's return path finds the thread there (the kernel has
+ * emulated the branch), anywhere in the function or beyond it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);   /* set by user space: nr_funcs */
+	__type(key, __u32);
+	__type(value, __s32);
+} entry_branch SEC(".maps");
+
 /* Per-CPU perf counters opened by user space: [event * nr_cpus + cpu]. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -1317,7 +1330,8 @@ int BPF_KPROBE(fn_exit_tail)
  * since the entry, less the time out in the probe's path (on_ns): a loop in
  * those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __s64 on_ns)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __s64 on_ns,
+					      __s32 branch)
 {
 	struct pt_regs *regs;
 	__u64 ip, xol;
@@ -1339,7 +1353,8 @@ static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn
 	 */
 	if (xol && ip - xol < ARCH_XOL_SLOT_BYTES)
 		return BPF_CORE_READ(prev, utask, vaddr) - fn_ip < span;
-	return ip - fn_ip < span;
+	/* Or where its branch landed (emulated, taken): an early return 40 bytes on read 1.4-2.3 us. */
+	return ip - fn_ip < span || (branch && ip == fn_ip + branch);
 }
 
 /* How many of a process's uprobe trampoline pages are looked through: one per 4 GiB of code. */
@@ -1399,6 +1414,7 @@ static __always_inline __u64 switched_ip(struct task_struct *prev)
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	__s32 *branch;
 	__u64 ip;
 	/*
 	 * Since the entry, less the time switched out in its probes' paths
@@ -1418,9 +1434,10 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	ip = switched_ip(prev);
 	if (ip && (in_uret_trampoline(prev, ip) || in_nop5_trampoline(prev, ip)))
 		return true;
+	branch = bpf_map_lookup_elem(&entry_branch, &top->id);
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
 	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
-				 ARCH_FIRST_INSN_SPAN, on_ns);
+				 ARCH_FIRST_INSN_SPAN, on_ns, branch ? *branch : 0);
 }
 
 /*

@@ -236,15 +236,18 @@ def test_preemption_in_entry_probe_not_counted():
     # the CPU), nor one in the uretprobe trampoline after the function has returned (2 of 55 runs).
     # tiny_nop5 opens with a 5-byte nop, whose probe the kernel (6.18) turns into a call to a
     # trampoline entered by a syscall: a preemption due there comes in that trampoline (242-630 ns a
-    # call off the CPU before). Both take ~2 ns (the ground truth: one store or one lea), so nearly
-    # every preemption inside their calls is of those kinds. A tick can still land in a body (a
-    # preemption that is its own); over 100000 calls one such (~4 ms) moves the average by 40 ns.
+    # call off the CPU before). site_jcc_far's probe is on a je the kernel emulates, taken to a ret
+    # 40 bytes on: a preemption due there finds the thread at the ret (1.4-2.3 us a call before).
+    # All take ~2 ns (the ground truth: one store, one lea, or none), so nearly every preemption
+    # inside their calls is of those kinds. A tick can still land in a body (a preemption that is
+    # its own); over 100000 calls one such (~4 ms) moves the average by 40 ns.
     import subprocess
-    for fn, mode in (("tiny_push", "count"), ("tiny_nop5", "count5")):
+    for fn, cmd in (("tiny_push", [target("work"), "count"]), ("tiny_nop5", [target("work"), "count5"]),
+                    ("site_jcc_far", [target("sites"), "far"])):
         hog = subprocess.Popen(["taskset", "-c", "0", target("burn"), "30"], stdout=subprocess.DEVNULL)
         try:
-            p = subprocess.run(["taskset", "-c", "0", FNPROF, "-f", fn, "--json", "--",
-                                target("work"), mode, "100000"], capture_output=True, text=True, timeout=120)
+            p = subprocess.run(["taskset", "-c", "0", FNPROF, "-f", fn, "--json", "--"] + cmd + ["100000"],
+                               capture_output=True, text=True, timeout=120)
         finally:
             hog.kill()
             hog.wait()

@@ -17,6 +17,12 @@
 /* The kind of probe site that a function's first bytes make (insn: len bytes of its code). */
 enum site_kind site_kind_of(const unsigned char *insn, size_t len);
 
+/*
+ * Where the branch at insn (a site of kind SITE_JCC, SITE_JMP or SITE_CALL)
+ * goes when taken, in bytes from insn; 0 for any other instruction.
+ */
+__s32 arch_branch_delta(const unsigned char *insn, size_t len);
+
 /* More exits than this in one function: fnprof counts its calls only (a uprobe per exit). */
 #define MAX_EXITS 4096
 

@@ -124,6 +124,32 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return insn[i] == 0xe8 ? SITE_CALL : SITE_STEPPED;
 }
 
+static __s32 rel32_at(const unsigned char *p)
+{
+	__s32 v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+__s32 arch_branch_delta(const unsigned char *insn, size_t len)
+{
+	enum site_kind k = site_kind_of(insn, len);
+	size_t i = 0;
+
+	if (k != SITE_JCC && k != SITE_JMP && k != SITE_CALL)
+		return 0;
+	while (i < len && i < 14 && legacy_prefix(insn[i]))  /* no 0x66 and no REX: site_kind_of */
+		i++;
+	if (((insn[i] & 0xf0) == 0x70 || insn[i] == 0xeb) && i + 2 <= len)
+		return (__s32)(i + 2) + (signed char)insn[i + 1];           /* jcc, jmp rel8 */
+	if (insn[i] == 0x0f && i + 6 <= len)
+		return (__s32)(i + 6) + rel32_at(insn + i + 2);              /* jcc rel32 */
+	if ((insn[i] == 0xe9 || insn[i] == 0xe8) && i + 5 <= len)
+		return (__s32)(i + 5) + rel32_at(insn + i + 1);              /* jmp, call rel32 */
+	return 0;
+}
+
 /* The function's code decoded whole, or NULL (then nothing about it can be trusted). */
 static cs_insn *decode_all(csh *h, const unsigned char *code, size_t len, __u64 vaddr, size_t *n)
 {

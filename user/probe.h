@@ -73,6 +73,7 @@ struct probe {
 	bool pair_ret;    /* the twin is on the function's ret (SITE_PAIR_RET) */
 	__u32 id;         /* index: the BPF attach cookie */
 	enum site_kind kind;
+	__s32 branch_delta;   /* SITE_JCC, SITE_JMP, SITE_CALL: where it lands when taken, from the site; else 0 */
 	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */
 	const char *exit_why; /* why that mode (auto) */
 	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */

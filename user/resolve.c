@@ -520,6 +520,7 @@ static void place_entry(struct resolver *r, struct probe *p, struct fn_code *fc)
 	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, r->o->reads_args, read_object, &fc->obj) : 0;
 	p->kind = n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
 		  site_kind_of(code, 0);
+	p->branch_delta = n > (ssize_t)p->entry_skip ? arch_branch_delta(code + p->entry_skip, n - p->entry_skip) : 0;
 	if (p->entry_skip)
 		log_debug("%s: entry probe %u bytes in, on an instruction the kernel emulates (%s)", p->name,
 			  p->entry_skip, site_kind_name(p->kind));

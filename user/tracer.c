@@ -276,6 +276,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->slow_nr_ids = t->nr_probes;
 	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
 	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.entry_branch, t->nr_total);
+	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.tstates, t->nr_threads);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.free_tstates, t->nr_threads);
@@ -302,6 +304,19 @@ static int setup(struct trace_bpf *skel, void *arg)
 	return err;
 }
 
+/* Where each function's entry probe branch lands (entry_branch): the target's functions only. */
+static int fill_branches(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.entry_branch);
+	__u32 i;
+
+	for (i = 0; i < t->nr_probes; i++)
+		if (t->pl->probes[i].branch_delta &&
+		    bpf_map_update_elem(fd, &i, &t->pl->probes[i].branch_delta, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 static int load(struct tracer *t, const struct events *evs)
 {
 	struct setup_args a = { .t = t, .evs = evs };
@@ -324,6 +339,8 @@ static int load(struct tracer *t, const struct events *evs)
 		err = fill_counters(t, evs);
 	if (!err)
 		err = fill_queue(t->skel->maps.free_slots, 1 + t->nr_more, t->nr_slots);
+	if (!err)
+		err = fill_branches(t);
 	if (err) {
 		char hint[256] = "";
 

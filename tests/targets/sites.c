@@ -9,6 +9,7 @@
  *   loop    site_loop(3): mov; 1: sub; jne 1b -- the jne lands on the sub, before the jne
  *   table   site_table(i % 2): a switch whose case 1 lands on the cmp before the ja
  *   tableok site_table_ok(i % 2): the same switch, every case after the ja
+ *   far     site_jcc_far(0): xor; test; je -- the je taken, to a ret 32 bytes on (a 2 ns function)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +22,12 @@ long site_jcc_tiny(long x);
 long site_loop(long x);
 long site_table(long x);
 long site_table_ok(long x);
+long site_jcc_far(long x);
 
 __asm__(".text\n"
 	FN(site_jcc_tiny) "\txor %eax,%eax\n\ttest %rdi,%rdi\n\tje 1f\n\tlea 1(%rdi),%rax\n1:\tret\n" END(site_jcc_tiny)
+	FN(site_jcc_far) "\txor %eax,%eax\n\ttest %rdi,%rdi\n\tje 1f\n\tlea 1(%rdi),%rax\n\t.fill 32,1,0x90\n1:\tret\n"
+	END(site_jcc_far)
 	FN(site_loop) "\tmov %rdi,%rax\n1:\tsub $1,%rax\n\tjne 1b\n\tret\n" END(site_loop)
 	/* case 0: the ret; case 1: the cmp again, with %eax an address now (> 2): out by the ja. */
 	FN(site_table) "\tmov %edi,%eax\n2:\tcmp $2,%eax\n\tja 9f\n\tlea site_cases(%rip),%rdx\n"
@@ -49,12 +53,15 @@ int main(int argc, char **argv)
 		fn = site_table;
 	else if (argc == 3 && !strcmp(argv[1], "tableok"))
 		fn = site_table_ok;
+	else if (argc == 3 && !strcmp(argv[1], "far"))
+		fn = site_jcc_far;
 	if (!fn || !n) {
-		fprintf(stderr, "usage: sites tiny|loop|table|tableok N\n");
+		fprintf(stderr, "usage: sites tiny|loop|table|tableok|far N\n");
 		return 2;
 	}
 	for (i = 0; i < n; i++)
-		sum += fn(fn == site_loop ? 3 : fn == site_jcc_tiny ? (long)i : (long)(i % 2)) & 0xfff;  /* no address bits */
+		sum += fn(fn == site_loop ? 3 : fn == site_jcc_tiny ? (long)i : fn == site_jcc_far ? 0 : (long)(i % 2)) &
+		       0xfff;  /* no address bits */
 	printf("sum %ld\n", sum);
 	fprintf(stderr, "truth %s calls=%lu\n", argv[1], n);
 	return 0;

@@ -310,6 +310,23 @@ static void site_kinds_follow_the_kernel(void)
 	CHECK(site_kind_of(jcc32, sizeof(jcc32)) == SITE_JCC);
 }
 
+/* Where an emulated branch lands, from the site: je +0x24, jne rel32 back, jmp, call (a hint prefix); else 0. */
+static void branch_deltas(void)
+{
+	static const unsigned char je8[] = { 0x74, 0x24 }, jne32[] = { 0x0f, 0x85, 0xf0, 0xff, 0xff, 0xff };
+	static const unsigned char jmp32[] = { 0xe9, 0x00, 0x01, 0x00, 0x00 }, jmp8[] = { 0xeb, 0xfe };
+	static const unsigned char call[] = { 0x3e, 0xe8, 0x10, 0x00, 0x00, 0x00 }, mov[] = { 0x89, 0xf8 };
+	static const unsigned char push[] = { 0x55 }, cut[] = { 0x0f, 0x84, 0x00 };
+
+	CHECK(arch_branch_delta(je8, sizeof(je8)) == 2 + 0x24);
+	CHECK(arch_branch_delta(jne32, sizeof(jne32)) == 6 - 16);
+	CHECK(arch_branch_delta(jmp32, sizeof(jmp32)) == 5 + 256);
+	CHECK(arch_branch_delta(jmp8, sizeof(jmp8)) == 0);      /* jmp . : lands on itself */
+	CHECK(arch_branch_delta(call, sizeof(call)) == 6 + 16);
+	CHECK(arch_branch_delta(mov, sizeof(mov)) == 0 && arch_branch_delta(push, sizeof(push)) == 0);
+	CHECK(arch_branch_delta(cut, sizeof(cut)) == 0);       /* cut short: not read past the end */
+}
+
 /*
  * mov %edi,%edi; cmp $3,%edi; ja 1f; lea T(%rip),%rdx; movslq (%rdx,%rdi,4),%rax; add %rdx,%rax;
  * jmp *%rax; 1: mov $-1,%eax; ret -- the ja (5 bytes in) is the site unless a case of T lands
@@ -381,6 +398,7 @@ int main(void)
 	RUN(jump_table_is_not_an_exit);
 	RUN(entry_goes_to_the_first_emulated_instruction);
 	RUN(site_kinds_follow_the_kernel);
+	RUN(branch_deltas);
 	RUN(leaves);
 	RUN(entry_keeps_the_arguments_when_asked);
 	RUN(jump_table_cases_are_read);
