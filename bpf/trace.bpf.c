@@ -1206,6 +1206,9 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	/* A tail caller's return comes next, before the thread runs on (see FRAME_TAIL_DONE). */
 	if (parent && parent->sp == f->sp)
 		parent->flags |= FRAME_TAIL_DONE;
+	/* A uretprobe's ip is the return address: a switch there on the way back is the caller's. */
+	ts->ret_ip = at_ret ? 0 : PT_REGS_IP(ctx);
+	ts->ret_ns = now;
 	ts->depth = k;
 	/* The calls beyond the deepest frame were above this one: they are over. */
 	ts->over = 0;
@@ -1434,6 +1437,15 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	ip = switched_ip(prev);
 	if (ip && (in_uret_trampoline(prev, ip) || in_nop5_trampoline(prev, ip)))
 		return true;
+	/*
+	 * Just back from a traced callee (its uretprobe's program has run) at
+	 * its return address: the caller's time, even where that lies in the
+	 * caller's first bytes (a call made at once). Counted as the caller's
+	 * probe's, one such switch (4.4 ms) took an outer() 5% under its own
+	 * clock's reading.
+	 */
+	if (ip && ip == ts->ret_ip && (__s64)(now - ts->ret_ns) <= PROBE_WINDOW_NS)
+		return false;
 	branch = bpf_map_lookup_elem(&entry_branch, &top->id);
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
 	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
