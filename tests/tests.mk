@@ -30,7 +30,7 @@ $(TEST_BIN)/lib%.so: tests/targets/lib%.c | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) -shared -fPIC $< -o $@
 
-$(TEST_BIN)/%: tests/targets/%.c $(TARGET_LIBS) | $(TEST_BIN)
+$(TEST_BIN)/%: tests/targets/%.c tests/targets/spin.h $(TARGET_LIBS) | $(TEST_BIN)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TARGET_CFLAGS) $< -o $@ -L$(TEST_BIN) -Wl,-rpath,'$$ORIGIN' \
 		$(if $(findstring uselib,$*),-ltarget) $(if $(findstring zloop,$*),-lz -ldl) -lpthread -lm

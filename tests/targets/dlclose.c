@@ -13,13 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
+#include "spin.h"
 
 static unsigned long long cpu_ns(void)
 {
@@ -27,16 +21,6 @@ static unsigned long long cpu_ns(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return t.tv_sec * 1000000000ULL + t.tv_nsec;
-}
-
-__attribute__((noinline)) static unsigned long own_spin(double s)
-{
-	double t0 = now();
-	unsigned long n = 0;
-
-	while (now() - t0 < s)
-		n++;
-	return n;
 }
 
 /* Whether a mapping of a file whose path ends with name is left. */

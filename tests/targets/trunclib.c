@@ -12,23 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) static unsigned long own_spin(double s)
-{
-	double t0 = now();
-	unsigned long n = 0;
-
-	while (now() - t0 < s)
-		n++;
-	return n;
-}
+#include "spin.h"
 
 int main(int argc, char **argv)
 {
