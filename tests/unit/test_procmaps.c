@@ -157,8 +157,9 @@ static void test_exit_during_read_refused(void)
 		printf("# read whole in appearance: %zu mappings, libc %s\n", pm->nr, has(pm, "libc") ? "in" : "left out");
 	if (!err)
 		procmaps_free(pm);
+	/* The kernel's part (6.18 ends the file early, libc unread): said, not asserted. fnprof's: refused. */
+	printf("# the kernel %s\n", libc_read ? "read on to libc" : "ended the file early: libc never read");
 	CHECK(cut_done);
-	CHECK(!libc_read);   /* the kernel did end the file early */
 	CHECK(err == -ESRCH);
 }
 
