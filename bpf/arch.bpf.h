@@ -25,6 +25,7 @@
 #define ARCH_FIRST_INSN_SPAN 16
 /* The user instruction pointer in a task's saved registers (struct pt_regs). */
 #define ARCH_REGS_IP(regs) BPF_CORE_READ(regs, ip)
+#define ARCH_REGS_SP(regs) BPF_CORE_READ(regs, sp)
 /* A breakpoint's size: a task trapped at one has its instruction pointer this far past it. */
 #define ARCH_BREAKPOINT_BYTES 1
 /* Go's register ABI (1.17+ on amd64) keeps the running goroutine's g in r14. */

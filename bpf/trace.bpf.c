@@ -1380,6 +1380,47 @@ static __always_inline bool in_uret_trampoline(struct task_struct *prev, __u64 i
 }
 
 /*
+ * In that trampoline, whether the return it is for has been handled: its
+ * uretprobe's program ran in the trampoline's syscall and closed the call,
+ * and the thread is on its way out of the trampoline, whose ret takes the
+ * real return address the kernel left on the stack (2, 1 or 0 slots above
+ * the stack pointer as the trampoline pops the two registers it saved).
+ * That address is where the call returned (ret_ip). The function is gone
+ * from the top then: a switch there is its caller's time, which keeps its
+ * callees' probes. Taken for the caller's own probe's, it made an outer()
+ * that calls inner() read 12.5 us a call under its own clock, raw.
+ */
+static __always_inline bool uret_closed(struct task_struct *prev, struct thread_state *ts)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	__u64 slots[3];
+
+	/* sched_switch runs in prev's context: its user stack is the one read. */
+	if (!regs || !ts->ret_ip || bpf_probe_read_user(slots, sizeof(slots), (void *)ARCH_REGS_SP(regs)))
+		return false;
+	return slots[0] == ts->ret_ip || slots[1] == ts->ret_ip || slots[2] == ts->ret_ip;
+}
+
+/*
+ * In a 5-byte nop's trampoline, whether it is the entry of the call whose
+ * probe is at site: that probe's program has run (in the trampoline's
+ * syscall) and pushed the call, and the thread is on its way out to the
+ * function. The trampoline's stack holds the return address of its call,
+ * site + 5 (3, 2, 1 or 0 slots above the stack pointer as it pops what it
+ * saved). On the way in, before the syscall, the call on top is the
+ * caller's, and the switch is its time.
+ */
+static __always_inline bool nop5_entered(struct task_struct *prev, __u64 site)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	__u64 slots[4], ret = site + 5;
+
+	if (!regs || bpf_probe_read_user(slots, sizeof(slots), (void *)ARCH_REGS_SP(regs)))
+		return false;
+	return slots[0] == ret || slots[1] == ret || slots[2] == ret || slots[3] == ret;
+}
+
+/*
  * A page of the trampolines that a probe on a 5-byte nop calls (6.18's
  * optimized uprobes), entered through a syscall, not a trap: a preemption
  * due during the probe is taken on the syscall's way out, in the
@@ -1435,8 +1476,10 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	if (top->flags & FRAME_PAIR_AT_RET && on_ns <= PROBE_WINDOW_NS)
 		return true;
 	ip = switched_ip(prev);
-	if (ip && (in_uret_trampoline(prev, ip) || in_nop5_trampoline(prev, ip)))
-		return true;
+	if (ip && in_uret_trampoline(prev, ip))
+		return !uret_closed(prev, ts);
+	if (ip && in_nop5_trampoline(prev, ip))
+		return nop5_entered(prev, top->ip);
 	/*
 	 * Just back from a traced callee (its uretprobe's program has run) at
 	 * its return address: the caller's time, even where that lies in the
