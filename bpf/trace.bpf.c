@@ -1197,6 +1197,10 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		parent->child_tail_hits += c.tail_hits;
 		parent->child_tail_jmps += c.tail_jmps;
 	}
+	/* A uretprobe's ip is the return address: a switch there on the way back is the caller's. */
+	ts->ret_ip = at_ret ? 0 : PT_REGS_IP(ctx);
+	ts->ret_ns = now;
+	ts->ret_sp = f->sp;
 	if (stack_switching && (__u32)k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
 		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }, 0);
@@ -1206,9 +1210,6 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	/* A tail caller's return comes next, before the thread runs on (see FRAME_TAIL_DONE). */
 	if (parent && parent->sp == f->sp)
 		parent->flags |= FRAME_TAIL_DONE;
-	/* A uretprobe's ip is the return address: a switch there on the way back is the caller's. */
-	ts->ret_ip = at_ret ? 0 : PT_REGS_IP(ctx);
-	ts->ret_ns = now;
 	ts->depth = k;
 	/* The calls beyond the deepest frame were above this one: they are over. */
 	ts->over = 0;
@@ -1383,39 +1384,52 @@ static __always_inline bool in_uret_trampoline(struct task_struct *prev, __u64 i
  * In that trampoline, whether the return it is for has been handled: its
  * uretprobe's program ran in the trampoline's syscall and closed the call,
  * and the thread is on its way out of the trampoline, whose ret takes the
- * real return address the kernel left on the stack (2, 1 or 0 slots above
- * the stack pointer as the trampoline pops the two registers it saved).
- * That address is where the call returned (ret_ip). The function is gone
- * from the top then: a switch there is its caller's time, which keeps its
- * callees' probes. Taken for the caller's own probe's, it made an outer()
- * that calls inner() read 12.5 us a call under its own clock, raw.
+ * real return address the kernel left on the stack, in the very slot the
+ * call's own return address had (the closed frame's sp, ret_sp), 0-2 slots
+ * above the stack pointer as the trampoline pops the two registers it
+ * saved. The function is gone from the top then: a switch there is its
+ * caller's time, which keeps its callees' probes. Taken for the caller's
+ * own probe's, it made an outer() that calls inner() read 12.5 us a call
+ * under its own clock, raw.
  */
 static __always_inline bool uret_closed(struct task_struct *prev, struct thread_state *ts)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	__u64 slots[3];
+	__u64 slot;
 
 	/* sched_switch runs in prev's context: its user stack is the one read. */
-	if (!regs || !ts->ret_ip || bpf_probe_read_user(slots, sizeof(slots), (void *)ARCH_REGS_SP(regs)))
+	if (!regs || !ts->ret_ip || ts->ret_sp - ARCH_REGS_SP(regs) >= 3 * sizeof(__u64) ||
+	    bpf_probe_read_user(&slot, sizeof(slot), (void *)ts->ret_sp))
 		return false;
-	return slots[0] == ts->ret_ip || slots[1] == ts->ret_ip || slots[2] == ts->ret_ip;
+	return slot == ts->ret_ip;
 }
 
 /*
  * In a 5-byte nop's trampoline, whether it is the entry of the call whose
- * probe is at site: that probe's program has run (in the trampoline's
- * syscall) and pushed the call, and the thread is on its way out to the
- * function. The trampoline's stack holds the return address of its call,
- * site + 5 (3, 2, 1 or 0 slots above the stack pointer as it pops what it
- * saved). On the way in, before the syscall, the call on top is the
- * caller's, and the switch is its time.
+ * probe is at site, entered with its stack pointer at sp: that probe's
+ * program has run (in the trampoline's syscall) and pushed the call, and
+ * the thread is on its way out to the function. The call into the
+ * trampoline left its return address, site + 5, just below sp, 0-3 slots
+ * above the stack pointer as the trampoline pops what it saved. On the way
+ * in, before the syscall, the call on top is the caller's, and the switch
+ * is its time; a recursive call's way in has site + 5 too, but lower down.
+ * sp 0 (Go, whose frames keep no such sp): any of those 4 slots.
  */
-static __always_inline bool nop5_entered(struct task_struct *prev, __u64 site)
+static __always_inline bool nop5_entered(struct task_struct *prev, __u64 site, __u64 sp)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	__u64 slots[4], ret = site + 5;
+	__u64 slots[4], ret = site + 5, at;
 
-	if (!regs || bpf_probe_read_user(slots, sizeof(slots), (void *)ARCH_REGS_SP(regs)))
+	if (!regs)
+		return false;
+	at = ARCH_REGS_SP(regs);
+	if (sp) {
+		if (sp - sizeof(__u64) - at >= 4 * sizeof(__u64) ||
+		    bpf_probe_read_user(slots, sizeof(slots[0]), (void *)(sp - sizeof(__u64))))
+			return false;
+		return slots[0] == ret;
+	}
+	if (bpf_probe_read_user(slots, sizeof(slots), (void *)at))
 		return false;
 	return slots[0] == ret || slots[1] == ret || slots[2] == ret || slots[3] == ret;
 }
@@ -1479,7 +1493,7 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	if (ip && in_uret_trampoline(prev, ip))
 		return !uret_closed(prev, ts);
 	if (ip && in_nop5_trampoline(prev, ip))
-		return nop5_entered(prev, top->ip);
+		return nop5_entered(prev, top->ip, top->sp);
 	/*
 	 * Just back from a traced callee (its uretprobe's program has run) at
 	 * its return address: the caller's time, even where that lies in the
@@ -1487,7 +1501,7 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 * probe's, one such switch (4.4 ms) took an outer() 5% under its own
 	 * clock's reading.
 	 */
-	if (ip && ip == ts->ret_ip && (__s64)(now - ts->ret_ns) <= PROBE_WINDOW_NS)
+	if (ip && ip == ts->ret_ip && ts->ret_ns >= top->start_ns && (__s64)(now - ts->ret_ns) <= PROBE_WINDOW_NS)
 		return false;
 	branch = bpf_map_lookup_elem(&entry_branch, &top->id);
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */

@@ -131,8 +131,9 @@ struct thread_state {
 	__u32 scaled_seq;    /* bumped whenever a counter delta had to be scaled */
 	__u32 gen;           /* probe generation the frames belong to */
 	__u32 out_probe;     /* switched out in an entry probe's own return path (see on_switch) */
-	__u64 ret_ip;        /* where the last uretprobe'd call returned to (its caller), and when */
+	__u64 ret_ip;        /* where the last uretprobe'd call returned to (its caller), when, */
 	__u64 ret_ns;
+	__u64 ret_sp;        /* and its stack pointer at entry: the slot of that return address */
 	__u32 idx;           /* its index in the pool (and in that of counter frames) */
 	__u32 over;          /* calls entered above the deepest frame (counted as DROP_DEPTH) not yet returned */
 	__u64 sys_cum;       /* on-CPU ns in system calls inside traced calls */

@@ -925,10 +925,21 @@ int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr)
 
 	if (!v)
 		return -ENOMEM;
+	int fd = bpf_map__fd(t->skel->maps.entry_branch);
+	__s32 delta, none = 0;
+	size_t i;
+
 	t->extra = v;
 	v = &t->extra[t->nr_extra++];
 	memset(v, 0, sizeof(*v));
 	v->multi = t->links.multi;
+	/*
+	 * The new code under an old id: one entry serves both (processes on the
+	 * old file may run on). Where their branches differ, neither is kept.
+	 */
+	for (i = 0; i < nr; i++)
+		if (!bpf_map_lookup_elem(fd, &probes[i].id, &delta) && delta != probes[i].branch_delta)
+			bpf_map_update_elem(fd, &probes[i].id, &none, BPF_ANY);
 	return attach_functions(t, v, probes, nr, t->pid, 0);
 }
 
