@@ -248,8 +248,12 @@ static __always_inline void go_switch_out(struct task_struct *prev, __u64 now)
 	t->sw_ip = regs ? ARCH_REGS_IP(regs) : 0;
 	if (!t->entry_ns || t->out_ns)
 		return;
-	if ((t->sw_ip && in_nop5_trampoline(prev, t->sw_ip) && nop5_entered(prev, t->ip, 0)) ||
-	    in_entry_probe_of(prev, t->ip, ARCH_FIRST_INSN_SPAN, (__s64)(now - t->entry_ns), 0))
+	/*
+	 * Go's entry probes sit on the stack check's jbe, taken only to grow the
+	 * stack (a re-entry, go_reentry): the first-bytes rule alone. A nop5 or
+	 * far branch site (a function without the check) is left to it too.
+	 */
+	if (in_entry_probe_of(prev, t->sw_ip, t->ip, ARCH_FIRST_INSN_SPAN, (__s64)(now - t->entry_ns), 0))
 		t->out_ns = now;
 	else
 		t->entry_ns = 0;

@@ -1334,19 +1334,14 @@ int BPF_KPROBE(fn_exit_tail)
  * since the entry, less the time out in the probe's path (on_ns): a loop in
  * those bytes loses at most that.
  */
-static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 fn_ip, __u64 span, __s64 on_ns,
-					      __s32 branch)
+static __always_inline bool in_entry_probe_of(struct task_struct *prev, __u64 ip, __u64 fn_ip, __u64 span,
+					      __s64 on_ns, __s32 branch)
 {
-	struct pt_regs *regs;
-	__u64 ip, xol;
+	__u64 xol;
 
-	/* Signed: a paired call's start may lie ahead (fn_mid). */
-	if (on_ns > PROBE_WINDOW_NS)
+	/* Signed: a paired call's start may lie ahead (fn_mid). 0: the ip is not known. */
+	if (on_ns > PROBE_WINDOW_NS || !ip)
 		return false;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (!regs)
-		return false;
-	ip = ARCH_REGS_IP(regs);
 	xol = BPF_CORE_READ(prev, utask, xol_vaddr);
 	/*
 	 * In an out-of-line step: of this call's entry probe only if the stepped
@@ -1392,46 +1387,36 @@ static __always_inline bool in_uret_trampoline(struct task_struct *prev, __u64 i
  * own probe's, it made an outer() that calls inner() read 12.5 us a call
  * under its own clock, raw.
  */
-static __always_inline bool uret_closed(struct task_struct *prev, struct thread_state *ts)
+static __always_inline bool uret_closed(const struct thread_state *ts, __u64 sp)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	__u64 slot;
 
 	/* sched_switch runs in prev's context: its user stack is the one read. */
-	if (!regs || !ts->ret_ip || ts->ret_sp - ARCH_REGS_SP(regs) >= 3 * sizeof(__u64) ||
+	if (!ts->ret_ip || ts->ret_sp - sp >= 3 * sizeof(__u64) ||
 	    bpf_probe_read_user(&slot, sizeof(slot), (void *)ts->ret_sp))
 		return false;
 	return slot == ts->ret_ip;
 }
 
 /*
- * In a 5-byte nop's trampoline, whether it is the entry of the call whose
- * probe is at site, entered with its stack pointer at sp: that probe's
- * program has run (in the trampoline's syscall) and pushed the call, and
- * the thread is on its way out to the function. The call into the
- * trampoline left its return address, site + 5, just below sp, 0-3 slots
- * above the stack pointer as the trampoline pops what it saved. On the way
- * in, before the syscall, the call on top is the caller's, and the switch
- * is its time; a recursive call's way in has site + 5 too, but lower down.
- * sp 0 (Go, whose frames keep no such sp): any of those 4 slots.
+ * In a 5-byte nop's trampoline (stack pointer sp), whether it is the entry
+ * of the call whose probe is at site, entered with its stack pointer at
+ * frame_sp: that probe's program has run (in the trampoline's syscall) and
+ * pushed the call, and the thread is on its way out to the function. The
+ * call into the trampoline left its return address, site + 5, just below
+ * frame_sp, 0-3 slots above sp as the trampoline pops what it saved. On the
+ * way in, before the syscall, the call on top is the caller's, and the
+ * switch is its time; a recursive call's way in has site + 5 too, but lower
+ * down.
  */
-static __always_inline bool nop5_entered(struct task_struct *prev, __u64 site, __u64 sp)
+static __always_inline bool nop5_entered(__u64 sp, __u64 site, __u64 frame_sp)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	__u64 slots[4], ret = site + 5, at;
+	__u64 slot;
 
-	if (!regs)
+	if (frame_sp - sizeof(__u64) - sp >= 4 * sizeof(__u64) ||
+	    bpf_probe_read_user(&slot, sizeof(slot), (void *)(frame_sp - sizeof(__u64))))
 		return false;
-	at = ARCH_REGS_SP(regs);
-	if (sp) {
-		if (sp - sizeof(__u64) - at >= 4 * sizeof(__u64) ||
-		    bpf_probe_read_user(slots, sizeof(slots[0]), (void *)(sp - sizeof(__u64))))
-			return false;
-		return slots[0] == ret;
-	}
-	if (bpf_probe_read_user(slots, sizeof(slots), (void *)at))
-		return false;
-	return slots[0] == ret || slots[1] == ret || slots[2] == ret || slots[3] == ret;
+	return slot == site + 5;
 }
 
 /*
@@ -1461,19 +1446,12 @@ static __always_inline bool in_nop5_trampoline(struct task_struct *prev, __u64 i
 	return false;
 }
 
-/* The user ip prev was switched out at; 0 if unknown. */
-static __always_inline __u64 switched_ip(struct task_struct *prev)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-
-	return regs ? ARCH_REGS_IP(regs) : 0;
-}
-
 static __always_inline bool in_entry_probe(struct task_struct *prev, struct thread_state *ts, __u64 now)
 {
 	struct fn_frame *top = &ts->frames[(ts->depth - 1) & (FNPROF_MAX_DEPTH - 1)];
+	struct pt_regs *regs;
 	__s32 *branch;
-	__u64 ip;
+	__u64 ip, sp;
 	/*
 	 * Since the entry, less the time switched out in its probes' paths
 	 * (switched_in): a real preemption or wait at its first bytes still
@@ -1489,11 +1467,13 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 */
 	if (top->flags & FRAME_PAIR_AT_RET && on_ns <= PROBE_WINDOW_NS)
 		return true;
-	ip = switched_ip(prev);
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	ip = regs ? ARCH_REGS_IP(regs) : 0;
+	sp = regs ? ARCH_REGS_SP(regs) : 0;
 	if (ip && in_uret_trampoline(prev, ip))
-		return !uret_closed(prev, ts);
+		return !uret_closed(ts, sp);
 	if (ip && in_nop5_trampoline(prev, ip))
-		return nop5_entered(prev, top->ip, top->sp);
+		return nop5_entered(sp, top->ip, top->sp);
 	/*
 	 * Just back from a traced callee (its uretprobe's program has run) at
 	 * its return address: the caller's time, even where that lies in the
@@ -1501,11 +1481,11 @@ static __always_inline bool in_entry_probe(struct task_struct *prev, struct thre
 	 * probe's, one such switch (4.4 ms) took an outer() 5% under its own
 	 * clock's reading.
 	 */
-	if (ip && ip == ts->ret_ip && ts->ret_ns >= top->start_ns && (__s64)(now - ts->ret_ns) <= PROBE_WINDOW_NS)
+	if (ip && ip == ts->ret_ip && ts->ret_ns >= top->start_ns)
 		return false;
 	branch = bpf_map_lookup_elem(&entry_branch, &top->id);
 	/* A paired call has two probes' return paths: its first two instructions' bytes. */
-	return in_entry_probe_of(prev, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
+	return in_entry_probe_of(prev, ip, top->ip, top->flags & FRAME_PAIRED ? 2 * ARCH_FIRST_INSN_SPAN :
 				 ARCH_FIRST_INSN_SPAN, on_ns, branch ? *branch : 0);
 }
 
