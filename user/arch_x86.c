@@ -91,11 +91,21 @@ static bool legacy_prefix(unsigned char b)
  * jcc, jmp, call or nop costs 0.8-0.9 us a hit, a 5-byte nop 0.5, a
  * single step 9-13.
  */
+/* Past insn's legacy prefixes (at most 14): the index of what follows; *p66 if one was 0x66. */
+static size_t skip_prefixes(const unsigned char *insn, size_t len, bool *p66)
+{
+	size_t i;
+
+	for (i = 0; i < len && i < 14 && legacy_prefix(insn[i]); i++)
+		*p66 |= insn[i] == 0x66;
+	return i;
+}
+
 enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 {
 	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-	size_t i = 0;
 	bool p66 = false, rex = false;
+	size_t i;
 
 	if (len >= 1 && insn[0] >= 0x50 && insn[0] <= 0x57)
 		return SITE_EMULATED;                   /* push %rax..%rdi */
@@ -103,8 +113,7 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 		return SITE_EMULATED;                   /* push %r8..%r15 */
 	if (len >= 5 && !memcmp(insn, nop5, 5))
 		return SITE_NOP5;
-	for (; i < len && i < 14 && legacy_prefix(insn[i]); i++)
-		p66 |= insn[i] == 0x66;
+	i = skip_prefixes(insn, len, &p66);
 	if (i < len && (insn[i] & 0xf0) == 0x40) {
 		rex = true;
 		i++;
@@ -135,12 +144,12 @@ static __s32 rel32_at(const unsigned char *p)
 __s32 arch_branch_delta(const unsigned char *insn, size_t len)
 {
 	enum site_kind k = site_kind_of(insn, len);
-	size_t i = 0;
+	bool p66 = false;
+	size_t i;
 
 	if (k != SITE_JCC && k != SITE_JMP && k != SITE_CALL)
 		return 0;
-	while (i < len && i < 14 && legacy_prefix(insn[i]))  /* no 0x66 and no REX: site_kind_of */
-		i++;
+	i = skip_prefixes(insn, len, &p66);  /* no 0x66 and no REX: site_kind_of */
 	if (((insn[i] & 0xf0) == 0x70 || insn[i] == 0xeb) && i + 2 <= len)
 		return (__s32)(i + 2) + (signed char)insn[i + 1];           /* jcc, jmp rel8 */
 	if (insn[i] == 0x0f && i + 6 <= len)
