@@ -107,6 +107,39 @@ def test_bash_completion_options_and_functions():
         check("spin_us" in got, f"-f completion in pid {t.pid}: {got}")
 
 
+EVIL_SRC = """#include <stdio.h>
+#include <unistd.h>
+__attribute__((noinline)) void evil_fn(void) { __asm__ volatile(""); }
+__attribute__((noinline)) void plain_fn(void) { __asm__ volatile(""); }
+int main(void) { puts("ready"); fflush(stdout); for (;;) { evil_fn(); plain_fn(); sleep(1); } }
+"""
+
+
+def test_bash_completion_never_runs_a_function_name():
+    """A symbol named $(touch ...) (objcopy --redefine-sym) in a process anyone runs: root's TAB after
+    -f must not run it (compgen -W expands $(...) in its words), nor offer it; plain names still come."""
+    with tempfile.TemporaryDirectory() as d:
+        pwned = os.path.join(d, "pwned")
+        src, tmp, exe = (os.path.join(d, n) for n in ("evil.c", "evil.tmp", "evil"))
+        with open(src, "w") as f:
+            f.write(EVIL_SRC)
+        subprocess.run(["gcc", "-O2", "-g", "-o", tmp, src], check=True)
+        subprocess.run(["objcopy", "--redefine-sym", f"evil_fn=$(touch${{IFS}}{pwned})", tmp, exe], check=True)
+        p = subprocess.Popen([exe], stdout=subprocess.PIPE, text=True)
+        try:
+            check(p.stdout.readline() == "ready\n", "target did not start")
+            listed = run_fnprof(["--list", "-p", str(p.pid), "-f", "*"]).stdout
+            check("$(touch" in listed, f"the evil name is not in --list: {listed[-1000:]}")
+            got = complete([FNPROF, "-p", str(p.pid), "-f", ""])
+            check(not os.path.exists(pwned), "completion ran a command named by a function")
+            check(not any("$" in w or "touch" in w for w in got), f"evil name offered: {got}")
+            check("plain_fn" in got and "main" in got, f"plain names not offered: {got}")
+            check(complete([FNPROF, "-p", str(p.pid), "-f", "pla"]) == ["plain_fn"], "prefix match")
+        finally:
+            p.kill()
+            p.wait()
+
+
 # --- long names -------------------------------------------------------------------------------
 
 HANDLER = "HttpConnectionHandler::handle_incoming_request"
