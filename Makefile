@@ -37,12 +37,15 @@ USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 DEPS := $(USER_OBJS:.o=.d)
 
+# $(1) as one word for the shell, whatever it holds (DESTDIR with a space, a ';', a quote).
+shq = '$(subst ','\'',$(1))'
+
 ifeq ($(V),1)
 Q =
 msg =
 else
 Q = @
-msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+msg = @printf '  %-8s %s\n' "$(1)" $(call shq,$(2));
 endif
 
 DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev pkg-config libcapstone-dev libdw-dev libdebuginfod-dev
@@ -97,17 +100,19 @@ fnprof: $(USER_OBJS)
 
 # --- install ----------------------------------------------------------------
 
+BINDIR = $(call shq,$(DESTDIR)$(PREFIX)/bin)
+MANDIR = $(call shq,$(DESTDIR)$(PREFIX)/share/man/man8)
+COMPDIR = $(call shq,$(DESTDIR)$(PREFIX)/share/bash-completion/completions)
+
 install: fnprof
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
-	$(Q)$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
-	$(Q)$(INSTALL) -m 0755 fnprof $(DESTDIR)$(PREFIX)/bin/fnprof
-	$(Q)$(INSTALL) -m 0644 docs/fnprof.8 $(DESTDIR)$(PREFIX)/share/man/man8/fnprof.8
-	$(Q)$(INSTALL) -m 0644 bash-completion/fnprof $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fnprof
+	$(Q)$(INSTALL) -d $(BINDIR) $(MANDIR) $(COMPDIR)
+	$(Q)$(INSTALL) -m 0755 fnprof $(BINDIR)/fnprof
+	$(Q)$(INSTALL) -m 0644 docs/fnprof.8 $(MANDIR)/fnprof.8
+	$(Q)$(INSTALL) -m 0644 bash-completion/fnprof $(COMPDIR)/fnprof
 
 uninstall:
-	$(Q)rm -f $(DESTDIR)$(PREFIX)/bin/fnprof $(DESTDIR)$(PREFIX)/share/man/man8/fnprof.8 \
-		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/fnprof
+	$(Q)rm -f $(BINDIR)/fnprof $(MANDIR)/fnprof.8 $(COMPDIR)/fnprof
 
 version:
 	@echo $(VERSION)

@@ -48,6 +48,27 @@ def test_make_install_destdir_prefix():
         check(p.stdout.startswith("fnprof "), p.stdout)
 
 
+def test_make_install_quotes_its_paths():
+    """DESTDIR with a space and a ';': installed there, nothing run, nothing written in the source tree
+    (before: ./dir/usr/... in the tree, and the ';' ran a command); uninstall removes the same files."""
+    with tempfile.TemporaryDirectory() as d:
+        ran = os.path.join(d, "ran")
+        dest = os.path.join(d, f"pkg dir;touch {ran};x'y")
+        before = set(os.listdir(ROOT))
+        p = subprocess.run(["make", "-s", "install", f"DESTDIR={dest}", "PREFIX=/usr"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, p.stdout + p.stderr)
+        check(not os.path.exists(ran), "a ';' in DESTDIR ran a command")
+        check(set(os.listdir(ROOT)) == before, f"written in the source tree: {set(os.listdir(ROOT)) - before}")
+        installed = [os.path.join(dest, "usr", rel) for rel in
+                     ("bin/fnprof", "share/man/man8/fnprof.8", "share/bash-completion/completions/fnprof")]
+        check(all(os.path.isfile(f) for f in installed), f"not installed under {dest!r}")
+        p = subprocess.run(["make", "-s", "uninstall", f"DESTDIR={dest}", "PREFIX=/usr"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and not any(os.path.exists(f) for f in installed), p.stdout + p.stderr)
+        check(not os.path.exists(ran), "a ';' in DESTDIR ran a command (uninstall)")
+
+
 def test_man_page_lints_clean():
     if not shutil.which("mandoc"):
         raise Skip("mandoc not installed (make test-deps)")
