@@ -77,6 +77,9 @@ def test_long_query_values_are_errors_not_defaults():
             check(status == 400 and time.time() - t0 < 5, f"{q[:20]}...: {status} after {time.time() - t0:.1f} s")
         status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1", timeout=30)
         check(status == 200 and body[:2] == b"\x1f\x8b", f"a valid profile request: {status}")
+        # Each counted as what it was answered: two 400s, one profile served (before: three served).
+        outcomes = dict(re.findall(r'fnprof_http_requests_total\{outcome="(\w+)"\} (\d+)', fp.metrics()))
+        check(outcomes.get("bad_request") == "2" and outcomes.get("served") == "1", f"outcomes: {outcomes}")
         fp.stop(signal.SIGTERM)
     # System-wide, pid= picks the process: one too long to read is an error, not "every process".
     d = tempfile.mkdtemp()

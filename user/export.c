@@ -233,6 +233,7 @@ static void write_http(struct export *e, FILE *f, bool om)
 	fprintf(f, "fnprof_http_requests_total{outcome=\"busy\"} %llu\n", st.busy);
 	fprintf(f, "fnprof_http_requests_total{outcome=\"refused\"} %llu\n", st.refused);
 	fprintf(f, "fnprof_http_requests_total{outcome=\"hung_up\"} %llu\n", st.hung_up);
+	fprintf(f, "fnprof_http_requests_total{outcome=\"failed\"} %llu\n", st.failed);
 }
 
 /* OpenMetrics only when the scraper names it (Prometheus does, first); else the classic text format. */

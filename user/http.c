@@ -175,6 +175,20 @@ static void count(struct http_server *srv, unsigned long long *field)
 	pthread_mutex_unlock(&srv->lock);
 }
 
+/* The outcome a handler's answer counts as: what it answered, not that a handler ran. */
+static unsigned long long *outcome_of(struct http_stats *st, int status)
+{
+	if (status < 400)
+		return &st->served;
+	if (status == 404)
+		return &st->not_found;
+	if (status == 414)
+		return &st->too_large;
+	if (status == 503)
+		return &st->busy;
+	return status >= 500 ? &st->failed : &st->bad_request;
+}
+
 /* Queues status and body (taken over) for writing; the connection closes after. */
 static void conn_respond(struct conn *c, int status, const char *type, char *body, size_t len)
 {
@@ -335,7 +349,7 @@ static void handle(struct http_server *srv, struct conn *c)
 	}
 	rt->fn(srv->conf.ctx, &(struct http_request){ .path = target, .query = query ? query : "", .accept = accept,
 						      .stopping = &srv->stopping }, &resp);
-	count(srv, &srv->stats.served);
+	count(srv, outcome_of(&srv->stats, resp.status));
 	conn_respond_with(c, &resp);
 }
 
@@ -496,7 +510,7 @@ static void take_answer(struct http_server *srv)
 		resp = j->resp;
 		j->resp = (struct http_response){ 0 };
 		j->done = j->busy = false;
-		srv->stats.served++;
+		(*outcome_of(&srv->stats, resp.status))++;
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!done)

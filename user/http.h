@@ -59,6 +59,7 @@ struct http_conf {
 struct http_stats {
 	unsigned long long served, bad_request, not_found, too_large, timeouts, busy, refused;
 	unsigned long long hung_up;   /* clients gone before their slow answer */
+	unsigned long long failed;    /* a handler answered 5xx (other than busy): out of memory, profile failed */
 };
 
 struct http_server;
