@@ -106,6 +106,23 @@ def test_slow_nested_traced_caller_unwinds_past_its_uretprobe():
     check("wait_for_disk" in (o["blocked_stack"] or []), f"outer blocked stack: {o['blocked_stack']}")
 
 
+def test_slow_stack_cut_at_the_frame_limit_says_truncated():
+    """handle called under 400 frames of nest: every kept stack stops at the frame limit, and a stack
+    cut there is not the whole stack (before: stack_truncated false on all of them)."""
+    rep, p = traced(["-f", "handle", "--slow", "1ms"], target("slowcall"), 3000, 400)
+    check(truth(p.stdout, "nest")["depth"] == 400, "target ran without its nest")
+    calls = rep["slow_calls"]
+    deep = [c for c in calls if c["stack"][:3] == ["handle", "serve_loop", "nest"]]
+    check(len(deep) >= len(calls) / 2 and deep, f"{len(deep)} of {len(calls)} stacks unwound into nest")
+    for c in deep:
+        check("main" not in c["stack"], f"a stack 400 frames deep reached main: {len(c['stack'])} frames")
+        check(c["stack_truncated"], f"stack of {len(c['stack'])} frames, cut short, says not truncated")
+    # Shallow stacks (the test above: 7 frames, to _start) stay whole.
+    rep, _ = slow_run()
+    whole = [c for c in sleepers(rep) if c["stack"][-1] == "_start"]
+    check(whole and not any(c["stack_truncated"] for c in whole), "a whole stack says truncated")
+
+
 def test_slow_bad_durations_and_combinations_are_usage_errors():
     cases = [
         (["--slow", "abc", "-f", "handle"], "invalid --slow"),

@@ -29,36 +29,53 @@ struct slow {
 	__u64 seen_mark, no_block_mark, rate_mark, ringbuf_mark;  /* the kernel's counters then */
 };
 
-/* Names n addresses (leaf first) into out, up to max, the probes' own kernel frames left out. */
-static int name_frames(struct slow *s, const __u64 *ips, int n, bool kernel, const char **out, int max)
+/*
+ * Names n addresses (leaf first) into out, up to max, the probes' own kernel
+ * frames left out. *cut is set when frames were left over: the caller passes
+ * one address more than fits when there is one.
+ */
+static int name_frames(struct slow *s, const __u64 *ips, int n, bool kernel, const char **out, int max,
+		       bool *cut)
 {
 	struct sym_stack t;
 	int i, k = 0;
 
-	if (symbolize_stack(s->sym, ips, n, kernel, false, max, &t) == 0) {
-		for (i = 0; i < t.nr && k < max; i++)
-			if (!kernel || k || !symbolize_probe_frame(&t.f[i]))
-				out[k++] = t.f[i].func;
+	if (symbolize_stack(s->sym, ips, n, kernel, false, max + 1, &t) == 0) {
+		for (i = 0; i < t.nr; i++) {
+			if (kernel && !k && symbolize_probe_frame(&t.f[i]))
+				continue;
+			if (k == max) {
+				*cut = true;
+				break;
+			}
+			out[k++] = t.f[i].func;
+		}
 	}
 	free(t.f);
 	free(t.ips);
 	return k;
 }
 
-/* The user frames of st, after lead (the function itself, 0: none), named into out. */
+/*
+ * The user frames of st, after lead (the function itself, 0: none), named
+ * into out (max at most SLOW_FRAMES). *truncated when the walk ran past the
+ * stack's copy or found more frames than max: a stack cut at the limit is
+ * not the whole stack.
+ */
 static int user_frames(struct slow *s, const struct slow_stack *st, __u64 lead, const char **out, int max,
 		       bool *truncated)
 {
-	__u64 ips[SLOW_FRAMES];
+	__u64 ips[SLOW_FRAMES + 1];
 	bool trunc = false;
 	int n = 0;
 
 	if (lead)
 		ips[n++] = lead;
+	/* One frame more than fits: it tells whether the stack went on. */
 	if (st->user.stack_len <= FNPROF_SLOW_STACK)
-		n += unwinder_unwind(s->uw, &st->user, ips + n, SLOW_FRAMES - n, &trunc);
+		n += unwinder_unwind(s->uw, &st->user, ips + n, max + 1 - n, &trunc);
 	*truncated |= trunc;
-	return name_frames(s, ips, n, false, out, max);
+	return name_frames(s, ips, n, false, out, max, truncated);
 }
 
 /* The longest block's stack: kernel frames, then the user frames under them. */
@@ -66,7 +83,7 @@ static void blocked_frames(struct slow *s, const struct slow_stack *st, struct s
 {
 	int nk = st->nr_kips < FNPROF_SLOW_KDEPTH ? st->nr_kips : FNPROF_SLOW_KDEPTH;
 
-	r->nr_blocked = name_frames(s, st->kips, nk, true, r->blocked, SLOW_FRAMES);
+	r->nr_blocked = name_frames(s, st->kips, nk, true, r->blocked, SLOW_FRAMES, &r->truncated);
 	r->nr_blocked += user_frames(s, st, 0, r->blocked + r->nr_blocked, SLOW_FRAMES - r->nr_blocked,
 				     &r->truncated);
 	r->has_blocked = true;

@@ -29,7 +29,7 @@ struct slow_rec {
 	__u64 block_ns;      /* its longest block; 0 if it never blocked */
 	double end_s;        /* CLOCK_MONOTONIC at its return */
 	bool has_blocked;    /* blocked[] is the longest block's stack (else it was not kept, or none) */
-	bool truncated;      /* a user stack's walk ran past the copy of the stack */
+	bool truncated;      /* a stack cut short: its walk ran past the copy, or more frames than kept */
 	int nr_stack, nr_blocked;
 	const char *stack[SLOW_FRAMES];     /* the caller's stack at entry, the function first */
 	const char *blocked[SLOW_FRAMES];   /* kernel frames, then user frames, innermost first */

@@ -4,7 +4,8 @@
  * stacks need DWARF). serve_loop calls handle N times (default 3000); each
  * call spins 10 us, every 100th also sleeps 5 ms in wait_for_disk. handle
  * times itself (wall, and its thread's CPU time) and counts its slow calls.
- * Usage: slowcall [N]
+ * Usage: slowcall [N [DEPTH]]: with DEPTH, serve_loop runs under DEPTH frames
+ * of nest (a stack deeper than --slow keeps; "truth nest depth=DEPTH").
  * Prints "truth slow calls=N sleeps=S over=O near=M min_sleep_wall_ns=W
  * min_sleep_off_ns=B": O calls took 1 ms or more, M of all calls took
  * 0.9-1.1 ms (either side of a 1 ms threshold once probes add their cost),
@@ -78,11 +79,23 @@ NOINLINE void serve_loop(int n)
 	__asm__ volatile("");
 }
 
+/* depth more frames under serve_loop, each a real call (not a tail call). */
+NOINLINE void nest(int depth, int n)
+{
+	if (depth > 0)
+		nest(depth - 1, n);
+	else
+		serve_loop(n);
+	__asm__ volatile("");
+}
+
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 3000;
+	int n = argc > 1 ? atoi(argv[1]) : 3000, depth = argc > 2 ? atoi(argv[2]) : 0;
 
-	serve_loop(n);
+	if (depth)
+		printf("truth nest depth=%d\n", depth);
+	nest(depth, n);
 	printf("truth slow calls=%d sleeps=%llu over=%llu near=%llu min_sleep_wall_ns=%llu min_sleep_off_ns=%llu\n",
 	       n, sleeps, over, near, min_wall, min_off);
 	return 0;
