@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from harness import Skip, check, json_reports, run_fnprof, target, wait_for
+from test_input import pprof_strings
 
 
 class JitTarget:
@@ -121,6 +122,34 @@ def test_perfmap_terminal_escapes():
         check(p.returncode == 0, p.stderr[-2000:])
         check("\x1b" not in p.stderr and "\x07" not in p.stderr, "escape bytes reached the terminal")
         check("jitfn?]0;owned??[31mred" in p.stderr, p.stderr[-1500:])
+
+
+CONTROL = (b"\x1b", b"\x07", b"\x7f", "\u009b".encode())
+
+
+def test_perfmap_escapes_in_no_output_file():
+    """The same name (ESC, BEL, DEL and a C1 CSI) in every file fnprof writes: pprof (before: kept as
+    is, and `go tool pprof -top` sent it to the terminal), folded, SVG and JSON: named, but no byte of
+    an escape left."""
+    d = tempfile.mkdtemp()
+    try:
+        files = {k: os.path.join(d, k) for k in ("pb.gz", "folded", "svg", "json")}
+        with JitTarget() as t:
+            with open(t.map, "w") as f:
+                f.write(f"{t.code:x} 40 jitfn\x1b]0;owned\x07\x7f\u009b31mred\n")
+            p = run_fnprof(["-p", str(t.pid), "-d", "1.5", "-F", "199", "--pprof", files["pb.gz"], "--folded",
+                            files["folded"], "--svg", files["svg"], "--json", "-o", files["json"]], timeout=60)
+        check(p.returncode == 0, p.stderr[-2000:])
+        for kind, path in files.items():
+            with open(path, "rb") as f:
+                data = f.read()
+            if kind == "pb.gz":  # its strings: varints are bytes of any value
+                data = b"\n".join(pprof_strings(path))
+            check(b"jitfn" in data and b"owned" in data, f"{kind}: the JIT function is not named")
+            left = [c for c in CONTROL if c in data]
+            check(not left, f"{kind}: escape bytes {left} kept")
+    finally:
+        shutil.rmtree(d)
 
 
 def test_perfmap_of_another_user():

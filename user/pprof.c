@@ -173,9 +173,9 @@ static __u64 intern(struct pprof *p, const char *s)
 	char *clean = NULL;
 	__u64 id;
 
-	/* profile.proto strings are UTF-8; target-provided names may not be. */
-	if (!utf8_valid(s)) {
-		clean = sanitize_utf8_dup(s);
+	/* profile.proto strings are UTF-8; target-provided names may not be, and may hold escapes. */
+	if (!text_clean(s)) {
+		clean = sanitize_text_dup(s);
 		if (!clean)
 			return 0;
 	}

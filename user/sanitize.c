@@ -89,7 +89,17 @@ bool utf8_valid(const char *s)
 	return true;
 }
 
-char *sanitize_utf8_dup(const char *s)
+bool text_clean(const char *s)
+{
+	size_t n;
+
+	for (; *s; s += n)
+		if (!(n = utf8_char_len(s)) || is_control((const unsigned char *)s, n))
+			return false;
+	return true;
+}
+
+char *sanitize_text_dup(const char *s)
 {
 	/* Each byte becomes at most the 3 bytes of U+FFFD. */
 	char *out = malloc(3 * strlen(s) + 1), *o = out;
@@ -99,7 +109,9 @@ char *sanitize_utf8_dup(const char *s)
 		return NULL;
 	for (; *s; s += n ? n : 1) {
 		n = utf8_char_len(s);
-		if (n) {
+		if (n && is_control((const unsigned char *)s, n)) {
+			*o++ = '?';
+		} else if (n) {
 			memcpy(o, s, n);
 			o += n;
 		} else {

@@ -27,7 +27,14 @@ const char *sanitize_folded(const char *s, char *buf, size_t size);
 /* Whether s is well-formed UTF-8 throughout. */
 bool utf8_valid(const char *s);
 
-/* s as valid UTF-8 (malformed bytes become U+FFFD), malloc'd; NULL when out of memory. */
-char *sanitize_utf8_dup(const char *s);
+/* Whether s is well-formed UTF-8 without control characters (C0, DEL, C1): safe as it is. */
+bool text_clean(const char *s);
+
+/*
+ * s as valid UTF-8 (malformed bytes become U+FFFD) with control characters
+ * as '?' (a reader prints these strings: `go tool pprof -top` to a terminal),
+ * malloc'd; NULL when out of memory.
+ */
+char *sanitize_text_dup(const char *s);
 
 #endif /* FNPROF_SANITIZE_H */

@@ -114,8 +114,8 @@ static const char *escaped(long c, const unsigned char *p, int len, char *buf)
 	case '"': return "&quot;";
 	case '\'': return "&#39;";
 	}
-	/* A control character or bytes that are no UTF-8: never an invalid document. */
-	if (c < 0x20 || !xml_char(c))
+	/* A control character (C0, DEL, C1) or bytes that are no UTF-8: never an escape, never an invalid document. */
+	if (c < 0x20 || (c >= 0x7f && c <= 0x9f) || !xml_char(c))
 		return "?";
 	memcpy(buf, p, len);
 	buf[len] = 0;

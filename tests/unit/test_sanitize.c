@@ -42,12 +42,13 @@ static void folded_has_no_separator(void)
 	CHECK(!strcmp(sanitize_folded("a;b\nc d", buf, sizeof(buf)), "a:b?c d"));
 }
 
-static void utf8_dup_is_valid(void)
+static void text_dup_is_valid_without_escapes(void)
 {
-	char *s = sanitize_utf8_dup("a\xff" "b\xc3\xa9");
+	char *s = sanitize_text_dup("a\xff" "b\xc3\xa9\x1b]0;t\x07\x7f\xc2\x9b");
 	size_t i, n;
 
-	CHECK(s && !strcmp(s, "a\xef\xbf\xbd" "b\xc3\xa9"));
+	CHECK(s && !strcmp(s, "a\xef\xbf\xbd" "b\xc3\xa9?]0;t???") && text_clean(s));
+	CHECK(text_clean("plain \xc3\xa9") && !text_clean("a\x1b") && !text_clean("\xc2\x85") && !text_clean("\xff"));
 	for (i = 0; s[i]; i += n) {
 		n = utf8_char_len(s + i);
 		CHECK(n);
@@ -61,6 +62,6 @@ int main(void)
 	RUN(term_drops_bad_utf8);
 	RUN(term_never_cuts_a_character);
 	RUN(folded_has_no_separator);
-	RUN(utf8_dup_is_valid);
+	RUN(text_dup_is_valid_without_escapes);
 	UNIT_EXIT();
 }
