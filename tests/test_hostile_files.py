@@ -12,6 +12,8 @@ import time
 
 from harness import (BIN, FNPROF, ROOT, Skip, ElfWriter, check, run_fnprof, target)
 
+NOBODY = 65534
+
 GIB = 1 << 30
 NO_ADMIN = ["setpriv", "--bounding-set=-sys_admin,-checkpoint_restore",
             "--inh-caps=-sys_admin,-checkpoint_restore"]
@@ -212,3 +214,67 @@ def test_pclntab_lookup_not_quadratic():
         check(took < 5, f"--list took {took:.1f} s")
     finally:
         shutil.rmtree(d)
+
+
+# --- outputs: every path checked before the run, never through another user's link ----------------
+
+def output_run(args, cwd=None, env=None):
+    """fnprof sampling `burn 0.3` with the output flags args: (result, whether the command ran)."""
+    p = run_with_timeout([FNPROF, "-F", "199"] + args + ["--", target("burn"), "0.3"], timeout=60,
+                         cwd=cwd, env=env)
+    return p, "truth burn" in p.stderr
+
+
+OUTPUT_FLAGS = (["--json", "-o"], ["--pprof"], ["--folded"], ["--svg"], ["--profile", "offcpu", "--pprof"])
+
+
+def test_output_paths_checked_before_the_command_runs():
+    """A path that cannot be written is an error before tracing (before: --pprof, --folded, --svg and
+    the other profiles' files failed after the whole run); a file claimed before a later one failed is
+    not left behind, empty."""
+    d = tempfile.mkdtemp()
+    try:
+        for flag in OUTPUT_FLAGS:
+            p, ran = output_run(flag + ["/nonexistent/x"])
+            check(p.returncode == 1 and "/nonexistent/x" in p.stderr and "No such file" in p.stderr,
+                  f"{flag}: exit {p.returncode}: {p.stderr[-600:]}")
+            check(not ran, f"{flag}: the command ran (the run went on) before the path was found bad")
+        p, ran = output_run(["--pprof", "a.pb.gz", "--svg", "/nonexistent/x"], cwd=d)
+        check(p.returncode == 1 and not ran and not os.listdir(d), f"left behind: {os.listdir(d)}")
+        p, ran = output_run(["--pprof", "a.pb.gz", "--folded", "f.txt", "--svg", "s.svg"], cwd=d)
+        check(p.returncode == 0 and ran, p.stderr[-600:])
+        check(sorted(os.listdir(d)) == ["a.pb.gz", "f.txt", "s.svg"], f"written: {os.listdir(d)}")
+        check(all(os.path.getsize(os.path.join(d, n)) > 0 for n in os.listdir(d)), "an output is empty")
+    finally:
+        shutil.rmtree(d)
+
+
+def test_outputs_never_through_another_users_link():
+    """Under sudo, a link the invoking user (or anyone) made in a directory of theirs, pointing into a
+    root-only directory: no output is created there (before: all were, root-owned). A user's link into
+    their own directory, and root's links (/var/run -> /run), still work."""
+    d = tempfile.mkdtemp()
+    try:
+        os.chmod(d, 0o755)
+        home, vault, mine = (os.path.join(d, n) for n in ("home", "vault", "home/mine"))
+        os.makedirs(mine)
+        os.mkdir(vault, 0o700)
+        os.chown(home, NOBODY, NOBODY)
+        os.chown(mine, NOBODY, NOBODY)
+        for name, to in (("d", "../vault"), ("m", "mine")):
+            os.symlink(to, os.path.join(home, name))
+            os.lchown(os.path.join(home, name), NOBODY, NOBODY)
+        os.symlink("home/mine", os.path.join(d, "rootlink"))   # root's own link
+        env = dict(os.environ, SUDO_UID=str(NOBODY), SUDO_GID=str(NOBODY))
+        for flag in OUTPUT_FLAGS:
+            p, ran = output_run(flag + [os.path.join(home, "d", "out")], env=env)
+            check(p.returncode == 1 and "symbolic link" in p.stderr and not ran,
+                  f"{flag}: exit {p.returncode}: {p.stderr[-600:]}")
+            check(not os.listdir(vault), f"{flag}: written in the root-only directory: {os.listdir(vault)}")
+        for i, via in enumerate(("home/m", "rootlink")):
+            p, _ = output_run(["--json", "-o", os.path.join(d, via, f"r{i}.json")], env=env)
+            check(p.returncode == 0, f"through {via}: {p.stderr[-600:]}")
+        check(sorted(os.listdir(mine)) == ["r0.json", "r1.json"], f"{os.listdir(mine)}")
+    finally:
+        shutil.rmtree(d)
+

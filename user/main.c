@@ -33,6 +33,7 @@
 #include "outfile.h"
 #include "pictures.h"
 #include "proc.h"
+#include "prof_kind.h"
 #include "profiles.h"
 #include "report.h"
 #include "resolve.h"
@@ -105,24 +106,34 @@ static void setup_signals(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-#define EXISTS_ALREADY "it exists already (fnprof writes a new file: remove it or pick another name)"
-
-/* The files written at the end (--pprof, --folded, --svg): new ones, as -o's, checked before tracing. */
+/* The files written at the end (--pprof, each profile's, --folded, --svg): created new before tracing. */
 static int claim_outputs(const struct opts *o)
 {
-	const char *const paths[] = { o->pprof_path, o->folded_path, o->svg_path };
+	const char *const paths[] = { o->sample ? o->pprof_path : NULL, o->folded_path, o->svg_path };
 	const char *const what[] = { "the pprof profile", "the folded stacks", "the pictures" };
+	bool several = __builtin_popcount(o->profiles) > 1;
+	char path[PATH_MAX];
 	size_t i;
+	int err;
 
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		if (paths[i] && outfile_claim(paths[i])) {
-			log_err("cannot write %s to %s: " EXISTS_ALREADY, what[i], paths[i]);
+		if (paths[i] && (err = outfile_claim(paths[i]))) {
+			log_err("cannot write %s to %s: %s", what[i], paths[i], outfile_strerror(err));
+			return EXIT_FAIL;
+		}
+	}
+	for (i = 0; o->pprof_base && i < PROF_KIND_NR; i++) {
+		if (i == PROF_CPU || !(o->profiles & 1U << i) || prof_file_name(o->pprof_base, i, several, path, sizeof(path)))
+			continue;  /* a name too long: profiles_write_files says so */
+		if ((err = outfile_claim(path))) {
+			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(i), path, outfile_strerror(err));
 			return EXIT_FAIL;
 		}
 	}
 	return 0;
 }
 
+/* The report's stream: -o FILE (a new file), -o - (standard output), else stderr. */
 static int open_output(struct run *r)
 {
 	int fd;
@@ -132,12 +143,10 @@ static int open_output(struct run *r)
 		return EXIT_FAIL;
 	if (!r->o->output)
 		return 0;
-	/* A new file: never an existing one, never through a planted symlink. */
-	fd = open(r->o->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = outfile_create(r->o->output);
 	r->out = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!r->out) {
-		log_err("cannot write the report to %s: %s", r->o->output,
-			errno == EEXIST ? EXISTS_ALREADY : strerror(errno));
+		log_err("cannot write the report to %s: %s", r->o->output, outfile_strerror(fd < 0 ? fd : -errno));
 		return EXIT_FAIL;
 	}
 	return 0;
@@ -636,7 +645,7 @@ static void cleanup(struct run *r)
 	tally_free(r->tally);
 	if (r->pidfd > 0)
 		close(r->pidfd);
-	if (r->out && r->out != stderr)
+	if (r->out && r->out != stderr && r->out != stdout)
 		fclose(r->out);
 }
 
@@ -887,6 +896,7 @@ int main(int argc, char **argv)
 	err = run(&r);
 	steps_mark("final report");
 	cleanup(&r);
+	outfile_drop_unwritten();
 	uprobe_warm_discard();
 	steps_mark("detach and clean-up");
 	if (log_verbose)
