@@ -5,9 +5,11 @@ AssertionError (use check()), and is skipped, visibly, by raising Skip.
 """
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,10 +49,22 @@ def run_fnprof(args, timeout=60, env=None, stdin=None):
 
 
 def traced(args, *cmd, timeout=180, env=None):
-    """Launch mode with --json: (final report, process result); fnprof must exit 0."""
-    p = run_fnprof(list(args) + ["--json", "--"] + [str(c) for c in cmd], timeout=timeout, env=env)
-    check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
-    return final_report(p.stderr), p
+    """Launch mode with --json: (final report, process result); fnprof must exit 0. The report goes
+    to a file (-o): the result's stdout is the command's alone, to compare with an untraced run's."""
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "report.json")
+        p = run_fnprof(list(args) + ["--json", "-o", out, "--"] + [str(c) for c in cmd], timeout=timeout, env=env)
+        check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
+        with open(out) as f:
+            return final_report(f.read()), p
+    finally:
+        shutil.rmtree(d)
+
+
+def command_output(text):
+    """A launched command's own stdout lines, fnprof's --json reports (also on stdout) left out."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("{"))
 
 
 def plain_output(*cmd):

@@ -22,7 +22,7 @@ def test_asan_trace_counters_hist_json():
     p = run_asan(["-f", "touch_pages", "-e", "page-faults,cycles", "--hist", "--json", "-i", "0.05",
                   "--", target("work"), "pages", "8", "400"])
     check(p.returncode == 0, p.stderr[-2000:])
-    check(func(final_report(p.stderr), "touch_pages")["calls"] == 400, "calls")
+    check(func(final_report(p.stdout), "touch_pages")["calls"] == 400, "calls")
 
 
 def test_asan_table_ret_mode_cxx():
@@ -47,7 +47,7 @@ def test_asan_follow_forks_and_stack_switching():
     p = run_asan(["-f", "spin_us", "--follow-forks", "-i", "0.1", "--", target("work"), "forktree", "100", "100"])
     check(p.returncode == 0 and p.stderr.count("fork child pid") >= 2, p.stderr[-2000:])
     p = run_asan(["-f", "step", "--json", "--", target("coro"), "500"])
-    check(p.returncode == 0 and func(final_report(p.stderr), "step")["calls"] == 1000, p.stderr[-2000:])
+    check(p.returncode == 0 and func(final_report(p.stdout), "step")["calls"] == 1000, p.stderr[-2000:])
 
 
 def test_asan_svg_pictures():

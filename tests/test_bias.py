@@ -197,7 +197,7 @@ def test_callee_probe_switches_stay_in_the_caller():
             hog.kill()
             hog.wait()
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-        to, fo = truth(p.stderr, "outer"), func(final_report(p.stderr), "outer")
+        to, fo = truth(p.stderr, "outer"), func(final_report(p.stdout), "outer")
         check(fo["context_switches"]["involuntary"] > 0, f"never preempted, the test proves nothing: {fo}")
         check(fo["raw_wall_ns"]["avg"] >= to["wall_avg_ns"] - 100,
               f"outer raw wall {fo['raw_wall_ns']['avg']:.0f} ns under its own clock's {to['wall_avg_ns']:.0f}")
@@ -275,7 +275,7 @@ def test_preemption_in_entry_probe_not_counted():
             hog.kill()
             hog.wait()
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-        f = func(final_report(p.stderr), fn)
+        f = func(final_report(p.stdout), fn)
         check(f["context_switches"]["involuntary"] > 0, f"{fn} never preempted, the test proves nothing: {f}")
         check(f["runq_ns"]["avg"] < 100, f"{fn}: preemptions in the probe counted as run-queue time: "
               f"{f['runq_ns']}")
@@ -289,7 +289,7 @@ def test_max_overhead_interval_reports_keep_time():
     p = run_fnprof(["-f", "tiny", "--max-overhead", "5", "-i", "0.1", "--json", "--", target("work"),
                     "rate", "25000", "40"], timeout=60)
     check(p.returncode == 0, p.stderr[-1500:])
-    reps = json_reports(p.stderr)
+    reps = json_reports(p.stdout)
     spans = [r["interval_s"] for r in reps if not r["total"]]
     total = reps[-1]["interval_s"]
     check(len(spans) >= total / 0.1 - 3 and max(spans) < 0.4,

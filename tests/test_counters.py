@@ -15,7 +15,7 @@ def counters_of(args, *cmd, taskset=None, env=None):
     p = subprocess.run(prefix + [FNPROF] + list(args) + ["--json", "--"]
                        + [str(c) for c in cmd], capture_output=True, text=True, timeout=120, env=env)
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    return final_report(p.stderr), p
+    return final_report(p.stdout), p
 
 
 def test_page_faults_per_call():
@@ -94,7 +94,7 @@ def test_user_vs_system_time():
 def test_unavailable_hardware_event_is_reported():
     p = run_fnprof(["-e", "cycles,page-faults", "-f", "tiny", "--json", "--", target("work"), "count", "100"])
     check(p.returncode == 0, p.stderr)
-    counters = func(final_report(p.stderr), "tiny")["counters"]
+    counters = func(final_report(p.stdout), "tiny")["counters"]
     if "cycles" in counters:
         check(counters["cycles"]["total"] > 0, "cycles counted as zero")
         raise Skip("this machine has a PMU: nothing unavailable to report")
@@ -128,7 +128,7 @@ def test_hardware_ipc_when_pmu_present():
     if p.returncode != 0 and "none of the requested events" in p.stderr:
         raise Skip("no hardware PMU on this machine")
     check(p.returncode == 0, p.stderr)
-    c = func(final_report(p.stderr), "spin_us")["counters"]
+    c = func(final_report(p.stdout), "spin_us")["counters"]
     check(c["instructions"]["per_call"] > 1000 and c["cycles"]["per_call"] > 1000, str(c))
 
 

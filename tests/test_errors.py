@@ -102,7 +102,7 @@ def test_launch_sigint_forwarded_to_command():
     out, err = fp.communicate(timeout=20)
     check(fp.returncode == 0, f"exit {fp.returncode}: {err[-1000:]}")
     check("stopped" in out, "command did not get the signal")
-    check(func(final_report(err), "spin_us")["calls"] > 0, "no calls")
+    check(func(final_report(out), "spin_us")["calls"] > 0, "no calls")
 
 
 def test_output_file_is_new():

@@ -310,7 +310,7 @@ def test_bad_requests_get_errors_and_tracing_goes_on():
             m = re.search(r'fnprof_http_requests_total\{outcome="timeout"\} (\d+)', text)
             check(m and int(m.group(1)) >= 1, "the slow client is not counted")
             out, err = fp.stop()
-            rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+            rep = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
             calls = [f for f in rep["functions"] if f["name"] == "fleet_call"][0]["calls"]
             check(calls == t["calls"], f"fnprof counted {calls} calls, the target made {t['calls']}")
     finally:
@@ -348,7 +348,7 @@ def test_system_wide_counts_processes_started_later_and_follows_upgrade():
             wait_for(lambda: prom.query(q) == made, timeout=20, step=0.5)
             check(prom.query(q) == made, f"Prometheus has {prom.query(q)} calls, the processes made {made}")
             out, err = fp.stop()
-            rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+            rep = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
             check(rep.get("system_wide") is True and rep["functions"][0]["calls"] == made,
                   f"report: {rep['functions'][0]['calls']} calls of {made}")
             check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
@@ -511,7 +511,7 @@ def test_follow_forks_by_pid():
 
         wait_for(scrape, timeout=30, step=0.2)
         out, err = fp.stop()
-        rep = [json.loads(l) for l in err.splitlines() if l.startswith("{")][-1]
+        rep = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
         pids = {str(rep["pid"]): rep["functions"][0]["calls"]}
         for c in rep.get("children", []):
             pids[str(c["pid"])] = c["functions"][0]["calls"]

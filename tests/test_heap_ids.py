@@ -66,7 +66,7 @@ def test_mutex_dwarf_waker_ids_pruned_none_lost():
     # under load (6736 of 8350 once).
     p = run_fnprof(["--profile", "mutex", "--json", "--", target("waits"), "mutex", "8"], timeout=60)
     check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
-    reps = json_reports(p.stderr)
+    reps = json_reports(p.stdout)
     check(reps, f"no JSON report:\n{p.stderr[-2000:]}")
     rep = reps[-1]
     u = rep["unwind"]

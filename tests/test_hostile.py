@@ -104,7 +104,7 @@ def test_container_root_with_planted_symlink():
             os.symlink("/etc/passwd", root + inside)
             p = run_fnprof(["-p", str(proc.pid), "-f", "spin_us", "-d", "1", "--json"])
             check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
-            f = func(final_report(p.stderr), "spin_us")
+            f = func(final_report(p.stdout), "spin_us")
             # /proc/PID/maps names files as fnprof sees them: the moved original, on the host side.
             check(f["calls"] > 10 and f["object"].endswith(inside + ".moved"), f"{f['calls']} calls in {f['object']}")
         finally:

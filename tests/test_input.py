@@ -62,7 +62,7 @@ def test_launch_follows_wrapper_script():
         p = run_fnprof(["-f", "spin_us", "--json", "--", shim, "spin", "50", "200"])
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1500:]}")
         check(f"tracing {target('work')}" in p.stderr, f"fnprof must say what it traced: {p.stderr[:500]}")
-        check(func(final_report(p.stderr), "spin_us")["calls"] == 200, "200 calls made")
+        check(func(final_report(p.stdout), "spin_us")["calls"] == 200, "200 calls made")
         # /abs/lib.so:func needs no symbols of the executable; a shebang through env to the program.
         libc = "/lib/x86_64-linux-gnu/libc.so.6"
         env_shim = write_script(d, "work2", f'#!/usr/bin/env sh\nexec {target("work")} "$@"\n')
@@ -113,7 +113,7 @@ def test_no_sys_admin_traces_through_target_root():
         p = run_with_timeout(NO_ADMIN + [FNPROF, "-p", str(t.pid), "-d", "1", "--json", "-f", "libtarget:lib_spin"],
                              text=True)
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1000:]}")
-        check(func(final_report(p.stderr), "lib_spin")["calls"] > 0, "no calls counted")
+        check(func(final_report(p.stdout), "lib_spin")["calls"] > 0, "no calls counted")
 
 
 def test_no_sys_admin_message_names_capability():
@@ -162,7 +162,7 @@ def test_symbolizer_never_opens_target_path_on_host():
         p = run_with_timeout(NO_ADMIN + [FNPROF, "-p", str(proc.pid), "--sample", "-d", "1", "--json"],
                              timeout=30, text=True)
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1000:]}")
-        names = {f["name"]: f for f in final_report(p.stderr)["functions"]}
+        names = {f["name"]: f for f in final_report(p.stdout)["functions"]}
         check("lib_spin" in names and names["lib_spin"]["object"] == lib, f"frames: {list(names)[:10]}")
     finally:
         proc.terminate()
@@ -200,7 +200,7 @@ def test_library_truncated_after_use_no_sigbus():
             p = run_with_timeout([FNPROF, "--sample", "--call-graph", graph, "-i", "0.5", "--json", "--",
                                   target("trunclib"), lib, "1", "1"], text=True)
             check(p.returncode == 0, f"{graph}: exit {p.returncode} (135 is SIGBUS): {p.stderr[-800:]}")
-            names = [{f["name"] for f in r.get("functions", [])} for r in json_reports(p.stderr)]
+            names = [{f["name"] for f in r.get("functions", [])} for r in json_reports(p.stdout)]
             check(any("lib_spin" in n for n in names), f"{graph}: lib_spin never reported: {names}")
             check(any(x.startswith("own_spin") for n in names for x in n),
                   f"{graph}: nothing sampled after the truncation: {names[-2:]}")
@@ -386,10 +386,10 @@ def test_target_names_sanitized_per_output():
                            capture_output=True, timeout=60)
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-1000:]!r}")
         # Strict: invalid UTF-8 in a JSON line raises (the target's own lines carry the raw name).
-        reps = [json.loads(l.decode("utf-8")) for l in p.stderr.splitlines() if l.startswith(b"{")]
+        reps = [json.loads(l.decode("utf-8")) for l in p.stdout.splitlines() if l.startswith(b"{")]
         trace = [r for r in reps if r["mode"] == "trace"][-1]
         check(trace["functions"][0]["name"] == "\x1b]0;X\ufffd\n", repr(trace["functions"][0]["name"]))
-        check(not any(b"\x1b" in l for l in p.stderr.splitlines() if l.startswith(b"{")), "raw ESC in JSON")
+        check(not any(b"\x1b" in l for l in p.stdout.splitlines() if l.startswith(b"{")), "raw ESC in JSON")
         lines = open(folded, "rb").read().splitlines()
         check(lines and all(l.rsplit(b" ", 1)[1].isdigit() for l in lines), f"broken folded lines: {lines[:5]}")
         check(any(b";\x1b" in l or b"?]0:X?" in l for l in lines) and not any(b"\x1b" in l for l in lines),
@@ -436,7 +436,7 @@ def test_executable_matched_by_device_and_inode():
         with _start(prog, data) as proc:
             p = run_fnprof(["-p", str(proc.pid), "-d", "0.5", "--json", "-f", "tick"])
             check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-800:]}")
-            f = func(final_report(p.stderr), "tick")
+            f = func(final_report(p.stdout), "tick")
             check(f["calls"] > 10 and f["object"] == prog, f"{f['calls']} calls in {f['object']}")
     finally:
         for m in mounted:

@@ -4,7 +4,8 @@ import signal
 import subprocess
 import time
 
-from harness import FNPROF, check, check_no_drops, final_report, func, run_fnprof, target, truth, wait_for
+from harness import (FNPROF, check, check_no_drops, command_output, final_report, func, run_fnprof, target, truth,
+                     wait_for)
 from test_trace import check_no_breakpoints
 
 
@@ -12,7 +13,7 @@ def test_recursion_deeper_than_kernel_limit():
     # 201 activations per call, the kernel reports the returns of the outer 64 only.
     p = run_fnprof(["-f", "recurse", "--json", "--", target("work"), "recurse", "200", "50"])
     check(p.returncode == 0, p.stderr)
-    rep = final_report(p.stderr)
+    rep = final_report(p.stdout)
     f = func(rep, "recurse")
     check(f["calls"] == 64 * 50, f"timed calls {f['calls']} != 64 x 50")
     check(rep["dropped"]["returns_lost"] == (201 - 64) * 50, f"returns lost {rep['dropped']}")
@@ -20,14 +21,14 @@ def test_recursion_deeper_than_kernel_limit():
     text = run_fnprof(["-f", "recurse", "--", target("work"), "recurse", "200", "5"]).stderr
     check("returns lost" in text, "the table must say that returns were lost")
     out = subprocess.run([target("work"), "recurse", "200", "50"], capture_output=True, text=True).stdout
-    check(out == p.stdout, "target output changed")
+    check(out == command_output(p.stdout), "target output changed")
 
 
 def test_exec_of_another_program_ends_the_run():
     p = subprocess.run([FNPROF, "-f", "spin_us", "--json", "--", target("work"), "exec", "300", "/bin/sh", "-c",
                         "sleep 0.6; exit 3"], capture_output=True, text=True, timeout=60)
     check(p.returncode == 3, f"exit {p.returncode}: the exec'd program's status must pass through")
-    rep = final_report(p.stderr)
+    rep = final_report(p.stdout)
     check(rep["note"] == "target exec'd another program", rep.get("note"))
     t = truth(p.stderr, "spin_us")
     check(func(rep, "spin_us")["calls"] == t["calls"], "calls before the exec")
@@ -38,11 +39,11 @@ def test_fork_child_not_traced():
     check(p.returncode == 0, p.stderr)
     truths = [l for l in p.stderr.splitlines() if l.startswith("truth spin_us")]
     check(len(truths) == 2, f"parent and child truth lines: {truths}")
-    calls = func(final_report(p.stderr), "spin_us")["calls"]
+    calls = func(final_report(p.stdout), "spin_us")["calls"]
     counts = [int(l.split("calls=")[1].split()[0]) for l in truths]
     check(calls in counts, f"traced {calls}, parent/child made {counts}: the child leaked in")
-    check(sorted(p.stdout.split()) == sorted("parent spun child spun".split()), p.stdout)
-    check("children" not in final_report(p.stderr), "no children without --follow-forks")
+    check(sorted(command_output(p.stdout).split()) == sorted("parent spun child spun".split()), p.stdout)
+    check("children" not in final_report(p.stdout), "no children without --follow-forks")
 
 
 def truths_by_pid(text, key):
@@ -56,7 +57,7 @@ def test_follow_forks_child_and_grandchild():
     args = [target("work"), "forktree", "200", "300", "detach"]
     p = run_fnprof(["-f", "spin_us", "--follow-forks", "--json", "--"] + args)
     check(p.returncode == 0, p.stderr)
-    rep, truths = final_report(p.stderr), truths_by_pid(p.stderr, "spin_us")
+    rep, truths = final_report(p.stdout), truths_by_pid(p.stderr, "spin_us")
     check(len(truths) == 3, f"truth lines: {truths}")
     check(rep["note"] == "target and its fork children exited", rep.get("note"))
     check(func(rep, "spin_us")["calls"] == truths[rep["pid"]]["calls"], "parent's calls")
@@ -69,7 +70,7 @@ def test_follow_forks_child_and_grandchild():
         check(calls == truths[pid]["calls"], f"child {pid}: {calls} calls counted, {truths[pid]['calls']:.0f} made")
     check_no_drops(rep["dropped"], sum(t["calls"] for t in truths.values()))
     native = subprocess.run(args, capture_output=True, text=True, timeout=30).stdout
-    check(sorted(p.stdout.split()) == sorted(native.split()), f"output changed: {p.stdout!r} vs {native!r}")
+    check(sorted(command_output(p.stdout).split()) == sorted(native.split()), f"output changed: {p.stdout!r} vs {native!r}")
 
 
 def test_follow_forks_child_calling_at_once():
@@ -77,7 +78,7 @@ def test_follow_forks_child_calling_at_once():
     # in place are not seen, and the report says when they were (at least 50 us per call).
     p = run_fnprof(["-f", "spin_us", "--follow-forks", "--json", "--", target("work"), "fork", "300"])
     check(p.returncode == 0, p.stderr)
-    rep, truths = final_report(p.stderr), truths_by_pid(p.stderr, "spin_us")
+    rep, truths = final_report(p.stdout), truths_by_pid(p.stderr, "spin_us")
     check(func(rep, "spin_us")["calls"] == truths[rep["pid"]]["calls"], "parent's calls")
     (c,) = rep["children"]
     made, seen = truths[c["pid"]]["calls"], c["functions"][0]["calls"]
@@ -95,8 +96,8 @@ def test_many_threads_no_lost_calls():
     ballast = bytearray(96 << 20)
     ballast[::4096] = b"\1" * len(range(0, 96 << 20, 4096))
     proc = subprocess.Popen([FNPROF, "-f", "spin_us", "--json", "-i", "0.5", "--", target("work"), "threads",
-                             str(threads), "10000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
+                             str(threads), "10000"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    err = proc.stdout.read()  # the reports (stdout) and the target's truth (stderr)
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     check(proc.returncode == 0, err[-2000:])

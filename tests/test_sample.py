@@ -81,7 +81,7 @@ def test_sleeping_process_has_almost_no_samples():
     try:
         p = run_fnprof(["-p", str(proc.pid), "-d", "1.5", "--json"])
         check(p.returncode == 0, p.stderr)
-        rep = [r for r in json_reports(p.stderr) if r["mode"] == "sample"][-1]
+        rep = [r for r in json_reports(p.stdout) if r["mode"] == "sample"][-1]
         check(rep["samples"] <= 2, f"{rep['samples']} samples of a sleeping process")
     finally:
         proc.kill()
@@ -165,7 +165,7 @@ def test_per_thread_table():
 def test_trace_and_sample_together():
     p = run_fnprof(["-f", "burn_b", "--sample", "--json", "--", target("burn"), "1"])
     check(p.returncode == 0, p.stderr)
-    modes = [r["mode"] for r in json_reports(p.stderr)]
+    modes = [r["mode"] for r in json_reports(p.stdout)]
     check("trace" in modes and "sample" in modes, f"modes {modes}")
 
 

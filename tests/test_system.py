@@ -69,7 +69,7 @@ def sampled_with_truth(pids, args):
     t1 = time.monotonic()
     c1 = {p: cpu_s(p) for p in pids}
     check(p.returncode == 0, f"fnprof -a exit {p.returncode}:\n{err[-3000:]}")
-    return final_report(err), {q: (c1[q] - c0[q], t1 - t0) for q in pids}, p.pid
+    return final_report(out), {q: (c1[q] - c0[q], t1 - t0) for q in pids}, p.pid
 
 
 def window_cores(cpu, wall, window):

@@ -249,9 +249,9 @@ def test_pid_list_reports_each_process():
             _, err = p.communicate(timeout=60)
             want[p.pid] = truth(err, "outer")["calls"]
         # Both targets gone: fnprof ends by itself.
-        _, ferr = fp.communicate(timeout=60)
+        fout, ferr = fp.communicate(timeout=60)
         check(fp.returncode == 0, f"fnprof exit {fp.returncode}: {ferr[-2000:]}")
-        rep = final_report(ferr)
+        rep = final_report(fout)
         got = {rep["pid"]: func(rep, "outer")["calls"]}
         for proc in rep["processes"]:
             got[proc["pid"]] = func(proc, "outer")["calls"]

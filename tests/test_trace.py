@@ -6,8 +6,10 @@ measurement by PROBE_SLACK_NS, and percentages get a few points for noise.
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from harness import (FNPROF, Skip, Target, check, check_no_drops, final_report, func, json_reports, run_fnprof,
@@ -169,7 +171,7 @@ def test_attach_running_process():
         check(p.returncode == 0, p.stderr[-2000:])
         check(t.proc.poll() is None, "target died")
         out, err = t.stop()
-    rep = final_report(p.stderr)
+    rep = final_report(p.stdout)
     fs, fsl = func(rep, "spin_us"), func(rep, "sleep_us")
     ts, tsl = truth(err, "spin_us"), truth(err, "sleep_us")
     check(fs["calls"] > 100 and abs(fs["calls"] - fsl["calls"]) <= 1, f"calls {fs['calls']} {fsl['calls']}")
@@ -188,7 +190,7 @@ def test_attach_shared_library_in_process():
     with Target("uselib", 100, "loop") as t:
         p = run_fnprof(["-p", str(t.pid), "-f", "libtarget:lib_spin", "-d", "1", "--json"])
         check(p.returncode == 0, p.stderr[-2000:])
-    f = func(final_report(p.stderr), "lib_spin")
+    f = func(final_report(p.stdout), "lib_spin")
     check(f["calls"] > 1000, f"calls {f['calls']}")
 
 
@@ -202,7 +204,7 @@ def test_interval_reports_and_total():
     with Target("work", "loop") as t:
         p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "-i", "0.5", "-d", "2.1", "--json"])
     check(p.returncode == 0, p.stderr)
-    reps = json_reports(p.stderr)
+    reps = json_reports(p.stdout)
     intervals = [r for r in reps if not r["total"]]
     totals = [r for r in reps if r["total"]]
     check(len(intervals) >= 4 and len(totals) == 1, f"{len(intervals)} intervals, {len(totals)} totals")
@@ -219,9 +221,9 @@ def test_signals_print_report_and_detach():
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(1.0)
             fp.send_signal(sig)
-            _, err = fp.communicate(timeout=20)
+            out, err = fp.communicate(timeout=20)
             check(fp.returncode == 0, f"{sig.name}: exit {fp.returncode}: {err[-2000:]}")
-            check(func(final_report(err), "spin_us")["calls"] > 0, f"{sig.name}: no calls")
+            check(func(final_report(out), "spin_us")["calls"] > 0, f"{sig.name}: no calls")
             check(t.proc.poll() is None, f"{sig.name}: target died")
             check_no_breakpoints(t.pid, ["spin_us"])
 
@@ -254,7 +256,7 @@ def test_target_exit_mid_run():
     p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "--json"], timeout=30)
     t.communicate()
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-    rep = final_report(p.stderr)
+    rep = final_report(p.stdout)
     check(rep.get("note") == "target exited", f"note {rep.get('note')}")
     check(func(rep, "spin_us")["calls"] > 0, "no calls before exit")
 
@@ -280,10 +282,35 @@ def test_output_file():
         p = run_fnprof(["-f", "tiny", "-o", path, "--json", "--", target("work"), "count", "100"])
         check(p.returncode == 0, p.stderr)
         check(func(final_report(open(path).read()), "tiny")["calls"] == 100, "report in -o file")
-        check("{" not in p.stderr, "report also went to stderr")
+        check("{" not in p.stderr and "{" not in p.stdout, "report also went to stderr or stdout")
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+def test_json_goes_to_stdout_for_a_pipe():
+    """--json | jq: the reports on stdout, messages on stderr (before: all on stderr, jq got nothing);
+    -o - and -o /dev/stdout write there too (before: a file named '-', and 'exists already')."""
+    d = tempfile.mkdtemp()
+    try:
+        for out in ([], ["-o", "-"], ["-o", "/dev/stdout"]):
+            p = subprocess.run([FNPROF, "-f", "tiny", "--json"] + out + ["--", target("work"), "count", "100"],
+                               capture_output=True, text=True, timeout=60, cwd=d)
+            check(p.returncode == 0, f"{out}: {p.stderr[-1000:]}")
+            check(func(final_report(p.stdout), "tiny")["calls"] == 100, f"{out}: report on stdout")
+            check("{" not in p.stderr, f"{out}: report on stderr too")
+            check(not os.listdir(d), f"{out}: files written: {os.listdir(d)}")
+        # The table stays where perf stat puts its counts: stderr.
+        p = run_fnprof(["-f", "tiny", "--", target("work"), "count", "100"])
+        check(p.returncode == 0 and "tiny" in p.stderr and "CALLS" not in p.stdout, p.stderr[-1000:])
+        # Only the report goes to stdout: the other files are files, never a file named '-'.
+        for flag in ("--pprof", "--folded", "--svg"):
+            p = subprocess.run([FNPROF, "--sample", flag, "-", "--", target("work"), "count", "1"],
+                               capture_output=True, text=True, timeout=60, cwd=d)
+            check(p.returncode == 2 and "only -o writes to standard output" in p.stderr, f"{flag} -: {p.stderr}")
+            check(not os.listdir(d), f"{flag} -: files written: {os.listdir(d)}")
+    finally:
+        shutil.rmtree(d)
 
 
 def test_list_functions():
@@ -303,7 +330,7 @@ def test_per_probe_links_without_uprobe_multi():
     env = dict(os.environ, FNPROF_NO_UPROBE_MULTI="1")
     p = run_fnprof(["-f", "tiny", "-f", "spin_us", "--json", "--", target("work"), "count", "3000"], env=env)
     check(p.returncode == 0, p.stderr)
-    check(func(final_report(p.stderr), "tiny")["calls"] == 3000, "calls with per-probe links")
+    check(func(final_report(p.stdout), "tiny")["calls"] == 3000, "calls with per-probe links")
 
 
 def test_startup_steps_shown():
@@ -317,7 +344,7 @@ def test_startup_steps_shown():
                  "attach tracepoints", "calibration", "final calibration", "detach and clean-up"):
         check(f" {step} " in line, f"step {step!r} missing: {line}")
     check(line.index("attach probes") < line.index("load+verify (tracepoint programs)"), line)
-    steps = final_report(p.stderr)["fnprof"]["steps"]
+    steps = final_report(p.stdout)["fnprof"]["steps"]
     names = [s["step"] for s in steps]
     check("calibration" in names and all(s["wall_ms"] >= 0 and s["cpu_ms"] >= 0 for s in steps), str(steps))
     # With --follow-forks the tracepoints (the fork's) go first.
@@ -336,7 +363,7 @@ def test_programs_load_side_by_side_or_in_one_piece():
                        env=env)
         check(p.returncode == 0, p.stderr[-3000:])
         check(said in p.stderr, f"fnprof -v does not say it loaded the programs {said}")
-        f, t = func(final_report(p.stderr), "sleep_us"), truth(p.stderr, "sleep_us")
+        f, t = func(final_report(p.stdout), "sleep_us"), truth(p.stderr, "sleep_us")
         check(f["calls"] == t["calls"] == 100, f"{said}: calls {f['calls']}")
         check_wall(f, t, said)
         check(f["blocked_ns"]["total"] > 0.85 * f["wall_ns"]["total"], f"{said}: sleep not counted as blocked")

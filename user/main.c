@@ -133,12 +133,12 @@ static int claim_outputs(const struct opts *o)
 	return 0;
 }
 
-/* The report's stream: -o FILE (a new file), -o - (standard output), else stderr. */
+/* The report's stream: -o FILE (new), -o - (standard output), else stdout for --json (for a pipe), stderr. */
 static int open_output(struct run *r)
 {
 	int fd;
 
-	r->out = stderr;
+	r->out = r->o->json ? stdout : stderr;
 	if (claim_outputs(r->o))
 		return EXIT_FAIL;
 	if (!r->o->output)

@@ -51,8 +51,9 @@ static const char usage_text[] =
 "  -d, --duration SEC     stop after SEC seconds (default: Ctrl-C, SIGTERM or target exit)\n"
 "  -i, --interval SEC     print a report every SEC seconds (figures per interval)\n"
 "      --hist             add latency histograms\n"
-"      --json             one JSON object per report, on one line\n"
-"  -o, --output FILE      write reports to FILE (default: stderr)\n"
+"      --json             one JSON object per report, on one line, to stdout (for jq)\n"
+"  -o, --output FILE      write reports to FILE, a new file; - for stdout (default: the\n"
+"                         table to stderr, --json to stdout; messages always to stderr)\n"
 "      --raw              do not subtract the probes' own time (the bias) from the figures\n"
 "      --calibrate        measure and print the probe bias of this machine, then exit\n"
 "      --exit=MODE        how returns are seen: auto (default), uretprobe, or ret (uprobes on\n"
@@ -538,6 +539,11 @@ static int same_output_twice(const struct opts *o)
 	const char *const flags[] = { "-o", "--pprof", "--folded", "--svg" };
 	size_t i, j, n = sizeof(paths) / sizeof(paths[0]);
 
+	/* Standard output is the report's (-o -); the other files are files. */
+	for (i = 1; i < n; i++)
+		if (paths[i] && (!strcmp(paths[i], "-") || !strcmp(paths[i], "/dev/stdout")))
+			return usage_error("%s %s: only -o writes to standard output; give %s a file", flags[i],
+					   paths[i], flags[i]);
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++)
 			if (paths[i] && paths[j] && !strcmp(paths[i], paths[j]))
