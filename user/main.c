@@ -123,10 +123,13 @@ static int claim_outputs(const struct opts *o)
 		}
 	}
 	for (i = 0; o->pprof_base && i < PROF_KIND_NR; i++) {
-		if (i == PROF_CPU || !(o->profiles & 1U << i) || prof_file_name(o->pprof_base, i, several, path, sizeof(path)))
-			continue;  /* a name too long: profiles_write_files says so */
+		/* The CPU profile's file is pprof_path, above; a name too long: profiles_write_files says so. */
+		if (i == PROF_CPU || !(o->profiles & 1U << i) ||
+		    prof_file_name(o->pprof_base, i, several, path, sizeof(path)))
+			continue;
 		if ((err = outfile_claim(path))) {
-			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(i), path, outfile_strerror(err));
+			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(i), path,
+				outfile_strerror(err));
 			return EXIT_FAIL;
 		}
 	}
