@@ -117,11 +117,30 @@ $(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h 
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
 		-lbpf -ldw -lelf -lz -lstdc++ -o $@
 
-fuzz: $(TEST_BIN)/fuzz_symbols $(TARGET_PROGS) $(TARGET_LIBS)
+# The code reader (disassembly, jump tables) on arbitrary bytes; seeds: the targets' .text, cut in pieces.
+$(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/arch_x86.c user/log.c user/arch.h | $(TEST_BIN)
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< user/arch_x86.c \
+		user/log.c -lbpf -ldl -o $@
+
+fuzz: $(TEST_BIN)/fuzz_symbols $(TEST_BIN)/fuzz_arch $(TARGET_PROGS) $(TARGET_LIBS)
 	mkdir -p $(TEST_BIN)/fuzz-corpus && cp $(TARGET_PROGS) $(TARGET_LIBS) $(TEST_BIN)/fuzz-corpus/
 	$(TEST_BIN)/fuzz_symbols -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(TEST_BIN)/fuzz-corpus
+	mkdir -p $(TEST_BIN)/fuzz-code && $(PYTHON) tests/fuzz/code_seeds.py $(TEST_BIN)/fuzz-code $(TARGET_PROGS)
+	$(TEST_BIN)/fuzz_arch -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(TEST_BIN)/fuzz-code
 
-test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(TEST_BIN)/fuzz_symbols
+# Debian's own nginx, whose code once crashed fnprof (issue 37): unpacked into the test cache, never
+# installed, so that no daemon starts on port 80. make test-deps fetches it (apt-get download).
+DEBIAN_NGINX := $(TEST_BIN)/debian/nginx/usr/sbin/nginx
+$(DEBIAN_NGINX): | $(TEST_BIN)
+	$(call msg,APT,$@)
+	$(Q)rm -rf $(TEST_BIN)/debian/nginx && mkdir -p $(TEST_BIN)/debian/nginx
+	$(Q)cd $(TEST_BIN)/debian && (apt-get download -q nginx || (apt-get update -q && apt-get download -q nginx))
+	$(Q)dpkg-deb -x $(TEST_BIN)/debian/nginx_*.deb $(TEST_BIN)/debian/nginx && rm -f $(TEST_BIN)/debian/nginx_*.deb
+test-deps: $(DEBIAN_NGINX)
+
+test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(TEST_BIN)/fuzz_symbols \
+	$(TEST_BIN)/fuzz_arch
 
 # Unit and integration tests run from one harness, which prints "N passed, N failed".
 # The build is a second make: GO is looked up when a Makefile is read, and in
