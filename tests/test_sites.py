@@ -143,3 +143,36 @@ def test_leaf_in_a_program_that_switches_stacks_keeps_ret_exits():
     # its return). So the leaf rule stops there: scramble() calls nothing and still gets ret probes.
     rows = {name: exit for _, _, exit, name in listed("-f", "scramble", "-f", "step", "--", target("coro"), "10")}
     check(rows.get("scramble") == "ret" and rows.get("step") == "ret", f"exits: {rows}")
+
+
+# Issue 37: every function of real objects goes through the code reader (entry site, exits, jump
+# tables) without killing fnprof. Debian's nginx crashed it (ngx_escape_json's jump table, whose
+# base is not a rip-relative lea: a division by zero, exit 132) before anything was attached.
+DEBIAN_NGINX = os.path.join(BIN, "debian", "nginx", "usr", "sbin", "nginx")
+
+
+def list_whole_object(spec, *cmd):
+    """--list over every function of one object: the rows, after checking that fnprof exited 0."""
+    p = run_fnprof(["--list", "-f", spec, "--", *cmd], timeout=300)
+    check(p.returncode == 0, f"--list -f {spec}: exit {p.returncode}\n{p.stderr[-1500:]}")
+    rows = p.stdout.splitlines()[1:]
+    check(rows, f"--list -f {spec}: no function listed")
+    return rows
+
+
+def test_list_every_function_of_debian_nginx():
+    if not os.path.exists(DEBIAN_NGINX):
+        raise Skip(f"Debian's nginx not unpacked at {DEBIAN_NGINX} (make test-deps)")
+    rows = list_whole_object("ngx_escape_json", DEBIAN_NGINX)
+    check(len(rows) == 1, f"ngx_escape_json: {rows}")
+    rows = list_whole_object("nginx:*", DEBIAN_NGINX)
+    check(any(r.split()[-1] == "ngx_escape_json" for r in rows), "ngx_escape_json not listed")
+
+
+def test_list_every_function_of_debian_python_libc_and_go():
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        raise Skip("no Debian python3.11")
+    list_whole_object("python3.11:*", py)
+    list_whole_object("libc:*", py)
+    list_whole_object("gotarget:*", target("gotarget"))
