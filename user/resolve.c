@@ -1142,13 +1142,14 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	return added ? 0 : -ENOENT;
 }
 
-/*
- * Shells and env: what scripts and wrappers run through on the way to the
- * program they are for. "ash" covers dash and busybox's sh by suffix.
- */
-static bool is_wrapper_program(const char *path)
+/* Whether the file name (no directory) is one of a wrapper's. */
+static bool wrapper_name(const char *path)
 {
-	static const char *const names[] = { "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox", "env" };
+	/* Shells ("ash" covers dash and busybox's sh) and the programs that set something up and exec. */
+	static const char *const names[] = {
+		"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox", "env", "taskset", "nice", "ionice",
+		"chrt", "setpriv", "timeout", "nohup", "stdbuf", "numactl", "setsid", "unshare", "prlimit",
+	};
 	const char *base = strrchr(path, '/');
 	size_t i;
 
@@ -1157,6 +1158,13 @@ static bool is_wrapper_program(const char *path)
 		if (!strcmp(base, names[i]))
 			return true;
 	return false;
+}
+
+bool resolve_is_wrapper(const char *path)
+{
+	char real[PATH_MAX];
+
+	return wrapper_name(path) || (realpath(path, real) && wrapper_name(real));
 }
 
 bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const char *real_path)
@@ -1180,7 +1188,7 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 	}
 	symtab_free(st);
 	/* Only library functions asked for: any program could do, the one after the shells is meant. */
-	return fits && (any || !is_wrapper_program(real_path));
+	return fits && (any || !resolve_is_wrapper(real_path));
 }
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
