@@ -143,7 +143,9 @@ def test_library_by_soname_file_name_or_prefix_in_every_mode():
     try:
         for name in names:
             spec = f"{name}:deflate"
-            for args in (["--list", "-p", str(py.pid), "-f", spec], ["--list", "-f", spec, "--", PY, "-c", "0"]):
+            # Attach, launch and system-wide mode.
+            for args in (["--list", "-p", str(py.pid), "-f", spec], ["--list", "-f", spec, "--", PY, "-c", "0"],
+                         ["--list", "-f", spec]):
                 p = run_fnprof(args)
                 check(p.returncode == 0 and p.stdout.split()[-1:] == ["deflate"],
                       f"{args}: exit {p.returncode}\n{p.stdout[-500:]}{p.stderr[-1000:]}")
