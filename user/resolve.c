@@ -1172,7 +1172,7 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 	char objname[PATH_MAX];
 	const struct sym **m;
 	const char *name;
-	bool fits = true, any = false;
+	bool fits = true, any = false, named = false;
 	struct symtab *st;
 	size_t i;
 
@@ -1180,6 +1180,9 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 		return false;
 	for (i = 0; i < o->nr_funcs && fits; i++) {
 		split_func_spec(o->funcs[i], objname, sizeof(objname), &name);
+		/* -f bash:NAME -- bash -c ...: the wrapper itself is meant. */
+		named |= objname[0] && (objname[0] == '/' ? !strcmp(objname, real_path)
+							  : lib_name_matches(real_path, objname));
 		if (objname[0])
 			continue;
 		any = true;
@@ -1188,7 +1191,7 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 	}
 	symtab_free(st);
 	/* Only library functions asked for: any program could do, the one after the shells is meant. */
-	return fits && (any || !resolve_is_wrapper(real_path));
+	return fits && (any || named || !resolve_is_wrapper(real_path));
 }
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)
