@@ -118,3 +118,50 @@ def test_output_file_is_new():
         check(open(existing).read() == open(victim).read() == "keep\n", "an existing file was overwritten")
     finally:
         shutil.rmtree(d)
+
+
+# Issue 37, item 4: LIB:NAME takes a soname, a file name or a prefix in every mode, and a name
+# the program lacks is looked for in its libraries too.
+PY = "/usr/bin/python3.11"
+LIBZ = "/lib/x86_64-linux-gnu/libz.so.1"
+
+
+def zlib_python():
+    """Debian's python with libz mapped (imported), until stopped: the Popen."""
+    p = subprocess.Popen([PY, "-c", "import zlib, time; print('ready', flush=True); time.sleep(120)"],
+                         stdout=subprocess.PIPE, text=True)
+    check(p.stdout.readline().strip() == "ready", "python did not start")
+    return p
+
+
+def test_library_by_soname_file_name_or_prefix_in_every_mode():
+    if not os.path.exists(PY) or not os.path.exists(LIBZ):
+        raise Skip("no Debian python3.11 or libz")
+    # The soname the help shows (libz.so.1), the mapped file's name (libz.so.1.2.13), a prefix.
+    names = ["libz.so.1", os.path.basename(os.path.realpath(LIBZ)), "libz"]
+    py = zlib_python()
+    try:
+        for name in names:
+            spec = f"{name}:deflate"
+            # Attach, launch and system-wide mode.
+            for args in (["--list", "-p", str(py.pid), "-f", spec], ["--list", "-f", spec, "--", PY, "-c", "0"],
+                         ["--list", "-f", spec]):
+                p = run_fnprof(args)
+                check(p.returncode == 0 and p.stdout.split()[-1:] == ["deflate"],
+                      f"{args}: exit {p.returncode}\n{p.stdout[-500:]}{p.stderr[-1000:]}")
+    finally:
+        py.kill()
+        py.wait()
+
+
+def test_suggestions_search_the_libraries():
+    expect_error(["--list", "-f", "malloc", "--", target("work"), "count", "1"], 1,
+                 "no function 'malloc'", "did you mean: libc:malloc")
+    if not os.path.exists(PY):
+        return
+    py = zlib_python()
+    try:
+        expect_error(["--list", "-p", str(py.pid), "-f", "deflate"], 1, "did you mean: libz:deflate")
+    finally:
+        py.kill()
+        py.wait()

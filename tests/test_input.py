@@ -84,6 +84,49 @@ def test_launch_script_that_never_runs_the_function():
         shutil.rmtree(d)
 
 
+# Issue 37, item 5: the common wrappers are followed to the program, as scripts are: through exec
+# (env, nice, taskset, sh -c's last command) and through fork (timeout, a shell's other commands).
+WRAPPERS = [["taskset", "-c", "0"], ["env", "FOO=1"], ["nice"], ["ionice", "-c", "2", "-n", "7"],
+            ["chrt", "-o", "0"], ["setpriv", "--nnp"], ["timeout", "120"]]
+
+
+def test_launch_follows_common_wrappers():
+    work = target("work")
+    # sh -c's command, its last: run by exec.
+    for wrapper in WRAPPERS + [["sh", "-c", '"$@"', "sh"]]:
+        if not shutil.which(wrapper[0]):
+            raise Skip(f"{wrapper[0]} not installed")
+        p = run_fnprof(["-f", "spin_us", "--json", "--", *wrapper, work, "spin", "50", "200"])
+        check(p.returncode == 0, f"{wrapper}: exit {p.returncode}: {p.stderr[-1500:]}")
+        check(f"tracing {work}" in p.stderr, f"{wrapper}: fnprof must say what it traced: {p.stderr[:500]}")
+        check(func(final_report(p.stderr), "spin_us")["calls"] == 200, f"{wrapper}: 200 calls made")
+
+
+def test_launch_follows_forks_of_wrappers_and_keeps_their_status():
+    # The program in a fork child (timeout's; a shell's command that is not its last, or runs in
+    # the background): traced; fnprof exits with the command's status, as it would untraced.
+    work = target("work")
+    for cmd in (["sh", "-c", f"{work} spin 50 200; exit 3"],
+                ["timeout", "120", "sh", "-c", f"{work} spin 50 200; exit 3"],
+                ["sh", "-c", f"{work} spin 50 200 & exit 3"],
+                # More fork children than fnprof follows at once (16): the rest are let go.
+                ["sh", "-c", f"for i in $(seq 40); do /bin/true & done; wait; {work} spin 50 200; exit 3"]):
+        p = run_fnprof(["-f", "spin_us", "--json", "--", *cmd])
+        check(p.returncode == 3, f"{cmd}: exit {p.returncode}, want the command's 3: {p.stderr[-1500:]}")
+        check(f"tracing {work}" in p.stderr, f"{cmd}: fnprof must say what it traced: {p.stderr[:500]}")
+        check(func(final_report(p.stderr), "spin_us")["calls"] == 200, f"{cmd}: 200 calls made")
+
+
+def test_wrapper_running_a_program_without_the_function_stops_there():
+    # The first program that is not a wrapper and lacks the functions ends the search at once: not
+    # after the program ran to its end (a server never would).
+    t0 = time.monotonic()
+    p = run_with_timeout([FNPROF, "-f", "spin_us", "--", "env", "sleep", "60"], timeout=30, text=True)
+    check(p.returncode == 1 and "sleep, which is not a wrapper" in p.stderr,
+          f"exit {p.returncode}: {p.stderr[-800:]}")
+    check(time.monotonic() - t0 < 20, "fnprof waited for the program to end")
+
+
 # --- item 4: FIFOs and other non-regular files ----------------------------------------------------
 
 def test_fifo_as_object_is_refused():

@@ -4,8 +4,11 @@ instruction it single-steps (~10 us), unless a branch of the function can land i
 """
 import os
 import shutil
+import socket
+import subprocess
+import tempfile
 
-from harness import BIN, Skip, check, final_report, func, plain_output, run_fnprof, target, traced, truth
+from harness import BIN, Skip, check, final_report, func, plain_output, run_fnprof, target, traced, truth, wait_for
 
 STEPPED = {"single-stepped", "stepped-pair", "stepped-pair-ret"}
 
@@ -143,3 +146,76 @@ def test_leaf_in_a_program_that_switches_stacks_keeps_ret_exits():
     # its return). So the leaf rule stops there: scramble() calls nothing and still gets ret probes.
     rows = {name: exit for _, _, exit, name in listed("-f", "scramble", "-f", "step", "--", target("coro"), "10")}
     check(rows.get("scramble") == "ret" and rows.get("step") == "ret", f"exits: {rows}")
+
+
+# Issue 37: every function of real objects goes through the code reader (entry site, exits, jump
+# tables) without killing fnprof. Debian's nginx crashed it (ngx_escape_json's jump table, whose
+# base is not a rip-relative lea: a division by zero, exit 132) before anything was attached.
+DEBIAN_NGINX = os.path.join(BIN, "debian", "nginx", "usr", "sbin", "nginx")
+
+
+def list_whole_object(spec, *cmd):
+    """--list over every function of one object: the rows, after checking that fnprof exited 0."""
+    p = run_fnprof(["--list", "-f", spec, "--", *cmd], timeout=300)
+    check(p.returncode == 0, f"--list -f {spec}: exit {p.returncode}\n{p.stderr[-1500:]}")
+    rows = p.stdout.splitlines()[1:]
+    check(rows, f"--list -f {spec}: no function listed")
+    return rows
+
+
+def test_list_every_function_of_debian_nginx():
+    if not os.path.exists(DEBIAN_NGINX):
+        raise Skip(f"Debian's nginx not unpacked at {DEBIAN_NGINX} (make test-deps)")
+    rows = list_whole_object("ngx_escape_json", DEBIAN_NGINX)
+    check(len(rows) == 1, f"ngx_escape_json: {rows}")
+    rows = list_whole_object("nginx:*", DEBIAN_NGINX)
+    check(any(r.split()[-1] == "ngx_escape_json" for r in rows), "ngx_escape_json not listed")
+
+
+def test_list_every_function_of_debian_python_libc_and_go():
+    py = "/usr/bin/python3.11"
+    if not os.path.exists(py):
+        raise Skip("no Debian python3.11")
+    list_whole_object("python3.11:*", py)
+    list_whole_object("libc:*", py)
+    list_whole_object("gotarget:*", target("gotarget"))
+
+
+def start_nginx(d):
+    """Debian's nginx with a config of its own, on 127.0.0.1 at a free port: (master Popen, worker pid)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    temps = " ".join(f"{k}_temp_path {d}/{k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(f"worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;\nevents {{}}\n"
+                f"http {{ access_log off; {temps}\n"
+                f"  server {{ listen 127.0.0.1:{port}; location / {{ return 200 ok; }} }} }}\n")
+    master = subprocess.Popen([DEBIAN_NGINX, "-p", d, "-e", f"{d}/error.log", "-c", f"{d}/nginx.conf",
+                               "-g", "daemon off;"])
+    children = f"/proc/{master.pid}/task/{master.pid}/children"
+    if not wait_for(lambda: os.path.exists(children) and open(children).read().split(), timeout=10):
+        master.kill()
+        log = os.path.join(d, "error.log")
+        raise AssertionError(f"nginx started no worker: {open(log).read() if os.path.exists(log) else ''}")
+    return master, int(open(children).read().split()[0])
+
+
+def test_list_running_debian_nginx_worker():
+    # The issue's own command: -p on a worker, -f ngx_escape_json, then every function.
+    if not os.path.exists(DEBIAN_NGINX):
+        raise Skip(f"Debian's nginx not unpacked at {DEBIAN_NGINX} (make test-deps)")
+    d = tempfile.mkdtemp(prefix="fnprof-nginx-")
+    master = None
+    try:
+        master, worker = start_nginx(d)
+        p = run_fnprof(["-p", str(worker), "--list", "-f", "ngx_escape_json"])
+        check(p.returncode == 0 and p.stdout.split()[-1:] == ["ngx_escape_json"],
+              f"exit {p.returncode}: {p.stdout[-300:]}{p.stderr[-1000:]}")
+        p = run_fnprof(["-p", str(worker), "--list", "-f", "nginx:*"], timeout=300)
+        check(p.returncode == 0 and len(p.stdout.splitlines()) > 1, f"nginx:*: exit {p.returncode}: {p.stderr[-1000:]}")
+    finally:
+        if master:
+            master.terminate()
+            master.wait(timeout=30)
+        shutil.rmtree(d)

@@ -842,7 +842,11 @@ static size_t first_emulated(const struct code_part *p, bool keep_args)
 /* Entries of a jump table read to check where they go (4 KiB). */
 #define TABLE_SCAN_BYTES 4096
 
-/* Whether the jump table of dispatch s can send execution into (lo, hi]: also when it cannot be read. */
+/*
+ * Whether the jump table of dispatch s can send execution into (lo, hi]:
+ * also when it cannot be read, or was not found (table_entry 0: its base
+ * came from anything but a rip-relative lea, as in nginx's ngx_escape_json).
+ */
 static bool table_lands_in(const struct ins *s, __u64 lo, __u64 hi, arch_read_fn read, void *ctx)
 {
 	union {
@@ -852,7 +856,7 @@ static bool table_lands_in(const struct ins *s, __u64 lo, __u64 hi, arch_read_fn
 	size_t n = s->table_entry && read ? read(ctx, s->table_base, &t, sizeof(t)) : 0, i;
 	__u64 to;
 
-	if (n < (size_t)s->table_entry)
+	if (!s->table_entry || n < (size_t)s->table_entry)
 		return true;
 	for (i = 0; i < n / s->table_entry; i++) {
 		to = s->table_entry == 4 ? s->table_base + (__s64)t.rel[i] : t.abs[i];

@@ -203,37 +203,136 @@ void launch_free(struct child *c)
 int launch_follow_start(struct child *c)
 {
 	/* EXITKILL: a command fnprof stops following half-way (fnprof killed) does not run untraced. */
-	if (ptrace(PTRACE_SEIZE, c->pid, NULL, (void *)(long)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)))
+	long opts = PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_EXITKILL;
+
+	if (ptrace(PTRACE_SEIZE, c->pid, NULL, (void *)opts))
 		return -errno;
 	c->following = true;
+	c->program = c->pid;
+	c->traced[0] = c->pid;
+	c->nr_traced = 1;
 	return launch_release(c);
+}
+
+static void forget_traced(struct child *c, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_traced; i++)
+		if (c->traced[i] == pid)
+			c->traced[i] = c->traced[--c->nr_traced];
+}
+
+static void add_traced(struct child *c, pid_t parent);
+
+/* Whether the process (a child of fnprof) exited: looked at, not reaped. */
+static bool command_exited(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_PID, pid, &si, WEXITED | WSTOPPED | WNOWAIT | __WALL) ||
+	       si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
+}
+
+/* Lets a traced process that is not the program go on untraced, stopping it first (ptrace needs a stop). */
+static void release_traced(struct child *c, pid_t pid)
+{
+	int st, sig;
+
+	ptrace(PTRACE_INTERRUPT, pid, NULL, NULL);
+	for (;;) {
+		/* The command's own exit is left for fnprof's wait for its status. */
+		if ((pid == c->pid && command_exited(pid)) || waitpid(pid, &st, __WALL) != pid || WIFEXITED(st) ||
+		    WIFSIGNALED(st))
+			break;
+		/* A fork child it made meanwhile is traced too: it is released in turn. */
+		if (st >> 16 == PTRACE_EVENT_FORK || st >> 16 == PTRACE_EVENT_VFORK)
+			add_traced(c, pid);
+		/* A signal it was about to get goes on to it; any other stop is left. */
+		sig = st >> 16 ? 0 : WSTOPSIG(st);
+		if (!ptrace(PTRACE_DETACH, pid, NULL, (void *)(long)sig) || errno == ESRCH)
+			break;
+	}
+	forget_traced(c, pid);
+}
+
+/* Releases every traced process but keep. */
+static void release_others(struct child *c, pid_t keep)
+{
+	size_t i = 0;
+
+	while (i < c->nr_traced) {
+		if (c->traced[i] == keep)
+			i++;
+		else
+			release_traced(c, c->traced[i]);
+	}
+}
+
+/* A fork child of a traced process (at its fork event): traced from its start, or let go when too many. */
+static void add_traced(struct child *c, pid_t parent)
+{
+	unsigned long child;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent, NULL, &child))
+		return;
+	if (c->nr_traced < sizeof(c->traced) / sizeof(c->traced[0]))
+		c->traced[c->nr_traced++] = child;
+	else
+		release_traced(c, child);
 }
 
 int launch_follow_next(struct child *c, int *status)
 {
+	pid_t pid = c->program;
 	int sig = 0, st;
 
 	for (;;) {
-		if (ptrace(PTRACE_CONT, c->pid, NULL, (void *)(long)sig) && errno != ESRCH)
+		if (pid && ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig) && errno != ESRCH)
 			return -errno;
-		if (waitpid(c->pid, &st, __WALL) != c->pid)
+		pid = waitpid(-1, &st, __WALL);
+		if (pid < 0)
 			return -errno;
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			*status = st;
-			c->following = false;
-			return -ESRCH;
+			forget_traced(c, pid);
+			if (pid == c->pid) {
+				c->exited = true;
+				c->status = st;
+			}
+			/* The command's status once nothing it started can exec a program any more. */
+			if (c->exited && !c->nr_traced) {
+				*status = c->status;
+				c->following = false;
+				return -ESRCH;
+			}
+			pid = 0;
+			continue;
 		}
-		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+		if (st >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+			c->program = pid;
 			return 0;
+		}
+		if (st >> 16 == PTRACE_EVENT_FORK || st >> 16 == PTRACE_EVENT_VFORK)
+			add_traced(c, pid);
 		/* A signal for the command goes on to it; a group stop or other event is passed over. */
 		sig = st >> 16 ? 0 : WSTOPSIG(st);
 	}
 }
 
+void launch_follow_release(struct child *c)
+{
+	/* Stopped at its exec already: no stop to wait for. */
+	if (c->program != c->pid && !ptrace(PTRACE_DETACH, c->program, NULL, NULL))
+		forget_traced(c, c->program);
+	c->program = 0;
+}
+
 int launch_follow_stop(struct child *c)
 {
+	release_others(c, c->program);
 	c->following = false;
-	return ptrace(PTRACE_DETACH, c->pid, NULL, NULL) ? -errno : 0;
+	c->nr_traced = 0;
+	return ptrace(PTRACE_DETACH, c->program, NULL, NULL) ? -errno : 0;
 }
 
 bool launch_is_script(const char *path)
@@ -252,6 +351,8 @@ void launch_abort(struct child *c)
 {
 	if (c->pid > 0 && c->following) {
 		/* Stopped at an exec, before the program it followed to ran a single instruction. */
+		while (c->nr_traced)
+			kill(c->traced[--c->nr_traced], SIGKILL);
 		kill(c->pid, SIGKILL);
 		waitpid(c->pid, NULL, __WALL);
 		c->pid = 0;

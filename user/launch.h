@@ -36,6 +36,11 @@ struct child {
 	int go_fd;          /* write end: a byte lets the child exec */
 	bool released;
 	bool following;     /* ptraced until it execs the program to trace */
+	pid_t program;      /* following: the process stopped at its latest exec (pid, or a fork child's) */
+	pid_t traced[16];   /* following: the processes ptrace follows (the command, its fork children) */
+	size_t nr_traced;
+	bool exited;        /* following: the command exited (reaped: status) before its fork child exec'd */
+	int status;
 	struct launch_signals sigs;
 	struct run_as user;
 };
@@ -57,16 +62,22 @@ int launch_release(struct child *c);
 
 /*
  * Following a script through exec: the command may be a shebang script or a
- * wrapper that execs the real program, and the probes belong to the program
- * that finally runs. launch_follow_start traces the child (ptrace, exec events
- * only) and releases it; each launch_follow_next lets it run to its next exec
- * and returns 0 with it stopped there, right after the exec (its new program
- * mapped, nothing of it run yet), or -ESRCH with its wait status when it
- * exited first. launch_follow_stop lets it go on untraced. 0 or -errno.
+ * wrapper that execs the real program (env, nice, sh -c), or forks a child
+ * that does (timeout, a shell's command before its last), and the probes
+ * belong to the program that finally runs. launch_follow_start traces the
+ * child (ptrace: exec and fork events, up to 16 processes) and releases it;
+ * each launch_follow_next lets them run to the next exec of any of them and
+ * returns 0 with that one (c->program) stopped there, right after the exec
+ * (its new program mapped, nothing of it run yet; c->exited when the command
+ * itself exited meanwhile, as `sh -c 'prog &'` does), or -ESRCH with the
+ * command's wait status when it and every process it forked exited first.
+ * launch_follow_stop lets them all go on untraced. 0 or -errno.
  */
 int launch_follow_start(struct child *c);
 int launch_follow_next(struct child *c, int *status);
 int launch_follow_stop(struct child *c);
+/* Lets c->program go on untraced, when it is a fork child of the command that runs another program. */
+void launch_follow_release(struct child *c);
 
 /* Whether the file at path is a script, not an ELF program: it runs through an interpreter. */
 bool launch_is_script(const char *path);

@@ -376,7 +376,7 @@ static void reap_child(struct run *r)
 
 	if (!r->o->cmd || r->child_reaped)
 		return;
-	if (wait4(r->pid, &r->child_status, WNOHANG, &ru) != r->pid)
+	if (wait4(r->child.pid, &r->child_status, WNOHANG, &ru) != r->child.pid)
 		return;
 	r->child_reaped = true;
 	r->cpu_now = proc_rusage_ns(&ru);
@@ -659,7 +659,7 @@ static int child_exit_code(struct run *r)
 		return EXIT_OK;
 	if (!r->child_reaped && r->exe_seen && r->target_gone) {
 		/* It exec'd another program: still the command the user started, so wait for it. */
-		if (waitpid(r->pid, &r->child_status, 0) == r->pid)
+		if (waitpid(r->child.pid, &r->child_status, 0) == r->child.pid)
 			r->child_reaped = true;
 	}
 	if (!r->child_reaped) {
@@ -691,52 +691,94 @@ static int start_export(struct run *r)
 }
 
 /*
- * Launch mode with a script (a shebang script, a wrapper that execs the real
- * program): the command runs, traced with ptrace, up to the exec of the
- * program to trace, and waits there while the probes go in.
+ * The program found in a fork child of the command (timeout's, a shell's):
+ * the run watches it, and Ctrl-C goes to it; the command's status is taken
+ * at the end, or now if it exited already. 1, or -1 (said).
+ */
+static int watch_program(struct run *r, pid_t pid)
+{
+	if (pid == r->pid)
+		return 1;
+	r->pid = pid;
+	r->child_reaped = r->child.exited;
+	r->child_status = r->child.status;
+	close(r->pidfd);
+	r->pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (r->pidfd >= 0)
+		return 1;
+	log_err("cannot watch process %d: %s", pid, strerror(errno));
+	return -1;
+}
+
+/*
+ * Where following the command stands after an exec: 1 it is the program
+ * to trace, 0 go on (a wrapper; a fork child's program, let go), -1 the
+ * command's own process runs a program without the functions (said).
+ */
+static int followed_exec(struct run *r, const struct resolve_conf *conf)
+{
+	char real[PATH_MAX], clean[PATH_MAX];
+	pid_t pid = r->child.program;
+	ssize_t n;
+
+	snprintf(r->followed, sizeof(r->followed), "/proc/%d/exe", pid);
+	n = readlink(r->followed, real, sizeof(real) - 1);
+	real[n > 0 ? n : 0] = 0;
+	if (resolve_program_fits(conf, r->followed, real)) {
+		log_info("%s is a script or wrapper: tracing %s, the program it runs (pid %d)", r->o->cmd[0],
+			 sanitize_term(real, clean, sizeof(clean)), pid);
+		return watch_program(r, pid);
+	}
+	log_debug("following %s: %s (pid %d) is not the program to trace", r->o->cmd[0], real, pid);
+	if (resolve_is_wrapper(real))
+		return 0;
+	if (pid != r->child.pid) {
+		launch_follow_release(&r->child);
+		return 0;
+	}
+	log_err("%s runs %s, which is not a wrapper (a shell, env, nice, taskset, timeout...) and lacks the "
+		"functions asked for; name the program itself, or its library (-f LIB:NAME)", r->o->cmd[0],
+		sanitize_term(real, clean, sizeof(clean)));
+	return -1;
+}
+
+/*
+ * Launch mode with a script or a wrapper (a shebang script, env, nice,
+ * sh -c, timeout): the command runs, traced with ptrace, up to the exec of
+ * the program to trace, and waits there while the probes go in.
  */
 static int follow_to_program(struct run *r)
 {
 	const struct resolve_conf conf = { .funcs = r->o->funcs, .nr_funcs = r->o->nr_funcs };
-	char real[PATH_MAX], clean[PATH_MAX];
-	int err, status, hops;
-	ssize_t n;
+	int err, status, hops, fits = 0;
 
 	err = launch_follow_start(&r->child);
-	for (hops = 0; !err && hops < 64; hops++) {
+	for (hops = 0; !err && !fits && hops < 4096; hops++) {
 		err = launch_follow_next(&r->child, &status);
-		if (err)
-			break;
-		snprintf(r->followed, sizeof(r->followed), "/proc/%d/exe", r->pid);
-		n = readlink(r->followed, real, sizeof(real) - 1);
-		real[n > 0 ? n : 0] = 0;
-		if (resolve_program_fits(&conf, r->followed, real)) {
-			log_info("%s is a script: tracing %s, the program it runs (pid %d)", r->o->cmd[0],
-				 sanitize_term(real, clean, sizeof(clean)), r->pid);
-			return 0;
-		}
-		log_debug("following %s: %s is not the program to trace", r->o->cmd[0], real);
+		fits = err ? 0 : followed_exec(r, &conf);
 	}
+	if (fits > 0)
+		return 0;
 	r->followed[0] = 0;
 	if (err == -ESRCH) {
 		r->child_reaped = true;
 		r->child_status = status;
-		log_err("%s is a script, and it exited (status %d) before it exec'd a program with the functions "
-			"asked for; name the program itself (see -v for the programs it ran)", r->o->cmd[0],
+		log_err("%s is a script or wrapper, and it exited (status %d) before it exec'd a program with the "
+			"functions asked for; name the program itself (see -v for the programs it ran)", r->o->cmd[0],
 			launch_exit_code(status));
-	} else {
+	} else if (!fits) {
 		log_err("cannot follow %s through exec: %s", r->o->cmd[0], err ? strerror(-err) : "too many execs");
 	}
 	return EXIT_FAIL;
 }
 
-/* Whether the command is a script to follow to its program (with functions to trace). */
+/* Whether the command is a script or wrapper to follow to its program (with functions to trace). */
 static bool needs_follow(struct run *r)
 {
 	char path[PATH_MAX];
 
 	return r->o->cmd && r->o->nr_funcs && !find_in_path(r->o->cmd[0], path, sizeof(path)) &&
-	       launch_is_script(path);
+	       (launch_is_script(path) || resolve_is_wrapper(path));
 }
 
 /*
@@ -775,8 +817,8 @@ static int run(struct run *r)
 	steps_mark("target set-up");
 	if (!err && r->o->list) {
 		if (needs_follow(r)) {
-			log_err("%s is a script: --list reads programs without running them; name its interpreter "
-				"or the program it runs", r->o->cmd[0]);
+			log_err("%s is a script or wrapper: --list reads programs without running them; name its "
+				"interpreter or the program it runs", r->o->cmd[0]);
 			return EXIT_FAIL;
 		}
 		err = resolve(r);

@@ -171,20 +171,27 @@ static bool locate_needed(const char *file, const char *runpath, const char *ori
 	return false;
 }
 
-/* Launch mode: the library of exe's DT_NEEDED entries that name designates. */
-static int find_needed(const char *exe, const char *name, char *buf, size_t size)
+/* An executable's DT_NEEDED entries and where its loader looks first. */
+struct needed {
+	char name[64][256];
+	size_t nr;
+	char runpath[PATH_MAX];
+	char origin[PATH_MAX];  /* its directory, for $ORIGIN */
+};
+
+/* Reads exe's DT_NEEDED entries and DT_RUNPATH (or DT_RPATH) into nd. 0 or -errno. */
+static int read_needed(const char *exe, struct needed *nd)
 {
-	char origin[PATH_MAX], needed[64][256];
-	const char *runpath = NULL;
-	size_t i, nr = 0;
 	Elf_Scn *scn = NULL;
-	int fd, found = -ENOENT;
 	GElf_Shdr sh;
 	GElf_Dyn dyn;
+	size_t i;
 	Elf *elf;
+	int fd;
 
-	snprintf(origin, sizeof(origin), "%s", exe);
-	*(strrchr(origin, '/') ? strrchr(origin, '/') : origin) = 0;
+	memset(nd, 0, sizeof(*nd));
+	snprintf(nd->origin, sizeof(nd->origin), "%s", exe);
+	*(strrchr(nd->origin, '/') ? strrchr(nd->origin, '/') : nd->origin) = 0;
 	fd = symtab_open(exe);
 	if (fd < 0)
 		return fd;
@@ -200,20 +207,61 @@ static int find_needed(const char *exe, const char *name, char *buf, size_t size
 
 			if (!s)
 				continue;
-			if (dyn.d_tag == DT_NEEDED && nr < 64)
-				snprintf(needed[nr++], sizeof(needed[0]), "%s", s);
-			else if (dyn.d_tag == DT_RUNPATH || (dyn.d_tag == DT_RPATH && !runpath))
-				runpath = s;
+			if (dyn.d_tag == DT_NEEDED && nd->nr < 64)
+				snprintf(nd->name[nd->nr++], sizeof(nd->name[0]), "%s", s);
+			else if (dyn.d_tag == DT_RUNPATH || (dyn.d_tag == DT_RPATH && !nd->runpath[0]))
+				snprintf(nd->runpath, sizeof(nd->runpath), "%s", s);
 		}
 		break;
 	}
-	for (i = 0; i < nr && found; i++)
-		if (lib_name_matches(needed[i], name) && locate_needed(needed[i], runpath, origin, buf, size))
-			found = 0;
 	if (elf)
 		elf_end(elf);
 	close(fd);
+	return 0;
+}
+
+/*
+ * Whether the object at path is the one name designates: its file name, a
+ * short name (lib_name_matches: "libc" for libc.so.6), or a prefix of its
+ * file name that ends where a version or suffix starts: "libz.so.1" (the
+ * soname) for libz.so.1.2.13, "python3" for python3.11.
+ */
+static bool object_name_matches(const char *path, const char *name)
+{
+	const char *base = strrchr(path, '/');
+	size_t n = strlen(name);
+
+	base = base ? base + 1 : path;
+	return lib_name_matches(path, name) || (n && !strncmp(base, name, n) && (base[n] == '.' || base[n] == '-'));
+}
+
+/* Launch mode: the library of exe's DT_NEEDED entries that name designates. */
+static int find_needed(const char *exe, const char *name, char *buf, size_t size)
+{
+	struct needed *nd = malloc(sizeof(*nd));
+	int found = nd ? read_needed(exe, nd) : -ENOMEM;
+	size_t i;
+
+	if (!found)
+		found = -ENOENT;
+	for (i = 0; nd && i < nd->nr && found; i++)
+		if (object_name_matches(nd->name[i], name) &&
+		    locate_needed(nd->name[i], nd->runpath[0] ? nd->runpath : NULL, nd->origin, buf, size))
+			found = 0;
+	free(nd);
 	return found;
+}
+
+/* Whether the file at path starts as an ELF file does (libc.so, say, is a linker script). */
+static bool is_elf(const char *path)
+{
+	unsigned char m[4] = { 0 };
+	int fd = open_regular(AT_FDCWD, path, 0);
+	bool elf = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return elf;
 }
 
 /* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
@@ -225,7 +273,8 @@ static int find_system_lib(const char *name, char *buf, size_t size)
 
 	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
-		if (locate_needed(file, NULL, "", buf, size))
+		/* Not /usr/lib/python3.11, a directory, for "python3.11". */
+		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
 			return 0;
 	}
 	return -ENOENT;
@@ -242,18 +291,6 @@ static int hold_fd(struct resolver *r, int fd, char *open_path)
 	r->out->held_fds[r->out->nr_held++] = fd;
 	snprintf(open_path, PATH_MAX, "/proc/%d/fd/%d", getpid(), fd);
 	return 0;
-}
-
-/* Whether the file at path starts as an ELF file does (libc.so, say, is a linker script). */
-static bool is_elf(const char *path)
-{
-	unsigned char m[4] = { 0 };
-	int fd = open_regular(AT_FDCWD, path, 0);
-	bool elf = fd >= 0 && read(fd, m, 4) == 4 && !memcmp(m, "\177ELF", 4);
-
-	if (fd >= 0)
-		close(fd);
-	return elf;
 }
 
 /* System-wide: the library named so in the system directories, as the host's programs load it. */
@@ -348,6 +385,41 @@ static int open_mapped(struct resolver *r, const char *path, char *open_path)
 	return -EPERM;
 }
 
+/* The mapped object that name designates (object_name_matches), the closest match first, or NULL. */
+static const char *find_mapped_object(const struct procmaps *pm, const char *name)
+{
+	const char *p = procmaps_find_object(pm, name);
+	size_t i;
+
+	for (i = 0; !p && name[0] != '/' && i < pm->nr; i++)
+		if (pm->maps[i].path[0] == '/' && object_name_matches(pm->maps[i].path, name))
+			p = pm->maps[i].path;
+	return p;
+}
+
+/*
+ * Launch mode: the object a -f prefix names, as the process will map it:
+ * the executable by its name, a library it needs, the executable by a
+ * prefix of its name, a library of the system's. 0 or -ENOENT (said).
+ */
+static int locate_launch_object(const struct resolver *r, const char *objname, char *path)
+{
+	if (objname[0] == '/') {
+		snprintf(path, PATH_MAX, "%s", objname);
+		return 0;
+	}
+	if (lib_name_matches(r->exe, objname) ||
+	    (find_needed(r->exe, objname, path, PATH_MAX) && object_name_matches(r->exe, objname))) {
+		snprintf(path, PATH_MAX, "%s", r->exe);
+		return 0;
+	}
+	if (!find_needed(r->exe, objname, path, PATH_MAX) || !find_system_lib(objname, path, PATH_MAX))
+		return 0;
+	log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
+		objname, r->exe);
+	return -ENOENT;
+}
+
 /* Where the object named by a -f prefix is: as the target sees it, and for us to open. */
 static int locate_object(struct resolver *r, const char *objname, char *path, char *open_path)
 {
@@ -361,18 +433,12 @@ static int locate_object(struct resolver *r, const char *objname, char *path, ch
 		return 0;
 	}
 	if (r->launch) {
-		if (objname[0] == '/')
-			snprintf(path, PATH_MAX, "%s", objname);
-		else if (find_needed(r->exe, objname, path, PATH_MAX) &&
-			 find_system_lib(objname, path, PATH_MAX)) {
-			log_err("no library '%s' among the libraries %s needs, nor in the system library directories",
-				objname, r->exe);
+		if (locate_launch_object(r, objname, path))
 			return -ENOENT;
-		}
 		strcpy(open_path, path);
 		return 0;
 	}
-	p = procmaps_find_object(r->pm, objname);
+	p = find_mapped_object(r->pm, objname);
 	if (!p && objname[0] != '/') {
 		log_err("no object matching '%s' is mapped by process %d (see /proc/%d/maps)",
 			objname, r->pid, r->pid);
@@ -859,11 +925,74 @@ static int add_probe(struct resolver *r, const struct sym *s, const char *path, 
 	return 0;
 }
 
-static void report_not_found(const struct symtab *st, const char *path, const char *name)
+/* Libraries searched for a name the executable lacks: the first this many. */
+#define SUGGEST_LIBS 32
+
+/* The libraries the program maps (attach mode) or needs (launch mode), into paths: how many. */
+static size_t program_libraries(const struct resolver *r, char (*paths)[PATH_MAX], size_t max)
+{
+	struct needed *nd;
+	size_t i, n = 0;
+
+	for (i = 0; r->pm && i < r->pm->nr && n < max; i++) {
+		const char *p = r->pm->maps[i].path;
+
+		if (p[0] == '/' && strcmp(p, r->exe) && (!n || strcmp(p, paths[n - 1])))
+			snprintf(paths[n++], PATH_MAX, "%s", p);
+	}
+	if (r->pm || !(nd = malloc(sizeof(*nd))))
+		return n;
+	for (i = 0; !read_needed(r->exe, nd) && i < nd->nr && n < max; i++)
+		if (locate_needed(nd->name[i], nd->runpath[0] ? nd->runpath : NULL, nd->origin, paths[n], PATH_MAX))
+			n++;
+	free(nd);
+	return n;
+}
+
+/* Whether the library at path (as the target sees it) has a function name matches. */
+static bool library_has(const struct resolver *r, const char *path, const char *name)
+{
+	int fd = r->pm ? proc_open_in_root(r->pid, path) : open_regular(AT_FDCWD, path, 0);
+	const struct sym **m = NULL;
+	struct symtab *st = NULL;
+	char open_path[64];
+	bool has;
+
+	if (fd < 0)
+		return false;
+	snprintf(open_path, sizeof(open_path), "/proc/self/fd/%d", fd);
+	has = !symtab_load_target(open_path, path, r->pid, &st) && symtab_match(st, name, &m) > 0;
+	free(m);
+	symtab_free(st);
+	close(fd);
+	return has;
+}
+
+/* Prints ", LIB:name" (the first time "; did you mean: LIB:name") for each library with name: how many. */
+static size_t suggest_libraries(const struct resolver *r, const char *name)
+{
+	char (*paths)[PATH_MAX] = malloc(SUGGEST_LIBS * sizeof(*paths)), clean[256];
+	size_t i, n = paths ? program_libraries(r, paths, SUGGEST_LIBS) : 0, said = 0;
+
+	for (i = 0; i < n && said < 3; i++) {
+		const char *base = strrchr(paths[i], '/') + 1, *so = strstr(base, ".so");
+
+		if (!library_has(r, paths[i], name))
+			continue;
+		fprintf(stderr, "%s%.*s:%s", said++ ? ", " : "; did you mean: ", so ? (int)(so - base) : (int)strlen(base),
+			base, sanitize_term(name, clean, sizeof(clean)));
+	}
+	free(paths);
+	return said;
+}
+
+/* No function name in the object at path: says so, with the names it may have meant, in the libraries too. */
+static void report_not_found(const struct resolver *r, const struct symtab *st, const char *path, const char *name,
+			     bool in_exe)
 {
 	const char *near[5];
 	char clean[256];
-	size_t i, n;
+	size_t i, n, libs = 0;
 
 	if (st->source == SYMS_NONE) {
 		log_err("%s is stripped: it has no symbol table (.symtab), no separate debug file (looked for by "
@@ -878,8 +1007,12 @@ static void report_not_found(const struct symtab *st, const char *path, const ch
 		st->source == SYMS_GOPCLNTAB ? ".gopclntab: the Go binary is stripped, names from the Go runtime's table" :
 		".dynsym: the binary is stripped and has no debug file, only exported functions are known",
 		st->source == SYMS_DEBUG_FILE ? st->debug_file : "");
+	/* A name of a library the program uses, given without its library: the likeliest meaning. */
+	if (in_exe && !r->system)
+		libs = suggest_libraries(r, name);
 	for (i = 0; i < n; i++)
-		fprintf(stderr, "%s%s", i ? ", " : "; did you mean: ", sanitize_term(near[i], clean, sizeof(clean)));
+		fprintf(stderr, "%s%s", i || libs ? ", " : "; did you mean: ",
+			sanitize_term(near[i], clean, sizeof(clean)));
 	fputc('\n', stderr);
 }
 
@@ -1005,17 +1138,18 @@ static int resolve_spec(struct resolver *r, const char *spec)
 	if (err)
 		return err;
 	if (!added)
-		report_not_found(st, path, name);
+		report_not_found(r, st, path, name, !objname[0]);
 	return added ? 0 : -ENOENT;
 }
 
-/*
- * Shells and env: what scripts and wrappers run through on the way to the
- * program they are for. "ash" covers dash and busybox's sh by suffix.
- */
-static bool is_wrapper_program(const char *path)
+/* Whether the file name (no directory) is one of a wrapper's. */
+static bool wrapper_name(const char *path)
 {
-	static const char *const names[] = { "sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox", "env" };
+	/* Shells ("ash" covers dash and busybox's sh) and the programs that set something up and exec. */
+	static const char *const names[] = {
+		"sh", "bash", "dash", "ash", "zsh", "ksh", "mksh", "busybox", "env", "taskset", "nice", "ionice",
+		"chrt", "setpriv", "timeout", "nohup", "stdbuf", "numactl", "setsid", "unshare", "prlimit",
+	};
 	const char *base = strrchr(path, '/');
 	size_t i;
 
@@ -1026,12 +1160,19 @@ static bool is_wrapper_program(const char *path)
 	return false;
 }
 
+bool resolve_is_wrapper(const char *path)
+{
+	char real[PATH_MAX];
+
+	return wrapper_name(path) || (realpath(path, real) && wrapper_name(real));
+}
+
 bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const char *real_path)
 {
 	char objname[PATH_MAX];
 	const struct sym **m;
 	const char *name;
-	bool fits = true, any = false;
+	bool fits = true, any = false, named = false;
 	struct symtab *st;
 	size_t i;
 
@@ -1039,6 +1180,9 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 		return false;
 	for (i = 0; i < o->nr_funcs && fits; i++) {
 		split_func_spec(o->funcs[i], objname, sizeof(objname), &name);
+		/* -f bash:NAME -- bash -c ...: the wrapper itself is meant. */
+		named |= objname[0] && (objname[0] == '/' ? !strcmp(objname, real_path)
+							  : lib_name_matches(real_path, objname));
 		if (objname[0])
 			continue;
 		any = true;
@@ -1047,7 +1191,7 @@ bool resolve_program_fits(const struct resolve_conf *o, const char *exe, const c
 	}
 	symtab_free(st);
 	/* Only library functions asked for: any program could do, the one after the shells is meant. */
-	return fits && (any || !is_wrapper_program(real_path));
+	return fits && (any || named || !resolve_is_wrapper(real_path));
 }
 
 int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *out)

@@ -36,9 +36,16 @@ int resolve_probes(const struct resolve_conf *conf, pid_t pid, struct probe_list
 /*
  * Whether the program at exe (real_path: its name) is the one to trace when
  * following a script: it has a function for every -f NAME of the main
- * executable; with only LIB:NAME patterns, any program but a shell or env.
+ * executable; with only LIB:NAME patterns, any program but a wrapper.
  */
 bool resolve_program_fits(const struct resolve_conf *conf, const char *exe, const char *real_path);
+
+/*
+ * Whether the program at path (or the file it links to) is a wrapper: a
+ * shell, or a program that sets something up and runs the command it is
+ * given (env, nice, taskset, timeout...), to follow to the program it runs.
+ */
+bool resolve_is_wrapper(const char *path);
 
 /* Splits "LIB:NAME" / "/path:NAME" / "NAME" (a C++ "a::b" is a name). obj is NULL for NAME. */
 void split_func_spec(const char *spec, char *obj, size_t obj_size, const char **name);

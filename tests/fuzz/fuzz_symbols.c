@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: the ELF symbol reader on arbitrary bytes. fnprof reads
- * objects of processes it does not trust; malformed ELF must never crash it.
+ * libFuzzer target: the ELF symbol reader, and the DWARF inline reader, on
+ * arbitrary bytes. fnprof reads objects of processes it does not trust;
+ * malformed ELF or DWARF must never crash it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "inlines.h"
 #include "symbols.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -18,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int fd = -1;
 	const struct sym **m = NULL;
 	struct symtab *st = NULL;
-	const char *near[3];
+	const char *near[3], *names[8];
+	struct inlines *inl;
 	char path[64];
 	__u64 v;
 
@@ -38,6 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	symtab_match(st, "*a*", &m);
 	free(m);
 	symtab_suggest(st, "main", near, 3);
+	/* Its DWARF's inlined calls, as a sampled stack's frames ask for them. */
+	inl = inlines_open(dup(fd), NULL, 0);
+	for (size_t i = 0; inl && i < st->nr && i < 64; i++)
+		inlines_at(inl, st->syms[i].addr + st->syms[i].size / 2, names, 8);
+	inlines_close(inl);
 	symtab_free(st);
 	return 0;
 }

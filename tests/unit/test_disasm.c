@@ -353,6 +353,26 @@ static void jump_table_cases_are_read(void)
 	table_at = 0;
 }
 
+/*
+ * Issue 37: the same dispatch with its table's address from a mov, not a rip-relative lea (nginx's
+ * ngx_escape_json): a table fnprof cannot find. It counts as one that lands anywhere; it was a
+ * division by zero (SIGFPE, fnprof's own death before attaching anything).
+ */
+static void jump_table_not_found(void)
+{
+	static const unsigned char f[] = { 0x89, 0xff, 0x83, 0xff, 0x03, 0x77, 0x10, 0x48, 0xc7, 0xc2, 0x00, 0x20,
+					   0x00, 0x00, 0x48, 0x63, 0x04, 0xba, 0x48, 0x01, 0xd0, 0xff, 0xe0, 0xb8,
+					   0xff, 0xff, 0xff, 0xff, 0xc3 };
+	struct code_part part = { f, sizeof(f), BASE };
+	struct arch_code *a = arch_code_new(&part, 1);
+
+	table_at = BASE + 0x1000;
+	CHECK(skip_of(f, sizeof(f), NULL, 0) == 0);
+	CHECK(a && arch_entry_skip(a, false, NULL, NULL) == 0);
+	arch_code_free(a);
+	table_at = 0;
+}
+
 /* test %rdi,%rdi; je 1f; push %rbx; pop %rbx; 1: ret, with a cold part jumping back to the je. */
 static void cold_part_landing_in_the_skipped_bytes(void)
 {
@@ -402,6 +422,7 @@ int main(void)
 	RUN(leaves);
 	RUN(entry_keeps_the_arguments_when_asked);
 	RUN(jump_table_cases_are_read);
+	RUN(jump_table_not_found);
 	RUN(cold_part_landing_in_the_skipped_bytes);
 	RUN(indirect_tail_call_is_an_exit);
 	RUN(leave_restores_the_height);
