@@ -40,9 +40,10 @@ def fn(rep, name):
 
 
 def total_of(reps, name, value):
-    """A function's total value summed over interval reports (0 where it is absent)."""
+    """A function's total value summed over interval reports (0 where it is absent): those of -i,
+    not the run's total that follows them; a run's single report is its total."""
     s = 0.0
-    for r in reps:
+    for r in [r for r in reps if not r["total"]] or reps:
         for f in r["functions"]:
             if f["name"] == name:
                 s += f["total"][value]
@@ -90,8 +91,9 @@ def test_offcpu_thread_started_later_pid_mode_intervals():
         out, _ = tg.stop()
     t = truth(out, "offcpu")
     check(len(reps) >= 3, f"{len(reps)} reports with -i 0.5")
-    # With -i every report, the final one too, covers its own interval.
+    # With -i every interval report, the last one too, covers its own interval; the total, all.
     s = total_of(reps, "sleep_1ms", "delay")
+    check(abs(total_of(reps[-1:], "sleep_1ms", "delay") - s) <= 1e-6 * s, "the total is the intervals' sum")
     check(abs(s - t["slept_ns"]) <= 0.1 * t["slept_ns"], f"sleep_1ms {s / 1e6:.1f} ms over the intervals vs "
           f"truth {t['slept_ns'] / 1e6:.1f} ms")
 
@@ -334,7 +336,7 @@ def test_mutex_pid_mode_intervals_pprof():
             reps, _ = profiled("mutex", ["-d", "1.2", "-i", "0.4", "--pprof", path], pid=tg.pid)
             tg.stop()
         check(len(reps) >= 3, f"{len(reps)} reports")
-        lock = sum(r["kind"]["lock"]["delay"] for r in reps)
+        lock = sum(r["kind"]["lock"]["delay"] for r in reps if not r["total"])
         rel = total_of(reps, "release_lock", "delay")
         check(lock > 0 and rel >= 0.8 * lock, f"release_lock {rel / 1e6:.0f} ms of {lock / 1e6:.0f} ms")
         top = pprof_top(path, "-cum", "-tagfocus=kind=lock")
@@ -343,3 +345,63 @@ def test_mutex_pid_mode_intervals_pprof():
         check("take_lock" in top, top)
     finally:
         shutil.rmtree(d)
+
+
+def check_intervals_then_total(reps, mode, span):
+    """reps of one mode with -i: intervals, then one total (as tracing's) whose counts are the
+    intervals' sums, over the whole run (span seconds at least), not the last interval only."""
+    check(len(reps) >= 3, f"{mode}: {len(reps)} reports")
+    ivals, total = reps[:-1], reps[-1]
+    check(total.get("total") is True and not any(r.get("total") for r in ivals),
+          f"{mode}: no total after the intervals: {[r.get('total') for r in reps]}")
+    check(abs(total["interval_s"] - sum(r["interval_s"] for r in ivals)) < 0.02 and total["interval_s"] >= span,
+          f"{mode}: total over {total['interval_s']:.2f} s, intervals {[r['interval_s'] for r in ivals]}")
+    for key in ("samples", "events", "kept") if mode == "sample" else ("events", "kept"):
+        if key in total:
+            check(total[key] == sum(r[key] for r in ivals), f"{mode} {key}: {total[key]} vs {[r[key] for r in ivals]}")
+    if mode == "sample":
+        rows = lambda r: {(f["name"], f["object"]): f["self_samples"] for f in r["functions"]}
+    else:
+        # In use is a state: the total's is the last interval's; the other values add up.
+        rows = lambda r: {(f["name"], f["object"]): {k: v for k, v in f["self"].items() if "inuse" not in k}
+                          for f in r["functions"]}
+        for k, v in total["totals"].items():
+            want = ivals[-1]["totals"][k] if "inuse" in k else sum(r["totals"][k] for r in ivals)
+            check(abs(v - want) <= 1e-6 * max(abs(want), 1), f"{mode} {k}: total {v}, intervals {want}")
+    summed = {}
+    for r in ivals:
+        for key, v in rows(r).items():
+            if mode == "sample":
+                summed[key] = summed.get(key, 0) + v
+            else:
+                summed[key] = {k: summed.get(key, {}).get(k, 0) + x for k, x in v.items()}
+    got = {key: v for key, v in rows(total).items() if v and (mode == "sample" or any(v.values()))}
+    want = {key: v for key, v in summed.items() if v and (mode == "sample" or any(v.values()))}
+    check(got.keys() == want.keys(), f"{mode}: rows {sorted(got)} vs the intervals' {sorted(want)}")
+    for key in got:
+        same = got[key] == want[key] if mode == "sample" else \
+            all(abs(got[key][k] - want[key][k]) <= 1e-6 * max(abs(want[key][k]), 1) for k in got[key])
+        check(same, f"{mode} {key}: total {got[key]}, intervals {want[key]}")
+
+
+def test_intervals_end_with_a_total_for_sampling_and_every_profile():
+    # With -i, sampling and the profiles ended with the last interval only (the heap profile's
+    # final report: 0.12 s of a 2 s run); tracing ends with a total. Now they all do.
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "report.json")
+        argv = ["-i", "0.4", "--json", "-o", out] + sum((["--profile", k] for k in ("cpu", "offcpu", "mutex")), [])
+        p = run_fnprof(argv + ["--", target("mutex"), "1.0"], timeout=90)
+        check(p.returncode == 0, p.stderr[-2000:])
+        reps = json_reports(open(out).read())
+        p = run_fnprof(["--profile", "heap", "--heap-rate", "64K", "-i", "0.4", "--json", "-o", out + "2", "--",
+                        target("heap"), "32", "1"], timeout=90)
+        check(p.returncode == 0, p.stderr[-2000:])
+        reps += json_reports(open(out + "2").read())
+        text = run_fnprof(["--profile", "offcpu", "-i", "0.4", "--", target("mutex"), "1.0"], timeout=90).stderr
+    finally:
+        shutil.rmtree(d)
+    for mode in ("sample", "offcpu", "mutex", "heap"):
+        check_intervals_then_total([r for r in reps if r["mode"] == mode], mode, 0.9)
+    heads = [l.split()[1] for l in text.splitlines() if l.startswith("offcpu prof")]
+    check(heads[-1] == "profiled:" and heads.count("profiled:") == 1 and len(heads) >= 3, f"headers {heads}")

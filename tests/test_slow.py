@@ -127,6 +127,8 @@ def test_slow_bad_durations_and_combinations_are_usage_errors():
     cases = [
         (["--slow", "abc", "-f", "handle"], "invalid --slow"),
         (["--slow", "0", "-f", "handle"], "invalid --slow"),
+        (["--slow", "0ms", "-f", "handle"], "invalid --slow"),
+        (["--slow", "2", "-f", "handle"], "needs a unit (ns, us, ms, s or m)"),  # was 2 ns: every call
         (["--slow", "5parsecs", "-f", "handle"], "invalid --slow"),
         (["--slow", "-1ms", "-f", "handle"], "invalid --slow"),
         (["--slow", "1ms"], "add -f FUNC"),

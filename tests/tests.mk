@@ -170,7 +170,10 @@ test:
 	$(Q)$(MAKE) --no-print-directory test-build
 	$(Q)$(PYTHON) tests/run.py $(TESTS)
 
-demo: fnprof $(TEST_BIN)/demo
+# The programs that the examples in README.md and docs/ run: after `make demo` they all run as written
+# (tests/test_tool.py checks it).
+DOC_PROGS := $(TEST_BIN)/demo $(TEST_BIN)/slowcall $(TEST_BIN)/work $(TEST_BIN)/burn
+demo: fnprof $(DOC_PROGS)
 	./fnprof -f parse_record -f 'wait_*' --sample --svg demo.svg -- $(TEST_BIN)/demo 3
 
 # Benchmarks (bench/Makefile builds the targets and the floor into bench/.output).

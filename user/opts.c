@@ -34,7 +34,9 @@ static const char usage_text[] =
 "                         program with the -f functions\n"
 "  -a, --all              sample every process on every CPU (not fnprof itself, not the idle\n"
 "                         task): the table gets PID and COMM columns, pprof samples the\n"
-"                         labels pid and comm; no -p, command or -f\n"
+"                         labels pid and comm; at most 512 processes hold their symbols at\n"
+"                         once, 64 an unwinder. No -p, command, -f, --svg, --by or profile\n"
+"                         other than cpu\n"
 "  (neither)              system-wide: every process that maps the -f objects, running or\n"
 "                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
@@ -48,11 +50,14 @@ static const char usage_text[] =
 "  -f LIB:NAME            a function of a mapped shared object (libc:malloc, libfoo.so.1:bar;\n"
 "                         LIB: a soname, a file name or a prefix, or the program's own name)\n"
 "  -f /path/obj:NAME      a function of the object at this path\n"
-"      --list             print what the -f patterns match (object, address, size) and exit\n"
+"      --list             print what the -f patterns match and exit: object, address, file\n"
+"                         offset, size, site kind, bytes skipped, exit mode, function\n"
 "\n"
 "Report:\n"
-"  -d, --duration SEC     stop after SEC seconds (default: Ctrl-C, SIGTERM or target exit)\n"
-"  -i, --interval SEC     print a report every SEC seconds (figures per interval)\n"
+"  -d, --duration SEC     stop after SEC seconds, or 500ms, 10s, 2m (units: ns, us, ms, s, m)\n"
+"                         (default: Ctrl-C, SIGTERM, SIGHUP or the target's exit)\n"
+"  -i, --interval SEC     a report every SEC seconds (or 500ms, 1m) with that interval's\n"
+"                         figures; a total follows at the end\n"
 "      --hist             add latency histograms\n"
 "      --json             one JSON object per report, on one line, to stdout (for jq)\n"
 "  -o, --output FILE      write reports to FILE, a new file; - for stdout (default: the\n"
@@ -65,9 +70,10 @@ static const char usage_text[] =
 "      --stepped=MODE     single-stepped entries: pair (default: a twin probe on the next\n"
 "                         instruction times each call's step) or single (one probe, cheaper)\n"
 "      --slow DURATION    for each call of a -f function that takes DURATION or longer\n"
-"                         (500us, 2ms, 1s): its on-CPU, run-queue and blocked time, its\n"
-"                         caller's stack and the stack where it blocked longest (at most\n"
-"                         100 a second; the last 20 shown after the table, 256 in --json)\n"
+"                         (500us, 2ms, 1s: a unit is needed): its on-CPU, run-queue and\n"
+"                         blocked time, its caller's stack and the stack where it blocked\n"
+"                         longest (at most 100 a second; the last 20 shown after the table,\n"
+"                         256 in --json)\n"
 "      --max-overhead PCT keep the probes' cost under PCT% of the target's CPU time: attach\n"
 "                         them in bursts and extrapolate (figures marked as estimates)\n"
 "\n"
@@ -93,7 +99,8 @@ static const char usage_text[] =
 "                         samples, a latency heatmap per -f function (open it in a browser)\n"
 "      --call-graph MODE  how user stacks are walked: fp (frame pointers, in the kernel),\n"
 "                         dwarf[,SIZE] (SIZE bytes of stack copied per sample or kept event,\n"
-"                         default 16384, unwound with the objects' CFI), auto (default: dwarf)\n"
+"                         default 16384, unwound with the objects' CFI), auto (default: dwarf,\n"
+"                         fp for Go programs)\n"
 "\n"
 "Symbols:\n"
 "      --no-debuginfod    do not download debug info (DEBUGINFOD_URLS) for stripped objects\n"
@@ -106,7 +113,8 @@ static const char usage_text[] =
 "                         With several, --pprof FILE writes FILE with .KIND before its extension\n"
 "                         (out.pb.gz: out.cpu.pb.gz, out.offcpu.pb.gz, ...)\n"
 "      --offcpu-rate NS   waits of NS ns or more are all kept, shorter ones sampled with\n"
-"                         probability wait/NS and scaled (default 100000: 100 us; 1us, 2ms work)\n"
+"                         probability wait/NS and scaled (default 100000: 100 us; units:\n"
+"                         1us, 2ms)\n"
 "      --heap-rate BYTES  mean bytes between heap samples (default 512K: 524288)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
@@ -214,6 +222,43 @@ int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+int parse_duration(const char *s, double bare_ns, double *out_ns)
+{
+	static const char *const units[] = { "ns", "us", "ms", "s", "m" };
+	static const double mult[] = { 1, 1e3, 1e6, 1e9, 60e9 };
+	char *end;
+	double v;
+	size_t i;
+
+	errno = 0;
+	v = strtod(s, &end);
+	/* Plain decimals only: no sign, exponent, hex, inf or nan. */
+	if (errno || end == s || strspn(s, "0123456789.") != (size_t)(end - s))
+		return -EINVAL;
+	if (!*end) {
+		*out_ns = v * bare_ns;
+		return bare_ns ? 0 : -ENOENT;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(end, units[i])) {
+			*out_ns = v * mult[i];
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* -d, -i: seconds when bare, as perf and bpftrace take them. 0 or -EINVAL outside [min_s, 1e7 s]. */
+static int parse_run_time(const char *s, double min_s, double *out_s)
+{
+	double ns;
+
+	if (parse_duration(s, 1e9, &ns) || ns < min_s * 1e9 || ns > 1e16)
+		return -EINVAL;
+	*out_s = ns / 1e9;
+	return 0;
+}
+
 /* --call-graph fp|dwarf[,SIZE]|auto. 0 or -EINVAL. */
 static int parse_call_graph(const char *arg, struct opts *o)
 {
@@ -269,13 +314,30 @@ static int parse_scaled(const char *s, const char *const *units, const unsigned 
 	return 0;
 }
 
+/*
+ * --slow: a unit is required; a bare number would be nanoseconds, a trap
+ * for whoever means seconds as with -d (--slow 2 caught every call over 2 ns).
+ */
+static int parse_slow(const char *arg, struct opts *o)
+{
+	double ns = 0;
+	int err = parse_duration(arg, 0, &ns);
+
+	if (err == -ENOENT)
+		return usage_error("invalid --slow '%s': a number needs a unit (ns, us, ms, s or m): 500us, 2ms, 1s",
+				   arg);
+	if (err || ns < 1 || ns > 3600e9)
+		return usage_error("invalid --slow '%s' (a duration, 1ns to 1h: 500us, 2ms, 1s)", arg);
+	o->slow_ns = llround(ns);
+	return -1;
+}
+
 /* The options with units: the profiles' rates, --slow. */
 static int parse_profile_opt(int c, const char *arg, struct opts *o)
 {
-	static const char *const time_units[] = { "ns", "us", "ms", "s", NULL };
-	static const unsigned long long time_mult[] = { 1, 1000, 1000000, 1000000000 };
 	static const char *const size_units[] = { "K", "KiB", "M", "MiB", NULL };
 	static const unsigned long long size_mult[] = { 1 << 10, 1 << 10, 1 << 20, 1 << 20 };
+	double ns;
 	int k;
 
 	switch (c) {
@@ -286,14 +348,14 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 		o->profiles |= 1U << k;
 		break;
 	case OPT_OFFCPU_RATE:
-		if (parse_scaled(arg, time_units, time_mult, 1, 10000000000ULL, &o->offcpu_rate_ns))
-			return usage_error("invalid --offcpu-rate '%s' (ns, 1 to 10s; units ns, us, ms, s)", arg);
+		/* Bare: nanoseconds, as its name (NS) and its default (100000) say. */
+		if (parse_duration(arg, 1, &ns) || ns < 1 || ns > 10e9)
+			return usage_error("invalid --offcpu-rate '%s' (1ns to 10s: ns, or with a unit: 100us, 2ms)",
+					   arg);
+		o->offcpu_rate_ns = llround(ns);
 		break;
 	case OPT_SLOW:
-		if (parse_scaled(arg, time_units, time_mult, 1, 3600000000000ULL, &o->slow_ns))
-			return usage_error("invalid --slow '%s' (a duration, 1ns to 1h: 500us, 2ms, 1s; "
-					   "a plain number is ns)", arg);
-		break;
+		return parse_slow(arg, o);
 	case OPT_HEAP_RATE:
 		if (parse_scaled(arg, size_units, size_mult, 1, 1ULL << 32, &o->heap_rate))
 			return usage_error("invalid --heap-rate '%s' (bytes, 1 to 4G; units K, M)", arg);
@@ -348,12 +410,13 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		o->funcs[o->nr_funcs++] = arg;
 		break;
 	case 'd':
-		if (parse_seconds(arg, &o->duration_s) || o->duration_s <= 0)
-			return usage_error("invalid duration '%s' (seconds, > 0)", arg);
+		if (parse_run_time(arg, 1e-9, &o->duration_s))
+			return usage_error("invalid duration '%s' (> 0: seconds, or with a unit: 500ms, 10s, 2m)", arg);
 		break;
 	case 'i':
-		if (parse_seconds(arg, &o->interval_s) || o->interval_s < 0.01)
-			return usage_error("invalid interval '%s' (seconds, >= 0.01)", arg);
+		if (parse_run_time(arg, 0.01, &o->interval_s))
+			return usage_error("invalid interval '%s' (>= 10ms: seconds, or with a unit: 500ms, 10s, 1m)",
+					   arg);
 		break;
 	case 'F':
 		if (parse_long(arg, 1, 100000, &v))

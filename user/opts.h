@@ -90,4 +90,12 @@ int opts_parse(int argc, char **argv, struct opts *o);
 /* Parses a non-negative number of seconds ("10", "0.5"). 0 or -EINVAL. */
 int parse_seconds(const char *s, double *out);
 
+/*
+ * Parses a non-negative duration into nanoseconds: a number ("1.5") with a
+ * unit, ns, us, ms, s or m ("500us", "2m"); a bare number counts bare_ns
+ * each. 0; -ENOENT for a bare number when bare_ns is 0 (a unit is needed);
+ * -EINVAL otherwise.
+ */
+int parse_duration(const char *s, double bare_ns, double *out_ns);
+
 #endif /* FNPROF_OPTS_H */

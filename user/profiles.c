@@ -31,6 +31,7 @@ struct prof {
 	struct stackrows *rows;            /* its counts, stacks and rows */
 	__u64 drops_prev[PDROP_NR];
 	double run_s;
+	unsigned int nr_reports;           /* after intervals (-i), the last report is followed by a total */
 	bool dutied;                       /* src.duty said the probes saw a share: duty holds it */
 	struct prof_duty duty;
 	__u64 inuse_lost;                  /* heap: pointers in use at the last read whose stack is not known */
@@ -298,14 +299,14 @@ static void print_cost(const struct prof *p, FILE *out, const __u64 *d)
 }
 
 static void print_header(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
-			 const __u64 *d, bool final)
+			 const __u64 *d, bool total)
 {
 	const struct prof_desc *desc = p->src.desc;
 	const struct pprof_type *r = &desc->types[desc->rank], *s = &desc->types[desc->second];
 	char a[32], b[32], c[32];
 
 	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
-		final ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
+		total ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
 		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, stackrows_fmt(r, t->sum[desc->rank], a, sizeof(a)),
 		s->type, fmt_of(p, t, desc->second, t->sum[desc->second], b, sizeof(b)));
 	if (desc->label_key)
@@ -326,15 +327,15 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 		fprintf(out, "in use: unknown (%s)\n", p->duty.snapshot_lost);
 	else if (desc->kind == PROF_HEAP)
 		fprintf(out, "in use: a lower bound (only blocks allocated during the bursts are tracked)\n");
-	if (final && p->duty.cost_pct > p->duty.budget_pct)
+	if (total && p->duty.cost_pct > p->duty.budget_pct)
 		fprintf(out, "warning: the probes slowed the target by ~%.1f%%, over the budget: a burst and its "
 			     "detach cost more than a run this short allows\n", p->duty.cost_pct);
 }
 
 static void print_table(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
-			const __u64 *d, bool final)
+			const __u64 *d, bool total)
 {
-	print_header(ps, p, out, t, span, d, final);
+	print_header(ps, p, out, t, span, d, total);
 	stackrows_table(p->rows, out, t);
 	print_drops(out, d);
 	print_unwind(p, out, d);
@@ -406,12 +407,13 @@ static void json_unwind(struct json *j, const struct prof *p, const __u64 *d)
 }
 
 static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
-		       const __u64 *d)
+		       const __u64 *d, bool total)
 {
 	const struct prof_desc *desc = p->src.desc;
 	struct json j;
 
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
+	json_bool(&j, "total", total);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
 	json_unwind(&j, p, d);
@@ -440,10 +442,41 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 	json_finish(&j);
 }
 
+/*
+ * One report: the interval's rows (since_start false) or the run's, over
+ * span seconds with drops d; total says it is the run's (header, JSON).
+ */
+static int show(struct profiles *ps, struct prof *p, FILE *out, double span, const __u64 *d, bool total,
+		bool since_start)
+{
+	struct stack_rows t = { .unknown = unknown_values(p) };
+	int err = since_start ? stackrows_total_rows(p->rows, &t) : stackrows_rows(p->rows, &t);
+
+	if (err)
+		log_err("cannot aggregate the %s stacks: %s", prof_kind_name(p->src.desc->kind), strerror(-err));
+	else if (ps->c.json)
+		print_json(ps, p, out, &t, span, d, total);
+	else
+		print_table(ps, p, out, &t, span, d, total);
+	free(t.v);
+	return err;
+}
+
+/* After interval reports: the run's, headed by the share the probes saw of the run (--max-overhead). */
+static int show_total(struct profiles *ps, struct prof *p, FILE *out, const __u64 *drops)
+{
+	struct prof_duty interval = p->duty;
+	int err;
+
+	p->duty.share = p->duty.run_share;
+	err = show(ps, p, out, p->run_s, drops, true, true);
+	p->duty = interval;
+	return err;
+}
+
 static int report_one(struct profiles *ps, struct prof *p, FILE *out, double interval_s, bool final)
 {
 	__u64 drops[PDROP_NR], d[PDROP_NR];
-	struct stack_rows t = {};
 	struct stack_count *e;
 	size_t nr;
 	int k, err;
@@ -451,20 +484,16 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 	e = read_counts(p, &nr);
 	percpu_sums(p->src.drops_fd, PDROP_NR, drops);
 	p->dutied = p->src.duty && p->src.duty(&p->src, &p->duty);
-	t.unknown = unknown_values(p);
 	for (k = 0; k < PDROP_NR; k++)
 		d[k] = drops[k] - p->drops_prev[k];
 	stackrows_take(p->rows, e, nr, p->dutied ? p->duty.share : 1, p->dutied ? p->duty.run_share : 1);
-	err = stackrows_rows(p->rows, &t);
-	if (err)
-		log_err("cannot aggregate %zu %s stacks: %s", nr, prof_kind_name(p->src.desc->kind), strerror(-err));
-	else if (ps->c.json)
-		print_json(ps, p, out, &t, interval_s, d);
-	else
-		print_table(ps, p, out, &t, interval_s, d, final);
-	free(t.v);
-	memcpy(p->drops_prev, drops, sizeof(drops));
 	p->run_s += interval_s;
+	/* A run with a single report: that report is the total. After intervals, the total follows the last. */
+	err = show(ps, p, out, interval_s, d, final && !p->nr_reports, false);
+	if (!err && final && p->nr_reports)
+		err = show_total(ps, p, out, drops);
+	memcpy(p->drops_prev, drops, sizeof(drops));
+	p->nr_reports++;
 	return err;
 }
 

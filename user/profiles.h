@@ -22,7 +22,11 @@ int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out);
 /* Launch mode, just before the command is let go: what happens from now on counts. */
 void profiles_arm(struct profiles *p);
 
-/* One report per profile for the interval just ended (interval_s seconds). 0 or -errno. */
+/*
+ * One report per profile for the interval just ended (interval_s seconds);
+ * with final after earlier reports (-i), each profile's total follows its
+ * last interval ("total": true). 0 or -errno.
+ */
 int profiles_report(struct profiles *p, FILE *out, double interval_s, bool final);
 
 /* The --pprof files of the whole run. 0 or -errno (message printed). */

@@ -18,6 +18,7 @@ struct rb_reader {
 	pthread_t thread;
 	bool running;
 	volatile bool stop;
+	int wake_fd;               /* eventfd in the buffer's epoll set: written to stop the thread, or -1 */
 	pthread_mutex_t *lock;     /* the owner's: held around each pass's end */
 	pthread_cond_t passed;
 	__u64 passes;              /* reads of the buffer completed */

@@ -58,6 +58,7 @@ struct sampler {
 	struct proctab *procs;       /* -a: every process's name and symbolizer (s->sym: their parent, the kernel's) */
 	__u64 drops_prev[SDROP_NR + 1];
 	double run_s;                /* seconds sampled so far */
+	unsigned int nr_reports;     /* reports so far: after intervals (-i), the last is followed by a total */
 };
 
 /* --- perf events ----------------------------------------------------------- */
@@ -301,14 +302,14 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 }
 
 static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
-			const __u64 *drops, bool final)
+			const __u64 *drops, bool total)
 {
 	double samples = t->sum[0];
 	char who[32];
 
 	snprintf(who, sizeof(who), s->procs ? "all processes" : "pid %d", s->pid);
 	fprintf(out, "\n%s %s, %.2f s, %llu samples at %u Hz (%s), %.2f cores\n",
-		final ? "sampled:" : "sampling:", who, span, (unsigned long long)samples, s->o.freq_hz,
+		total ? "sampled:" : "sampling:", who, span, (unsigned long long)samples, s->o.freq_hz,
 		s->event, samples / t->per_core);
 	stackrows_table(s->rows, out, t);
 	if (s->dw)
@@ -341,11 +342,12 @@ static void json_unwind(struct sampler *s, struct json *j)
 }
 
 static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
-		       const __u64 *drops)
+		       const __u64 *drops, bool total)
 {
 	struct json j;
 
 	json_report_begin(&j, out, "sample", s->pid, span);
+	json_bool(&j, "total", total);
 	if (s->procs)
 		json_bool(&j, "all_processes", true);   /* -a: pid is 0 */
 	json_u64(&j, "freq_hz", s->o.freq_hz);
@@ -366,35 +368,48 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 	json_finish(&j);
 }
 
+/*
+ * One report: the interval's rows (since_start false) or the run's, over
+ * span seconds with drops d; total says it is the run's (header, JSON).
+ */
+static int show(struct sampler *s, FILE *out, double span, const __u64 *d, bool total, bool since_start)
+{
+	struct stack_rows t = { .per_core = s->o.freq_hz * (span > 0 ? span : 1) };
+	int err = since_start ? stackrows_total_rows(s->rows, &t) : stackrows_rows(s->rows, &t);
+
+	if (err)
+		log_err("cannot aggregate the sampled stacks: %s", strerror(-err));
+	else if (s->o.json)
+		print_json(s, out, &t, span, d, total);
+	else
+		print_table(s, out, &t, span, d, total);
+	free(t.v);
+	return err;
+}
+
 int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 {
 	__u64 drops[SDROP_NR + 1], d[SDROP_NR + 1];
-	struct stack_rows t = { .per_core = s->o.freq_hz * (interval_s > 0 ? interval_s : 1) };
 	struct stack_count *e;
 	size_t nr;
-	int k;
+	int k, err;
 
 	e = read_counts(s, &nr);
 	percpu_sums(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
 	for (k = 0; k <= SDROP_NR; k++)
 		d[k] = drops[k] - s->drops_prev[k];
 	stackrows_take(s->rows, e, nr, 1, 1);
-	if (stackrows_rows(s->rows, &t)) {
-		log_err("cannot aggregate %zu sampled stacks: %s", nr, strerror(ENOMEM));
-		free(t.v);
-		return -ENOMEM;
-	}
-	if (s->o.json)
-		print_json(s, out, &t, interval_s, d);
-	else
-		print_table(s, out, &t, interval_s, d, final);
-	free(t.v);
-	memcpy(s->drops_prev, drops, sizeof(drops));
 	s->run_s += interval_s;
+	/* A run with a single report: that report is the total. After intervals, the total follows the last. */
+	err = show(s, out, interval_s, d, final && !s->nr_reports, false);
+	if (!err && final && s->nr_reports)
+		err = show(s, out, s->run_s, drops, true, true);
+	memcpy(s->drops_prev, drops, sizeof(drops));
+	s->nr_reports++;
 	/* Their stacks were symbolized above: exited processes need their mappings no more. */
 	if (s->procs)
 		proctab_release_exited(s->procs);
-	return 0;
+	return err;
 }
 
 /* --- files -------------------------------------------------------------------- */

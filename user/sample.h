@@ -31,8 +31,9 @@ int sampler_start(const struct sampler_conf *conf, pid_t pid, struct sampler **o
 
 /*
  * Prints the report for the interval just ended (table, or one JSON line with
- * conf->json) to out. interval_s: seconds the interval covered. final: last call.
- * Called while the target may already have exited.
+ * conf->json) to out. interval_s: seconds the interval covered. final: last
+ * call; after earlier reports (-i), the run's total follows ("total": true).
+ * Called while the target may already have exited. 0 or -ENOMEM.
  */
 int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 

@@ -420,15 +420,16 @@ static struct stack_row *row_of(struct stack_rows *t, const struct frame_info *f
  * stack. Inlined frames are left to the stacks (folded, pprof): in the table
  * a sample counts for the function its code was compiled into, as perf's.
  */
-static int agg_stack(struct stack_rows *t, const struct frame_info **fr, int n, const struct stack_count *e, int nv)
+static int agg_stack(struct stack_rows *t, const struct frame_info **fr, int n, const struct stack_count *e,
+		     const double *val, int nv)
 {
 	struct stack_row *row;
 	bool leaf = true;
 	int i, j, v;
 
 	for (v = 0; v < nv; v++) {
-		t->sum[v] += e->delta[v];
-		t->by_label[e->key.label & 1][v] += e->delta[v];
+		t->sum[v] += val[v];
+		t->by_label[e->key.label & 1][v] += val[v];
 	}
 	for (i = 0; i < n; i++) {
 		if (fr[i]->inlined)
@@ -442,9 +443,9 @@ static int agg_stack(struct stack_rows *t, const struct frame_info **fr, int n, 
 		if (!row)
 			return -ENOMEM;
 		for (v = 0; v < nv; v++) {
-			row->total[v] += e->delta[v];
+			row->total[v] += val[v];
 			if (leaf)
-				row->self[v] += e->delta[v];
+				row->self[v] += val[v];
 		}
 		leaf = false;
 	}
@@ -471,22 +472,25 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 	return x2[k] > y2[k] ? -1 : x2[k] < y2[k];
 }
 
-int stackrows_rows(struct stackrows *r, struct stack_rows *t)
+/* The rows of the interval's values (delta), or with total of the run's (out). */
+static int rows_of(struct stackrows *r, struct stack_rows *t, bool total)
 {
 	const struct frame_info *fr[MAX_FRAMES];
 	int n, v, nv = r->c.desc->nr_values;
 	__u64 ips[MAX_FRAMES];
+	const double *val;
 	size_t i, k;
 
 	if (rows_grow(t))
 		return -ENOMEM;
 	for (i = 0; i < r->nr_prev; i++) {
-		for (v = 0; v < nv && !r->prev[i].delta[v]; v++)
+		val = total ? r->prev[i].out : r->prev[i].delta;
+		for (v = 0; v < nv && !val[v]; v++)
 			;
 		if (v == nv)
 			continue;
 		n = stack_frames(r, &r->prev[i].key, fr, ips);
-		if (agg_stack(t, fr, n, &r->prev[i], nv))
+		if (agg_stack(t, fr, n, &r->prev[i], val, nv))
 			return -ENOMEM;
 	}
 	for (i = 0, k = 0; i < t->cap; i++)
@@ -494,6 +498,16 @@ int stackrows_rows(struct stackrows *r, struct stack_rows *t)
 			t->v[k++] = t->v[i];
 	qsort_r(t->v, k, sizeof(*t->v), cmp_rows, r);
 	return 0;
+}
+
+int stackrows_rows(struct stackrows *r, struct stack_rows *t)
+{
+	return rows_of(r, t, false);
+}
+
+int stackrows_total_rows(struct stackrows *r, struct stack_rows *t)
+{
+	return rows_of(r, t, true);
 }
 
 /* --- the table ---------------------------------------------------------------- */

@@ -148,6 +148,12 @@ const struct stack_count *stackrows_counts(const struct stackrows *r, size_t *nr
  * then partly filled). Free t->v.
  */
 int stackrows_rows(struct stackrows *r, struct stack_rows *t);
+/*
+ * As stackrows_rows, with the values since the start as the last take left
+ * them (out: over the run's share; states as they are now): a run's total
+ * after interval reports (-i).
+ */
+int stackrows_total_rows(struct stackrows *r, struct stack_rows *t);
 
 /* A value in its unit for the table: "12.3ms", "8.0MiB", "1234". */
 const char *stackrows_fmt(const struct pprof_type *t, double v, char *buf, size_t size);

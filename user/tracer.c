@@ -943,18 +943,40 @@ int tracer_attach_more(struct tracer *t, const struct probe *probes, size_t nr)
 	return attach_functions(t, v, probes, nr, t->pid, 0);
 }
 
+/* Every set of probes at once: one wait for the kernel's grace periods, not one per set. */
+static void free_probes(struct tracer *t)
+{
+	size_t nr_child = t->child_links ? t->nr_slots : 0, n = 2 + t->nr_extra + nr_child, k = 0, i;
+	struct uprobe_set **sets = calloc(n, sizeof(*sets));
+
+	for (i = 0; i < t->nr_extra && sets; i++)
+		sets[k++] = &t->extra[i];
+	for (i = 0; i < nr_child && sets; i++)
+		sets[k++] = &t->child_links[i];
+	if (sets) {
+		sets[k++] = &t->links;
+		sets[k++] = &t->calib_links;
+		uprobes_free_all(sets, k);
+		free(sets);
+		return;
+	}
+	/* Out of memory: one set after the other. */
+	for (i = 0; i < t->nr_extra; i++)
+		uprobes_free(&t->extra[i]);
+	for (i = 0; i < nr_child; i++)
+		uprobes_free(&t->child_links[i]);
+	uprobes_free(&t->links);
+	uprobes_free(&t->calib_links);
+}
+
 void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
+	free_probes(t);
+	/* After the tracer's own: the warm-up's probes, if still closing, close alongside. */
 	uprobe_warm_free(t->warm);
-	for (size_t i = 0; i < t->nr_extra; i++)
-		uprobes_free(&t->extra[i]);
 	free(t->extra);
-	uprobes_free(&t->links);
-	uprobes_free(&t->calib_links);
-	for (__u32 s = 0; t->child_links && s < t->nr_slots; s++)
-		uprobes_free(&t->child_links[s]);
 	free(t->child_links);
 	free(t->procs);
 	free(t->exited);

@@ -11,8 +11,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "log.h"
 #include "procmaps.h"
+#include "uprobe_multi.h"
 #include "uprobe_warm.h"
 #include "uprobes.h"
 
@@ -31,7 +34,8 @@ void fnprof_warm_site(void);
 struct uprobe_warm {
 	pthread_t thread;
 	int stop_fd;                 /* eventfd: written when the target's probes are in */
-	struct uprobe_set probes;    /* the throwaway probes: perf events, no BPF program */
+	int prog_fd;                 /* an empty program for uprobe_multi links, or -1 */
+	struct uprobe_set probes;    /* the throwaway probes: uprobe_multi links or perf events */
 };
 
 /* The uprobe PMU's type, from sysfs. */
@@ -59,6 +63,41 @@ static int open_warm_probe(int type, const char *path, __u64 offset)
 	return syscall(__NR_perf_event_open, &a, getpid(), -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/*
+ * An empty program ("return 0") for uprobe_multi links. Why links, not perf
+ * events: closing a perf uprobe waits for grace periods under the kernel's
+ * event_mutex (perf_uprobe_destroy), so 32 of them took 32 waits in a row,
+ * 2 s at exit; uprobe_multi links wait outside any global lock, and closed
+ * together their waits overlap. -1 where the kernel has no such links.
+ */
+static int empty_multi_prog(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = UPROBE_MULTI_ATTACH_TYPE);
+	int fd;
+
+	if (!uprobes_multi_supported())
+		return -1;
+	fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "fnprof_warm", "GPL", insns, 2, &po);
+	if (fd < 0)
+		log_debug("uprobe warm-up with perf events: no empty program: %s", strerror(errno));
+	return fd;
+}
+
+/* One throwaway probe on fnprof_warm_site at offset of path: its fd, or -errno. */
+static int open_warm(const struct uprobe_warm *w, int type, const char *path, __u64 offset)
+{
+	int fd;
+
+	if (w->prog_fd >= 0)
+		return uprobe_multi_link(w->prog_fd, path, &offset, NULL, 1, false, getpid());
+	fd = open_warm_probe(type, path, offset);
+	return fd < 0 ? -errno : fd;
+}
+
 static void *warm_thread(void *arg)
 {
 	struct uprobe_warm *w = arg;
@@ -67,13 +106,14 @@ static void *warm_thread(void *arg)
 	struct procmaps *pm;
 	int type = uprobe_pmu_type(), fd;
 
-	if (type < 0 || procmaps_load(getpid(), &pm))
+	w->prog_fd = empty_multi_prog();
+	if ((type < 0 && w->prog_fd < 0) || procmaps_load(getpid(), &pm))
 		return NULL;
 	m = procmaps_find(pm, (uintptr_t)fnprof_warm_site);
 	while (m && w->probes.nr < MAX_WARM) {
-		fd = open_warm_probe(type, m->path, (uintptr_t)fnprof_warm_site - m->start + m->pgoff);
+		fd = open_warm(w, type, m->path, (uintptr_t)fnprof_warm_site - m->start + m->pgoff);
 		if (fd < 0) {
-			log_debug("no uprobe warm-up: %s", strerror(errno));
+			log_debug("no uprobe warm-up: %s", strerror(-fd));
 			break;
 		}
 		if (uprobes_adopt_fd(&w->probes, fd)) {
@@ -101,6 +141,7 @@ static struct uprobe_warm *start_thread(void)
 
 	if (!w)
 		return NULL;
+	w->prog_fd = -1;
 	w->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (w->stop_fd >= 0 && !pthread_create(&w->thread, NULL, warm_thread, w))
 		return w;
@@ -139,6 +180,8 @@ void uprobe_warm_free(struct uprobe_warm *w)
 		return;
 	uprobe_warm_stop(w);
 	pthread_join(w->thread, NULL);
+	if (w->prog_fd >= 0)
+		close(w->prog_fd);
 	close(w->stop_fd);
 	free(w);
 }

@@ -10,7 +10,10 @@
  * spell waits, and the next ones do not. uprobe_warm_start() registers
  * throwaway uprobes, on a function of fnprof's own that is never called, from
  * a thread, at once and then every few milliseconds: the wait happens while
- * the BPF programs load, and the target's probes go in without it.
+ * the BPF programs load, and the target's probes go in without it. They are
+ * uprobe_multi links of an empty program where the kernel has them: perf-event
+ * uprobes each wait for grace periods on close under a kernel-wide mutex
+ * (32 of them held fnprof's exit up by 2 s); links closed together wait once.
  */
 #ifndef FNPROF_UPROBE_WARM_H
 #define FNPROF_UPROBE_WARM_H

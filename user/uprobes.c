@@ -258,3 +258,32 @@ void uprobes_free(struct uprobe_set *s)
 	s->links = NULL;
 	s->cap = s->cap_links = 0;
 }
+
+static void *free_set(void *arg)
+{
+	uprobes_free(arg);
+	return NULL;
+}
+
+void uprobes_free_all(struct uprobe_set *const *sets, size_t n)
+{
+	enum { MAX_THREADS = 64 };
+	pthread_t th[MAX_THREADS];
+	bool started[MAX_THREADS];
+	size_t from, i, nr;
+
+	for (from = 0; from < n; from += nr) {
+		nr = n - from < MAX_THREADS ? n - from : MAX_THREADS;
+		for (i = 0; i < nr; i++) {
+			struct uprobe_set *s = sets[from + i];
+
+			/* An empty set has nothing to wait for: no thread. */
+			started[i] = (s->nr || s->nr_links) && !pthread_create(&th[i], NULL, free_set, s);
+			if (!started[i])
+				uprobes_free(s);
+		}
+		for (i = 0; i < nr; i++)
+			if (started[i])
+				pthread_join(th[i], NULL);
+	}
+}

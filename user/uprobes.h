@@ -50,4 +50,11 @@ int uprobes_adopt_fd(struct uprobe_set *s, int fd);
 void uprobes_detach(struct uprobe_set *s);
 void uprobes_free(struct uprobe_set *s);
 
+/*
+ * uprobes_free() of sets[0..n), each from a thread of its own: each set's
+ * close waits for a grace period (uprobe_multi: one per link), and the
+ * waits of sets closed at once overlap rather than add up.
+ */
+void uprobes_free_all(struct uprobe_set *const *sets, size_t n);
+
 #endif /* FNPROF_UPROBES_H */

@@ -102,6 +102,28 @@ static void parses_seconds(void)
 	CHECK(parse_seconds("1e400", &v));
 }
 
+static void parses_durations(void)
+{
+	struct opts o;
+	double ns;
+
+	CHECK(!parse_duration("1.5ms", 0, &ns) && ns == 1.5e6);
+	CHECK(!parse_duration("2m", 0, &ns) && ns == 120e9);
+	CHECK(!parse_duration("3", 1e9, &ns) && ns == 3e9);
+	CHECK(parse_duration("3", 0, &ns) == -ENOENT);
+	CHECK(parse_duration("-1s", 1, &ns) == -EINVAL && parse_duration("1e3", 1, &ns) == -EINVAL);
+	CHECK(parse_duration("0x10", 1, &ns) == -EINVAL && parse_duration("inf", 1, &ns) == -EINVAL);
+	CHECK(parse_duration("5parsecs", 1, &ns) == -EINVAL && parse_duration("", 1, &ns) == -EINVAL);
+	/* Every duration option takes units; bare, -d and -i are seconds, --offcpu-rate ns. */
+	CHECK(parse(&o, "-p 1 -d 1s -i 500ms") == -1 && o.duration_s == 1 && o.interval_s == 0.5);
+	CHECK(parse(&o, "-p 1 -d 2 -i 1m") == EXIT_USAGE);   /* interval longer than the duration */
+	CHECK(parse(&o, "-p 1 -d 2m -i 1") == -1 && o.duration_s == 120 && o.interval_s == 1);
+	CHECK(parse(&o, "-p 1 -f x --slow 1.5ms") == -1 && o.slow_ns == 1500000);
+	CHECK(parse(&o, "-p 1 -f x --slow 2") == EXIT_USAGE);
+	CHECK(parse(&o, "-p 1 --profile offcpu --offcpu-rate 1.5us") == -1 && o.offcpu_rate_ns == 1500);
+	CHECK(parse(&o, "-p 1 -i 5ms") == EXIT_USAGE);
+}
+
 static void profiles_and_their_files(void)
 {
 	struct opts o;
@@ -135,6 +157,7 @@ int main(void)
 	RUN(usage_errors_exit_2);
 	RUN(help_exits_0);
 	RUN(parses_seconds);
+	RUN(parses_durations);
 	RUN(profiles_and_their_files);
 	UNIT_EXIT();
 }

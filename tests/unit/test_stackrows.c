@@ -155,6 +155,11 @@ static void deltas_since_the_last_take(void)
 	CHECK(t.sum[0] == 3 && t.nr == 3 && row(&t, "sr_leaf", 0)->self[0] == 3);
 	CHECK(stackrows_counts(r, &(size_t){ 0 })[0].out[0] == 8);
 	free(t.v);
+	/* The run's total (-i's last report): the values since the start, not the last interval's. */
+	t = (struct stack_rows){ .per_core = 1 };
+	CHECK(!stackrows_total_rows(r, &t));
+	CHECK(t.sum[0] == 8 && t.sum[1] == 80 && row(&t, "sr_leaf", 0)->self[0] == 8);
+	free(t.v);
 	stackrows_free(r);
 }
 
