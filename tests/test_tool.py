@@ -76,9 +76,12 @@ def test_man_page_lints_clean():
     if not shutil.which("mandoc"):
         raise Skip("mandoc not installed (make test-deps)")
     p = subprocess.run(["mandoc", "-T", "lint", "-W", "style", MAN], capture_output=True, text=True)
-    # Lines about the system's man database (an Xr lookup) are not the page's.
-    own = [ln for ln in (p.stdout + p.stderr).splitlines() if "fnprof.8" in ln]
-    check(p.returncode == 0 and not own, "\n".join(own) or f"mandoc exit {p.returncode}")
+    # Lines about the system's man database (an Xr lookup: bpftrace's page is there only where
+    # bpftrace is installed) are not the page's.
+    own = [ln for ln in (p.stdout + p.stderr).splitlines()
+           if "fnprof.8" in ln and "referenced manual not found" not in ln]
+    # Exit 1 is mandoc's for warnings and style notes, each of which names the page when it is the page's.
+    check(p.returncode <= 1 and not own, "\n".join(own) or f"mandoc exit {p.returncode}")
 
 
 def options_of(text):
@@ -260,7 +263,7 @@ def test_durations_take_units():
     with Target("work", "loop") as t:
         p = run_fnprof(["-p", str(t.pid), "-f", "spin_us", "-d", "600ms", "-i", "200ms", "--json"], timeout=30)
         check(p.returncode == 0, p.stderr[-2000:])
-        reps = [json.loads(ln) for ln in p.stderr.splitlines() if ln.startswith("{")]
+        reps = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
         check(len(reps) >= 3 and reps[-1]["total"] and 0.5 < reps[-1]["interval_s"] < 1.5,
               f"{[(r['interval_s'], r['total']) for r in reps]}")
     p = run_fnprof(["-f", "handle", "--slow", "2", "--", target("slowcall"), "10"])
