@@ -230,6 +230,30 @@ def pprof_cum_bytes(path, index):
     return cum, top
 
 
+HEAP_ROUND_COST = []
+
+
+def heap_round_cost_us():
+    """What the heap profile's probes cost one round of heap rate's allocations on this host, in us of
+    the thread's CPU time (the target's own measure, all probes in, no budget), and the round's own
+    time without them. Measured once: a single step costs 4 us on one host and 15 on another."""
+    if not HEAP_ROUND_COST:
+        spin = 1000
+        with Target("heap", "rate", 1.5, spin) as tg:
+            profiled("heap", ["--heap-rate", "8K"], pid=tg.pid, timeout=120)
+            out, _ = tg.stop()
+        t = truth(out, "heap_rate")
+        round_us = (t["r0"] - 1) * spin  # round_trip() alone: block a less block b
+        HEAP_ROUND_COST.append((t["slowdown"] * (2 * spin + round_us), round_us))
+    return HEAP_ROUND_COST[0]
+
+
+def spin_for_cost(share):
+    """The work (us) per block for which every probe in costs SHARE of heap rate's blocks here."""
+    cost, round_us = heap_round_cost_us()
+    return max(20.0, (cost / share - round_us) / 2)
+
+
 def heap_under_budget(spin_us, args):
     """heap rate (work blocks with and without allocations, SPIN_US of work in each) for 4 s under
     --max-overhead 5, attached with -p: the target's truth, fnprof's reports and its pprof file's
@@ -279,9 +303,9 @@ def check_heap_estimate(t, reps, cum, top):
 
 
 def test_heap_max_overhead_free_watched_in_use_lower_bound():
-    # 1.5 ms of work per round of 67 allocations: every probe in would cost ~4.5%, over 5% x the
-    # 0.7 margin; free's probe alone ~1.6%. So the allocations' probes come in bursts, free's stays.
-    t, reps, cum, top = heap_under_budget(1500, ["-i", "1"])
+    # Work per round of 67 allocations such that every probe in costs ~7% (measured here), over 5% x
+    # the 0.7 margin; free's probe alone ~2.5%. So the allocations' probes come in bursts, free's stays.
+    t, reps, cum, top = heap_under_budget(spin_for_cost(0.07), ["-i", "1"])
     check_heap_estimate(t, reps, cum, top)
     mid = reps[1]
     check(mid["inuse_view"] == "lower_bound", f"in use: {mid.get('inuse_view')}")
@@ -291,10 +315,10 @@ def test_heap_max_overhead_free_watched_in_use_lower_bound():
 
 
 def test_heap_max_overhead_free_over_budget_in_use_unknown():
-    # 0.3 ms of work per round: free's probe alone (~5%) costs more than the budget, so it goes in bursts
-    # too, and what is in use cannot be known: null, not a wrong figure; the pprof file has no
-    # in-use types.
-    t, reps, cum, top = heap_under_budget(300, [])
+    # Work per round such that every probe in costs ~25% here: free's probe alone (~8%) costs more than
+    # the budget, so it goes in bursts too, and what is in use cannot be known: null, not a wrong
+    # figure; the pprof file has no in-use types.
+    t, reps, cum, top = heap_under_budget(spin_for_cost(0.25), [])
     check_heap_estimate(t, reps, cum, top)
     rep = reps[-1]
     check(rep["inuse_view"] == "unknown" and "free" in rep["unknown_why"], f"in use: {rep.get('inuse_view')}")
