@@ -99,7 +99,7 @@ def test_launch_follows_common_wrappers():
         p = run_fnprof(["-f", "spin_us", "--json", "--", *wrapper, work, "spin", "50", "200"])
         check(p.returncode == 0, f"{wrapper}: exit {p.returncode}: {p.stderr[-1500:]}")
         check(f"tracing {work}" in p.stderr, f"{wrapper}: fnprof must say what it traced: {p.stderr[:500]}")
-        check(func(final_report(p.stderr), "spin_us")["calls"] == 200, f"{wrapper}: 200 calls made")
+        check(func(final_report(p.stdout), "spin_us")["calls"] == 200, f"{wrapper}: 200 calls made")
 
 
 def test_launch_follows_forks_of_wrappers_and_keeps_their_status():
@@ -114,7 +114,7 @@ def test_launch_follows_forks_of_wrappers_and_keeps_their_status():
         p = run_fnprof(["-f", "spin_us", "--json", "--", *cmd])
         check(p.returncode == 3, f"{cmd}: exit {p.returncode}, want the command's 3: {p.stderr[-1500:]}")
         check(f"tracing {work}" in p.stderr, f"{cmd}: fnprof must say what it traced: {p.stderr[:500]}")
-        check(func(final_report(p.stderr), "spin_us")["calls"] == 200, f"{cmd}: 200 calls made")
+        check(func(final_report(p.stdout), "spin_us")["calls"] == 200, f"{cmd}: 200 calls made")
 
 
 def test_wrapper_running_a_program_without_the_function_stops_there():
