@@ -53,6 +53,73 @@ const char *report_drop_key(unsigned int i)
 	return i < DROP_NR ? drop_kinds[i].key : NULL;
 }
 
+static double sub0(double a, double b)
+{
+	return a > b ? a - b : 0;
+}
+
+/*
+ * The whole cost of the tail-call probes' hits while s's calls were open:
+ * exit probes in tail-called functions (their other calls) and the probes
+ * on followed tail jmps (the calls' own and their callees'); at the cost
+ * each took (hit, jmp) in the calibrations.
+ */
+static double tail_probes_inside(const struct fn_stats *s, double hit, double jmp)
+{
+	return s->tail_hits_inside * hit + s->tail_jmps_inside * jmp;
+}
+
+/*
+ * The probes' time inside this function's calls: its own entry/return bias
+ * per call, plus the whole cost of every traced call made beneath it, and
+ * of every tail-call probe's hit while its calls were open.
+ */
+static double probe_time_inside(const struct report *r, const struct fn_stats *s, const struct probe *p)
+{
+	if (!r->cal)
+		return 0;
+	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg +
+	       tail_probes_inside(s, r->hit_cost, r->jmp_cost);
+}
+
+/* The on-CPU time of a function's outermost calls, less their share of the probes' time inside. */
+static double outer_oncpu(const struct report *r, const struct fn_stats *s, const struct probe *p)
+{
+	double n = s->calls ? (double)s->calls : 1;
+
+	return sub0(s->outer_oncpu, probe_time_inside(r, s, p) * s->outer_calls / n);
+}
+
+/*
+ * Burst mode: the bursts held at least the work that any traced function's
+ * calls did on the CPU in them. The fraction is that work over the target's
+ * work in the interval, less the probes' calibrated cost: where the cost the
+ * target paid was less than calibrated, the work in bursts, and so the
+ * fraction, came out too small and every extrapolated figure too large
+ * (CPU% and %PROC past what the threads can do). A floor from the calls'
+ * own on-CPU time raises it to what was measured; where even that exceeds
+ * all the work (calls open across the interval's start), it is no floor.
+ */
+static void floor_fraction(struct report *r)
+{
+	double most = 0, v, f;
+	size_t i;
+
+	if (!(r->attached_work_ns > 0) || !(r->attached_fraction < 1) || !r->pl)
+		return;
+	for (i = 0; i < r->pl->nr; i++) {
+		v = outer_oncpu(r, &r->stats[i], &r->pl->probes[i]);
+		most = v > most ? v : most;
+	}
+	f = most / r->attached_work_ns;
+	if (f <= r->attached_fraction || f >= 1)
+		return;
+	r->attached_fraction = f;
+	/* The range moves up with it (a NaN stays: unknown). */
+	r->attached_lo = r->attached_lo < f ? f : r->attached_lo;
+	r->attached_hi = r->attached_hi < f ? f : r->attached_hi;
+}
+
 void report_prepare(struct report *r)
 {
 	double calls = 0, cost = 0, bias = 0, l, h;
@@ -81,35 +148,7 @@ void report_prepare(struct report *r)
 		r->cost_avg = cost / calls;
 		r->bias_avg = bias / calls;
 	}
-}
-
-static double sub0(double a, double b)
-{
-	return a > b ? a - b : 0;
-}
-
-/*
- * The whole cost of the tail-call probes' hits while s's calls were open:
- * exit probes in tail-called functions (their other calls) and the probes
- * on followed tail jmps (the calls' own and their callees'); at the cost
- * each took (hit, jmp) in the calibrations.
- */
-static double tail_probes_inside(const struct fn_stats *s, double hit, double jmp)
-{
-	return s->tail_hits_inside * hit + s->tail_jmps_inside * jmp;
-}
-
-/*
- * The probes' time inside this function's calls: its own entry/return bias
- * per call, plus the whole cost of every traced call made beneath it, and
- * of every tail-call probe's hit while its calls were open.
- */
-static double probe_time_inside(const struct report *r, const struct fn_stats *s, const struct probe *p)
-{
-	if (!r->cal)
-		return 0;
-	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg +
-	       tail_probes_inside(s, r->hit_cost, r->jmp_cost);
+	floor_fraction(r);
 }
 
 /* Burst mode: measured counts stand for 1/fraction as many. */
@@ -194,7 +233,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, shift);
 	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, shift);
 	/* CPU%: outermost activations, less their share of the probes' time. */
-	oncpu = sub0(s->outer_oncpu, inside * s->outer_calls / n);
+	oncpu = outer_oncpu(r, s, p);
 	if (r->interval_s > 0)
 		fig->cpu_pct = est * oncpu / (r->interval_s * 1e7);
 	if (r->proc_cpu_known && r->proc_cpu_ns)

@@ -46,6 +46,12 @@ struct report {
 	double jmp_cost, jmp_lo, jmp_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	double attached_lo, attached_hi; /* the range the fraction may lie in (NaN: not known) */
+	/*
+	 * Burst mode: the target's own work the fraction is of, ns (0: not
+	 * known). report_prepare() raises the fraction to what the traced
+	 * calls' on-CPU time says the bursts held at least.
+	 */
+	double attached_work_ns;
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
 	double self_wall_s;         /* the time it was spent over (for a total: since fnprof started) */
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */

@@ -132,6 +132,7 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 {
 	struct report rep = {
 		.attached_fraction = attached->fraction, .attached_lo = attached->lo, .attached_hi = attached->hi,
+		.attached_work_ns = attached->work_ns,
 		.max_overhead_pct = t->c.max_overhead_pct,
 		.uncounted_probe_ns = total && t->burst ? t->burst->uncounted_ns : t->uncounted_ns,
 		.pid = t->c.pid, .interval_s = span, .total = total, .proc_cpu_known = cpu_known,
@@ -159,7 +160,7 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 
 int tally_report(struct tally *t, bool final, const struct tally_moment *m, const char *note)
 {
-	struct burst_share attached = { 1, 1, 1 }, whole = { 1, 1, 1 };
+	struct burst_share attached = { 1, 1, 1, 0 }, whole = { 1, 1, 1, 0 };
 	__u64 self_cpu = proc_self_cpu_ns();
 	/* A run with a single report: that report is the total, start-up included. */
 	bool only = final && !t->nr_reports;

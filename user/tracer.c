@@ -748,6 +748,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		err = follow_setup(t);
 	if (!err && t->per_process)
 		err = per_process_setup(t);
+	if (!err && conf->start_paused)
+		t->skel->bss->paused = 1;
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -892,6 +894,15 @@ int tracer_resume(struct tracer *t)
 
 	if (!t->paused)
 		return 0;
+	/*
+	 * And another before they come back: the frames still open from the
+	 * last burst returned unseen while the probes were out, or are still
+	 * running; a return now would close one with the whole pause in its
+	 * time (a call of 7 us read 0.9 s). While paused (attaching) those
+	 * frames are the generation before this one, which returns may close
+	 * only while the probes are being taken out.
+	 */
+	t->skel->bss->generation++;
 	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid, 0);
 	t->paused = false;
 	return err;

@@ -57,6 +57,12 @@ struct tracer_conf {
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
 	__u64 slow_ns;       /* --slow: calls this long or longer are sent with their stacks; 0: none */
 	__u32 slow_rate;     /* --slow: at most this many a second (the others are counted) */
+	/*
+	 * Burst mode: the target's probes count no call until
+	 * tracer_count_calls(t, true), so that the calls counted and the
+	 * target's work read when the bursts begin cover the same stretch.
+	 */
+	bool start_paused;
 };
 
 /*
