@@ -1660,6 +1660,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	if (ts->depth)
 		count_drops(ts->gen == generation ? DROP_ABANDONED : DROP_DETACHED, ts->depth);
+	/* Counted: user space, which reads the pool for the calls still open, must not count them again. */
+	ts->depth = 0;
 	idx = ts->idx;
 	ref->idx1 = 0;
 	cpu = this_cpu_thread();

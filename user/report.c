@@ -28,7 +28,9 @@ static const struct {
 					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
-	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
+	[DROP_ORPHAN_RET] = { "orphan_returns", "calls already running when the probes went in (at the start, "
+						"or as a burst began): their returns were seen, their entries not, so they "
+						"are not timed; no call was lost" },
 	[DROP_ABANDONED] = { "abandoned_frames", "frames abandoned by longjmp or unwinding (not timed)" },
 	[DROP_NO_STATS] = { "no_stats_slot", "calls lost: no statistics slot" },
 	[DROP_CTR_READ] = { "counter_reads", "counter reads failed (those counts are incomplete)" },
@@ -530,7 +532,8 @@ static void print_footer(const struct report *r, FILE *f)
 			r->interval_s > 0 ? r->proc_cpu_ns / (r->interval_s * 1e7) : 0.0);
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
-			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
+			fprintf(f, "%s: %llu %s\n", i == DROP_ORPHAN_RET ? "not timed" : "dropped",
+				(unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_cpu_unknown(r, f);
 	print_overhead(r, f);
 	print_uncertain(r, f);
@@ -707,6 +710,7 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	*c = *r;
 	c->pid = r->procs[k].pid;
 	c->stats = r->stats + k * r->pl->nr;
+	c->open_calls = r->open_calls ? r->open_calls + k * r->pl->nr : NULL;
 	c->nr_procs = 0;
 	c->proc_cpu_known = false;
 	c->note = NULL;
@@ -714,23 +718,47 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	return true;
 }
 
+/*
+ * The calls of function i entered and not returned in the report that are
+ * still open on their threads: running, not lost. Go's are on goroutines,
+ * which the tracer does not count: 0 there, as where it cannot tell.
+ */
+static __u64 still_running(const struct report *r, size_t i, __u64 missing)
+{
+	__u64 open = r->open_calls && !r->pl->probes[i].go ? r->open_calls[i] : 0;
+
+	return open < missing ? open : missing;
+}
+
 /* What the '*' on a CALLS figure means, function by function. */
 static void print_missing_returns(const struct report *r, FILE *f, const size_t *order)
 {
+	__u64 missing, running;
 	char name[256];
 	size_t k;
 
 	for (k = 0; k < r->pl->nr; k++) {
 		const struct fn_stats *s = &r->stats[order[k]];
+		const struct probe *p = &r->pl->probes[order[k]];
 
 		if (!returns_missing(s))
 			continue;
-		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
-		fprintf(f, "* %s: %llu calls entered, %llu returned: the others were still running, or their "
-			   "returns were not seen (see dropped)%s\n", name, (unsigned long long)s->entered,
-			(unsigned long long)s->calls, r->pl->probes[order[k]].exit != EXIT_URETPROBE ? "" :
-			"; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 pending "
-			"ones (--exit=ret sees every return)");
+		missing = s->entered - s->calls;
+		running = still_running(r, order[k], missing);
+		fprintf(f, "* %s: %llu calls entered, %llu returned", probe_display_name(p, name, sizeof(name)),
+			(unsigned long long)s->entered, (unsigned long long)s->calls);
+		if (running)
+			fprintf(f, "; %llu still running as the report was taken%s", (unsigned long long)running,
+				r->total ? "" : " (their returns count in the next one)");
+		if (missing > running && !r->open_calls)
+			fprintf(f, ": the others were still running, or their returns were not seen (see dropped)");
+		else if (missing > running)
+			fprintf(f, "; %llu not seen to return (see dropped)", (unsigned long long)(missing - running));
+		/* The kernel's limit applies only to uretprobes, and only to returns not seen. */
+		if (missing > running && p->exit == EXIT_URETPROBE)
+			fprintf(f, "; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 "
+				   "pending ones (--exit=ret sees every return)");
+		fputc('\n', f);
 	}
 }
 

@@ -58,6 +58,11 @@ struct report {
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 	const struct slow_view *slow;  /* --slow: the report's slow calls, or NULL */
+	/*
+	 * Calls open on the target's threads as the report was taken, indexed
+	 * as stats (NULL: not known): entered in it, returned after.
+	 */
+	const __u64 *open_calls;
 };
 
 /* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */

@@ -13,6 +13,7 @@
 #include "percpu.h"
 #include "proc.h"
 #include "stats.h"
+#include "trace.bpf.h"
 #include "trace.skel.h"
 #include "steps.h"
 #include "trace_load.h"
@@ -867,6 +868,43 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 		err = read_drops(t, drops);
 	if (err)
 		log_err("failed to read the BPF maps: %s", strerror(-err));
+	return err;
+}
+
+/* Adds the open frames of one thread state to open[] (see tracer_open_calls). */
+static void count_open(const struct tracer *t, const struct thread_state *ts, __u64 *open)
+{
+	__u32 d, gen = t->skel->bss->generation;
+
+	if (ts->gen != gen || ts->depth > FNPROF_MAX_DEPTH)
+		return;
+	for (d = 0; d < ts->depth; d++) {
+		const struct fn_frame *f = &ts->frames[d];
+
+		if (f->id < t->nr_probes && f->slot < t->nr_slots)
+			open[f->slot * t->nr_probes + f->id]++;
+	}
+}
+
+int tracer_open_calls(struct tracer *t, __u64 *open)
+{
+	int fd = bpf_map__fd(t->skel->maps.tstates), err = 0;
+	size_t size = bpf_map__value_size(t->skel->maps.tstates);
+	struct thread_state *ts;
+	__u32 i;
+
+	if (size < sizeof(*ts))
+		return -EINVAL;
+	ts = malloc(size);
+	if (!ts)
+		return -ENOMEM;
+	for (i = 0; i < t->nr_threads && !err; i++) {
+		if (bpf_map_lookup_elem(fd, &i, ts))
+			err = -errno;
+		else
+			count_open(t, ts, open);
+	}
+	free(ts);
 	return err;
 }
 

@@ -126,6 +126,15 @@ int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
 
 /*
+ * The calls open on the target's threads now (entered, not returned yet):
+ * adds, for each, 1 to open[slot * nr + id] (nr = number of probes; the
+ * caller zeroes it). Frames a burst's detach left, whose returns go unseen,
+ * are not counted; nor goroutines' (Go). Read while the threads run: a
+ * call may return meanwhile. 0, or -errno.
+ */
+int tracer_open_calls(struct tracer *t, __u64 *open);
+
+/*
  * Burst mode: removes the target's probes, or puts them back. Both wait for
  * the kernel (an RCU grace period before the breakpoints change); from the
  * pause until tracer_count_calls(t, true) the probes count no call.
