@@ -468,13 +468,19 @@ static void print_overhead(const struct report *r, FILE *f)
  * that moves it by: say so rather than print a confident figure.
  */
 #define UNCERTAIN_NS 300.0
+/*
+ * Each on its own line only where the range is more than this share of the
+ * average (its error matters to the figure): 300-400 ns on a 100 us
+ * function does not; those are summed in one line.
+ */
+#define UNCERTAIN_SHARE 0.05
 
 static void print_uncertain(const struct report *r, FILE *f)
 {
 	struct fn_figures g;
 	char name[256], b[5][16];
 	double desc, hits, jmps;
-	size_t i;
+	size_t i, minor = 0;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
 		const struct fn_stats *s = &r->stats[i];
@@ -483,6 +489,10 @@ static void print_uncertain(const struct report *r, FILE *f)
 		fn_figures_compute(r, s, &g);
 		if (!g.timed || isnan(g.avg_lo) || g.avg_hi - g.avg_lo <= UNCERTAIN_NS)
 			continue;
+		if (g.avg_hi - g.avg_lo <= UNCERTAIN_SHARE * g.wall_avg) {
+			minor++;
+			continue;
+		}
 		fprintf(f, "uncertain: %s AVG %s, between %s and %s: ", probe_display_name(p, name, sizeof(name)),
 			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(g.avg_lo, b[1], 16), fmt_ns(g.avg_hi, b[2], 16));
 		desc = s->desc_calls * (r->cost_hi - r->cost_lo) / s->calls;
@@ -506,6 +516,10 @@ static void print_uncertain(const struct report *r, FILE *f)
 				   "(by kind, during the calibrations)\n", (double)s->desc_calls / s->calls,
 				fmt_ns(r->cost_lo, b[3], 16), fmt_ns(r->cost_hi, b[4], 16));
 	}
+	if (minor)
+		fprintf(f, "uncertain: %zu more %s AVG by over %.0fns, but by %.0f%% of it or less (JSON "
+			   "avg_range_ns)\n", minor, minor > 1 ? "functions'" : "function's", UNCERTAIN_NS,
+			100 * UNCERTAIN_SHARE);
 }
 
 /* Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go): once, for the first of them. */

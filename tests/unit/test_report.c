@@ -199,6 +199,32 @@ static void uncertain_jmps_shown(void)
 			  "tail jumps, which cost 200ns to 2.00us each") != NULL);
 }
 
+/*
+ * Issue 37: a range of 400 ns on a 100 us average is under 5% of it: no line
+ * of its own, one line that sums such functions. Over 5%, its own line.
+ */
+static void uncertain_only_where_it_matters(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	char buf[4096] = "";
+
+	st.wall_sum = 4 * 100000;
+	st.wall_max = 150000;
+	probe.kind = SITE_STEPPED;
+	cal.mean_ns[CAL_STEPPED] = cal.bias_ns[CAL_STEPPED] = 500;
+	cal.round_lo[CAL_STEPPED] = 300;
+	cal.round_hi[CAL_STEPPED] = 700;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "uncertain: x:f") == NULL);
+	CHECK(strstr(buf, "uncertain: 1 more function's AVG by over 300ns, but by 5% of it or less") != NULL);
+	cal.round_hi[CAL_STEPPED] = 5800;   /* 5.5 us: 5.5% of it */
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "uncertain: x:f AVG") != NULL && strstr(buf, "more function") == NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -254,6 +280,7 @@ int main(void)
 	RUN(uncertain_bias_shown);
 	RUN(uncertain_descendants_shown);
 	RUN(uncertain_jmps_shown);
+	RUN(uncertain_only_where_it_matters);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
 	RUN(untimed_and_unknown);
