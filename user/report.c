@@ -184,7 +184,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
-	fig->bias_lo = fig->bias_hi = fig->avg_lo = fig->avg_hi = NAN;
+	fig->bias_lo = fig->bias_hi = fig->avg_lo = fig->avg_hi = fig->resolution_ns = NAN;
 	if (r->cal)
 		calib_bias_range(r->cal, p, &fig->bias_lo, &fig->bias_hi);
 	fig->calls = s->calls * est;
@@ -229,6 +229,9 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	shift = r->cal ? calib_bias_median(r->cal, p) : 0;
 	shift += (s->desc_calls * r->cost_avg + tail_probes_inside(s, r->hit_cost, r->jmp_cost)) / n;
 	fig->shift_ns = shift;
+	if (!isnan(fig->bias_lo))
+		fig->resolution_ns = fig->bias_hi - fig->bias_lo + (s->desc_calls * (r->cost_hi - r->cost_lo) +
+			tail_probes_inside(s, r->hit_hi - r->hit_lo, r->jmp_hi - r->jmp_lo)) / n;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
 	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, shift);
@@ -334,6 +337,20 @@ static bool returns_missing(const struct fn_stats *s)
 	return s->entered > s->calls;
 }
 
+/*
+ * A figure v the probes' bias was taken from (a percentile, min, max, an
+ * average), where it is below how far off that bias may be (res): not a
+ * figure but a bound, "<" v + res (malloc's P50 read 0 ns).
+ */
+static void fmt_below_resolution(double v, double res, char *buf, size_t size)
+{
+	char b[16];
+
+	if (!(res > 0) || v >= res)
+		return;
+	snprintf(buf, size, "<%s", fmt_ns(v + res, b, sizeof(b)));
+}
+
 static void print_row(const struct report *r, FILE *f, size_t i, bool self, size_t w)
 {
 	const struct fn_stats *s = &r->stats[i];
@@ -348,6 +365,10 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self, size
 	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
 		fmt_ns(s->calls && g.timed && !(g.cpu_unknown && (k == 5 || k == 6)) ? v[k] : -1.0, b[k], sizeof(b[k]));
+	/* Every figure the bias is taken from: not OFFCPU (k 6), which it is not; nor '-' cells. */
+	for (k = 0; k < 8 && s->calls && g.timed; k++)
+		if (k != 6 && !(g.cpu_unknown && k == 5))
+			fmt_below_resolution(v[k], g.resolution_ns, b[k], sizeof(b[k]));
 	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else

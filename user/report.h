@@ -87,6 +87,13 @@ struct fn_figures {
 	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
 	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
 	double shift_ns;            /* what the percentiles, min and max are lowered by (typical bias) */
+	/*
+	 * How far off that shift may be: the range of its parts over the
+	 * calibrations' rounds (NaN: not known). A percentile, min or max
+	 * below it cannot be told from 0: the table shows "<" that figure
+	 * plus it, a bound, rather than a figure the subtraction made.
+	 */
+	double resolution_ns;
 	double avg_lo, avg_hi;      /* the range the average lies in: its own probes' bias range and the
 				       traced calls beneath, at their probes' cheapest and dearest (NaN:
 				       not known) */

@@ -225,6 +225,37 @@ static void uncertain_only_where_it_matters(void)
 	CHECK(strstr(buf, "uncertain: x:f AVG") != NULL && strstr(buf, "more function") == NULL);
 }
 
+/*
+ * Issue 37: malloc's P50 read 0 ns, its probes' median bias subtracted from a
+ * raw 1 us. Where the bias moved by more over the calibrations' rounds than
+ * is left of a percentile, min, max or average, that figure is a bound
+ * ("<"), not a number the subtraction made.
+ */
+static void percentile_below_resolution_is_a_bound(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+	char buf[4096] = "";
+
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 1100;
+	cal.round_lo[CAL_EMULATED] = 900;
+	cal.round_hi[CAL_EMULATED] = 1300;
+	r.cal = &cal;
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(NEAR(f.resolution_ns, 400) && f.wall_min == 0 && f.p50 < 400);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	/*
+	 * AVG, P50, MIN, ONCPU, SELF: 0 + 400; P99 and MAX: 1500 - 1100 = 400,
+	 * not below it; OFFCPU (250 ns) has no bias taken from it.
+	 */
+	CHECK(strstr(buf, "  <400ns   <400ns    400ns    400ns   <400ns   <400ns    250ns   <400ns ") != NULL);
+	cal.round_lo[CAL_EMULATED] = cal.round_hi[CAL_EMULATED] = 1100;
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "<") == NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -281,6 +312,7 @@ int main(void)
 	RUN(uncertain_descendants_shown);
 	RUN(uncertain_jmps_shown);
 	RUN(uncertain_only_where_it_matters);
+	RUN(percentile_below_resolution_is_a_bound);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
 	RUN(untimed_and_unknown);
