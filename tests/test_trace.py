@@ -328,6 +328,19 @@ def test_list_functions():
     check("spin_us" in p.stdout and "getpid" in p.stdout and "libc" in p.stdout, p.stdout)
 
 
+def test_list_warnings_grouped():
+    # Issue 37: --list -f 'libc:*' printed ~95 warnings, one per function without exits (exit,
+    # abort, longjmp...). Those are now one line per reason, naming a few and counting the rest;
+    # --list still shows each (EXIT none).
+    p = run_fnprof(["--list", "-f", "libc:*", "--", target("work"), "count", "1"])
+    check(p.returncode == 0, p.stderr[-2000:])
+    warns = [l for l in p.stderr.splitlines() if "warning:" in l]
+    none = [l for l in p.stdout.splitlines() if l.split()[-2:-1] == ["none"]]
+    check(len(none) > 10, f"only {len(none)} functions without exits: the test proves nothing")
+    check(len(warns) <= 4, f"{len(warns)} warnings: {warns[:6]}")
+    check(any(re.search(r"no return instruction found in \d+ functions", l) for l in warns), f"{warns}")
+
+
 def test_glob_expands():
     rep, _ = traced(["-f", "*_us"], target("work"), "spin", 10, 10)
     names = {f["name"] for f in rep["functions"]}
