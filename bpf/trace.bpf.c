@@ -70,7 +70,9 @@ volatile __u32 epoch = 0;
  * Bumped by user space whenever it detaches the probes (burst mode), before
  * it does: frames pushed before that may never see their return, so a thread
  * drops them (DROP_DETACHED), and returns of calls entered before that are
- * not orphans. A thread that exits counts its frames of the current
+ * not orphans. Bumped again before it attaches them: the frames a detach
+ * left are then two generations back, and no return closes them (one would
+ * be of a call made since, and take the whole pause for its time). A thread that exits counts its frames of the current
  * generation abandoned: every return of those is seen, so they never returned.
  */
 volatile __u32 generation = 0;
