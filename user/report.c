@@ -43,8 +43,9 @@ static const struct {
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
-	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
-					       "whether and when they returned was not seen (not timed)" },
+	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were taken out between bursts "
+					       "(--max-overhead): their returns were not seen, so they are neither "
+					       "timed nor counted" },
 	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
 						   "sched_switch did not report, nor the thread's sched_info: the time off "
 						   "the CPU before each read as on-CPU" },
@@ -567,7 +568,7 @@ static void print_footer(const struct report *r, FILE *f)
 			r->interval_s > 0 ? r->proc_cpu_ns / (r->interval_s * 1e7) : 0.0);
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
-			fprintf(f, "%s: %llu %s\n", i == DROP_ORPHAN_RET ? "not timed" : "dropped",
+			fprintf(f, "%s: %llu %s\n", i == DROP_ORPHAN_RET || i == DROP_DETACHED ? "not timed" : "dropped",
 				(unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_cpu_unknown(r, f);
 	print_overhead(r, f);
