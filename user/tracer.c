@@ -39,6 +39,7 @@ struct tracer {
 	const struct probe_list *pl;  /* the target's probes, to attach again after a pause */
 	pid_t pid;
 	bool paused;
+	bool start_paused;         /* tracer_conf.start_paused */
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	__u32 nr_threads;          /* thread states in the pool */
@@ -238,6 +239,12 @@ static int setup(struct trace_bpf *skel, void *arg)
 	const char *env;
 
 	skel->rodata->target_tgid = t->pid;
+	/*
+	 * In each half's initial image: the tracepoint half, loading on a
+	 * thread of its own onto the shared .bss, may write its image there
+	 * after the uprobe half's attach (once a write after load was lost).
+	 */
+	skel->bss->paused = t->start_paused;
 	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
 	skel->rodata->fnprof_tgid = getpid();
 	skel->rodata->nr_funcs = t->nr_total;
@@ -743,14 +750,13 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_threads += calibrates(t);
 	t->slow_ns = conf->slow_ns;
 	t->slow_rate = conf->slow_rate;
+	t->start_paused = conf->start_paused;
 	steps_mark("tracer set-up");
 	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && (conf->follow_forks || t->nr_more))
 		err = follow_setup(t);
 	if (!err && t->per_process)
 		err = per_process_setup(t);
-	if (!err && conf->start_paused)
-		t->skel->bss->paused = 1;
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
