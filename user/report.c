@@ -123,7 +123,8 @@ static void floor_fraction(struct report *r)
 	r->attached_hi = r->attached_hi < f ? f : r->attached_hi;
 }
 
-void report_prepare(struct report *r)
+/* The probes' costs over the report's calls (report_prepare), from the calibration. */
+static void prepare_costs(struct report *r)
 {
 	double calls = 0, cost = 0, bias = 0, l, h;
 	size_t i;
@@ -151,6 +152,12 @@ void report_prepare(struct report *r)
 		r->cost_avg = cost / calls;
 		r->bias_avg = bias / calls;
 	}
+}
+
+void report_prepare(struct report *r)
+{
+	prepare_costs(r);
+	/* After the costs: the floor is the calls' on-CPU time less their probes'. */
 	floor_fraction(r);
 }
 

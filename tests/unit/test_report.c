@@ -286,6 +286,34 @@ static void burst_extrapolates(void)
 	CHECK(NEAR(f.proc_pct, 200));
 }
 
+/*
+ * Issue 37: the bursts held at least the work their traced calls did on the
+ * CPU (3000 ns here). A fraction that says less (the probes' cost taken as
+ * more than the target paid) is raised to it, with its range: the
+ * function's CPU share can then not pass the target's own.
+ */
+static void burst_fraction_floored_by_calls(void)
+{
+	struct report r = make_report();
+	struct fn_figures f;
+
+	r.attached_fraction = 0.01;
+	r.attached_lo = 0.005;
+	r.attached_hi = 0.02;
+	r.attached_work_ns = 100000;   /* 3000 ns of it on the CPU in the calls measured: 0.03 at least */
+	r.proc_cpu_ns = 100000;
+	report_prepare(&r);
+	CHECK(NEAR(r.attached_fraction, 0.03) && NEAR(r.attached_lo, 0.03) && NEAR(r.attached_hi, 0.03));
+	fn_figures_compute(&r, &st, &f);
+	CHECK(NEAR(f.calls, 4 / 0.03));
+	CHECK(NEAR(f.proc_pct, 100));    /* all the process's work, not 300% of it */
+	r = make_report();
+	r.attached_fraction = 0.5;     /* says more already: left as it is */
+	r.attached_work_ns = 100000;
+	report_prepare(&r);
+	CHECK(r.attached_fraction == 0.5);
+}
+
 /* --entry-only functions have calls, no times; a function without calls has nothing; unknown stays unknown. */
 static void untimed_and_unknown(void)
 {
@@ -315,6 +343,7 @@ int main(void)
 	RUN(percentile_below_resolution_is_a_bound);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
+	RUN(burst_fraction_floored_by_calls);
 	RUN(untimed_and_unknown);
 	UNIT_EXIT();
 }
