@@ -70,7 +70,9 @@ volatile __u32 epoch = 0;
  * Bumped by user space whenever it detaches the probes (burst mode), before
  * it does: frames pushed before that may never see their return, so a thread
  * drops them (DROP_DETACHED), and returns of calls entered before that are
- * not orphans. A thread that exits counts its frames of the current
+ * not orphans. Bumped again before it attaches them: the frames a detach
+ * left are then two generations back, and no return closes them (one would
+ * be of a call made since, and take the whole pause for its time). A thread that exits counts its frames of the current
  * generation abandoned: every return of those is seen, so they never returned.
  */
 volatile __u32 generation = 0;
@@ -1660,6 +1662,8 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	if (ts->depth)
 		count_drops(ts->gen == generation ? DROP_ABANDONED : DROP_DETACHED, ts->depth);
+	/* Counted: user space, which reads the pool for the calls still open, must not count them again. */
+	ts->depth = 0;
 	idx = ts->idx;
 	ref->idx1 = 0;
 	cpu = this_cpu_thread();

@@ -84,6 +84,8 @@ void burst_init(struct burst *b, double budget_pct, struct calibration *cal, con
 	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
 	peek_probe_ns(t, cal, &b->calls0);
 	b->paused0 = tracer_paused_calls(t);
+	/* The probes were put in paused (tracer_conf.start_paused): the first burst begins with the work read. */
+	tracer_count_calls(t, true);
 }
 
 /* Probe time of a call that was not counted: the average of the counted ones. */
@@ -401,6 +403,7 @@ void burst_take_share(struct burst *b, struct tracer *t, double now, __u64 cpu_h
 		  "(%.1f ms uncounted); %.2f s attached, %d bursts", work_all / 1e6, work_on / 1e6, (b->probe_all - b->probe_taken) / 1e6,
 		  (b->uncounted_ns - b->uncounted_taken) / 1e6, on_s - b->on_taken, b->nr_bursts);
 	sh->fraction = clamp_share(f);
+	sh->work_ns = work_all > 1e4 ? work_all : 0;
 	share_range(b, work_on, b->probe_on - b->probe_on_taken, b->cpu0 - b->cpu_taken, b->probe_all - b->probe_taken,
 		    sh);
 	*uncounted_ns = b->uncounted_ns - b->uncounted_taken;
@@ -418,15 +421,16 @@ void burst_rebase(struct burst *b, struct tracer *t)
 	peek_probe_ns(t, b->cal, &b->calls0);
 }
 
-static double total_fraction(const struct burst *b)
+static double total_fraction(const struct burst *b, double work_all)
 {
-	double work_all = (double)(b->cpu0 - b->cpu_start) - b->probe_all;
-
 	return work_all > 1e4 && b->work_on < work_all ? b->work_on / work_all : 1;
 }
 
 void burst_total_share(const struct burst *b, struct burst_share *sh)
 {
-	sh->fraction = total_fraction(b);
+	double work_all = (double)(b->cpu0 - b->cpu_start) - b->probe_all;
+
+	sh->fraction = total_fraction(b, work_all);
+	sh->work_ns = work_all > 1e4 ? work_all : 0;
 	share_range(b, b->work_on, b->probe_on, b->cpu0 - b->cpu_start, b->probe_all, sh);
 }

@@ -79,6 +79,7 @@ struct burst {
  */
 struct burst_share {
 	double fraction, lo, hi;
+	double work_ns;       /* the target's own work the fraction is of (0: too little to measure) */
 };
 
 /* A range needs the call rates of this many bursts: fewer say nothing of how the rate moves. */

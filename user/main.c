@@ -317,6 +317,8 @@ static int start_tracing(struct run *r)
 		/* --by system-wide: figures per process, for the metrics' labels */
 		.per_process = r->o->system_wide && r->o->listen && r->o->by != BY_NONE,
 		.slow_ns = r->o->slow_ns, .slow_rate = SLOW_RATE,
+		/* -p: the target runs while fnprof sets up; its calls count from burst_init() on. */
+		.start_paused = r->o->max_overhead_pct > 0,
 	};
 
 	if (calib) {

@@ -28,7 +28,9 @@ static const struct {
 					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
-	[DROP_ORPHAN_RET] = { "orphan_returns", "returns without a recorded entry (call was in flight at attach)" },
+	[DROP_ORPHAN_RET] = { "orphan_returns", "calls already running when the probes went in (at the start, "
+						"or as a burst began): their returns were seen, their entries not, so they "
+						"are not timed; no call was lost" },
 	[DROP_ABANDONED] = { "abandoned_frames", "frames abandoned by longjmp or unwinding (not timed)" },
 	[DROP_NO_STATS] = { "no_stats_slot", "calls lost: no statistics slot" },
 	[DROP_CTR_READ] = { "counter_reads", "counter reads failed (those counts are incomplete)" },
@@ -41,8 +43,9 @@ static const struct {
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
 					       "once than fnprof keeps (4096, or --max-threads if more)" },
-	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were detached (--max-overhead): "
-					       "whether and when they returned was not seen (not timed)" },
+	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were taken out between bursts "
+					       "(--max-overhead): their returns were not seen, so they are neither "
+					       "timed nor counted" },
 	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
 						   "sched_switch did not report, nor the thread's sched_info: the time off "
 						   "the CPU before each read as on-CPU" },
@@ -51,36 +54,6 @@ static const struct {
 const char *report_drop_key(unsigned int i)
 {
 	return i < DROP_NR ? drop_kinds[i].key : NULL;
-}
-
-void report_prepare(struct report *r)
-{
-	double calls = 0, cost = 0, bias = 0, l, h;
-	size_t i;
-
-	r->cost_avg = r->bias_avg = r->cost_lo = r->cost_hi = 0;
-	r->hit_cost = r->hit_lo = r->hit_hi = 0;
-	r->jmp_cost = r->jmp_lo = r->jmp_hi = 0;
-	if (!r->cal)
-		return;
-	r->hit_cost = calib_exit_hit_cost(r->cal);
-	calib_exit_hit_range(r->cal, &r->hit_lo, &r->hit_hi);
-	r->jmp_cost = calib_jmp_hit_cost(r->cal);
-	calib_jmp_hit_range(r->cal, &r->jmp_lo, &r->jmp_hi);
-	for (i = 0; i < r->pl->nr; i++) {
-		calls += r->stats[i].calls;
-		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
-		bias += r->stats[i].calls * calib_bias(r->cal, &r->pl->probes[i]);
-		if (!r->stats[i].calls)
-			continue;
-		calib_cost_range(r->cal, &r->pl->probes[i], &l, &h);
-		r->cost_lo = !r->cost_lo || l < r->cost_lo ? l : r->cost_lo;
-		r->cost_hi = h > r->cost_hi ? h : r->cost_hi;
-	}
-	if (calls) {
-		r->cost_avg = cost / calls;
-		r->bias_avg = bias / calls;
-	}
 }
 
 static double sub0(double a, double b)
@@ -110,6 +83,82 @@ static double probe_time_inside(const struct report *r, const struct fn_stats *s
 		return 0;
 	return s->calls * calib_bias(r->cal, p) + s->desc_calls * r->cost_avg +
 	       tail_probes_inside(s, r->hit_cost, r->jmp_cost);
+}
+
+/* The on-CPU time of a function's outermost calls, less their share of the probes' time inside. */
+static double outer_oncpu(const struct report *r, const struct fn_stats *s, const struct probe *p)
+{
+	double n = s->calls ? (double)s->calls : 1;
+
+	return sub0(s->outer_oncpu, probe_time_inside(r, s, p) * s->outer_calls / n);
+}
+
+/*
+ * Burst mode: the bursts held at least the work that any traced function's
+ * calls did on the CPU in them. The fraction is that work over the target's
+ * work in the interval, less the probes' calibrated cost: where the cost the
+ * target paid was less than calibrated, the work in bursts, and so the
+ * fraction, came out too small and every extrapolated figure too large
+ * (CPU% and %PROC past what the threads can do). A floor from the calls'
+ * own on-CPU time raises it to what was measured; where even that exceeds
+ * all the work (calls open across the interval's start), it is no floor.
+ */
+static void floor_fraction(struct report *r)
+{
+	double most = 0, v, f;
+	size_t i;
+
+	if (!(r->attached_work_ns > 0) || !(r->attached_fraction < 1) || !r->pl)
+		return;
+	for (i = 0; i < r->pl->nr; i++) {
+		v = outer_oncpu(r, &r->stats[i], &r->pl->probes[i]);
+		most = v > most ? v : most;
+	}
+	f = most / r->attached_work_ns;
+	if (f <= r->attached_fraction || f >= 1)
+		return;
+	r->attached_fraction = f;
+	/* The range moves up with it (a NaN stays: unknown). */
+	r->attached_lo = r->attached_lo < f ? f : r->attached_lo;
+	r->attached_hi = r->attached_hi < f ? f : r->attached_hi;
+}
+
+/* The probes' costs over the report's calls (report_prepare), from the calibration. */
+static void prepare_costs(struct report *r)
+{
+	double calls = 0, cost = 0, bias = 0, l, h;
+	size_t i;
+
+	r->cost_avg = r->bias_avg = r->cost_lo = r->cost_hi = 0;
+	r->hit_cost = r->hit_lo = r->hit_hi = 0;
+	r->jmp_cost = r->jmp_lo = r->jmp_hi = 0;
+	if (!r->cal)
+		return;
+	r->hit_cost = calib_exit_hit_cost(r->cal);
+	calib_exit_hit_range(r->cal, &r->hit_lo, &r->hit_hi);
+	r->jmp_cost = calib_jmp_hit_cost(r->cal);
+	calib_jmp_hit_range(r->cal, &r->jmp_lo, &r->jmp_hi);
+	for (i = 0; i < r->pl->nr; i++) {
+		calls += r->stats[i].calls;
+		cost += r->stats[i].calls * calib_cost(r->cal, &r->pl->probes[i]);
+		bias += r->stats[i].calls * calib_bias(r->cal, &r->pl->probes[i]);
+		if (!r->stats[i].calls)
+			continue;
+		calib_cost_range(r->cal, &r->pl->probes[i], &l, &h);
+		r->cost_lo = !r->cost_lo || l < r->cost_lo ? l : r->cost_lo;
+		r->cost_hi = h > r->cost_hi ? h : r->cost_hi;
+	}
+	if (calls) {
+		r->cost_avg = cost / calls;
+		r->bias_avg = bias / calls;
+	}
+}
+
+void report_prepare(struct report *r)
+{
+	prepare_costs(r);
+	/* After the costs: the floor is the calls' on-CPU time less their probes'. */
+	floor_fraction(r);
 }
 
 /* Burst mode: measured counts stand for 1/fraction as many. */
@@ -143,7 +192,7 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 
 	memset(fig, 0, sizeof(*fig));
 	fig->proc_pct = -1;
-	fig->bias_lo = fig->bias_hi = fig->avg_lo = fig->avg_hi = NAN;
+	fig->bias_lo = fig->bias_hi = fig->avg_lo = fig->avg_hi = fig->resolution_ns = NAN;
 	if (r->cal)
 		calib_bias_range(r->cal, p, &fig->bias_lo, &fig->bias_hi);
 	fig->calls = s->calls * est;
@@ -188,13 +237,16 @@ void fn_figures_compute(const struct report *r, const struct fn_stats *s, struct
 	shift = r->cal ? calib_bias_median(r->cal, p) : 0;
 	shift += (s->desc_calls * r->cost_avg + tail_probes_inside(s, r->hit_cost, r->jmp_cost)) / n;
 	fig->shift_ns = shift;
+	if (!isnan(fig->bias_lo))
+		fig->resolution_ns = fig->bias_hi - fig->bias_lo + (s->desc_calls * (r->cost_hi - r->cost_lo) +
+			tail_probes_inside(s, r->hit_hi - r->hit_lo, r->jmp_hi - r->jmp_lo)) / n;
 	fig->wall_min = sub0(s->wall_min, shift);
 	fig->wall_max = sub0(s->wall_max, shift);
 	fig->p50 = hist_percentile(s->hist, s->wall_min, s->wall_max, 50, shift);
 	fig->p90 = hist_percentile(s->hist, s->wall_min, s->wall_max, 90, shift);
 	fig->p99 = hist_percentile(s->hist, s->wall_min, s->wall_max, 99, shift);
 	/* CPU%: outermost activations, less their share of the probes' time. */
-	oncpu = sub0(s->outer_oncpu, inside * s->outer_calls / n);
+	oncpu = outer_oncpu(r, s, p);
 	if (r->interval_s > 0)
 		fig->cpu_pct = est * oncpu / (r->interval_s * 1e7);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
@@ -293,6 +345,20 @@ static bool returns_missing(const struct fn_stats *s)
 	return s->entered > s->calls;
 }
 
+/*
+ * A figure v the probes' bias was taken from (a percentile, min, max, an
+ * average), where it is below how far off that bias may be (res): not a
+ * figure but a bound, "<" v + res (malloc's P50 read 0 ns).
+ */
+static void fmt_below_resolution(double v, double res, char *buf, size_t size)
+{
+	char b[16];
+
+	if (!(res > 0) || v >= res)
+		return;
+	snprintf(buf, size, "<%s", fmt_ns(v + res, b, sizeof(b)));
+}
+
 static void print_row(const struct report *r, FILE *f, size_t i, bool self, size_t w)
 {
 	const struct fn_stats *s = &r->stats[i];
@@ -307,6 +373,10 @@ static void print_row(const struct report *r, FILE *f, size_t i, bool self, size
 	v[4] = g.wall_min, v[5] = g.oncpu_avg, v[6] = g.offcpu_avg, v[7] = g.self_avg;
 	for (k = 0; k < 8; k++)
 		fmt_ns(s->calls && g.timed && !(g.cpu_unknown && (k == 5 || k == 6)) ? v[k] : -1.0, b[k], sizeof(b[k]));
+	/* Every figure the bias is taken from: not OFFCPU (k 6), which it is not; nor '-' cells. */
+	for (k = 0; k < 8 && s->calls && g.timed; k++)
+		if (k != 6 && !(g.cpu_unknown && k == 5))
+			fmt_below_resolution(v[k], g.resolution_ns, b[k], sizeof(b[k]));
 	if (g.proc_pct >= 0 && !g.cpu_unknown)
 		snprintf(pp, sizeof(pp), "%.1f", g.proc_pct);
 	else
@@ -427,13 +497,19 @@ static void print_overhead(const struct report *r, FILE *f)
  * that moves it by: say so rather than print a confident figure.
  */
 #define UNCERTAIN_NS 300.0
+/*
+ * Each on its own line only where the range is more than this share of the
+ * average (its error matters to the figure): 300-400 ns on a 100 us
+ * function does not; those are summed in one line.
+ */
+#define UNCERTAIN_SHARE 0.05
 
 static void print_uncertain(const struct report *r, FILE *f)
 {
 	struct fn_figures g;
 	char name[256], b[5][16];
 	double desc, hits, jmps;
-	size_t i;
+	size_t i, minor = 0;
 
 	for (i = 0; r->cal && i < r->pl->nr; i++) {
 		const struct fn_stats *s = &r->stats[i];
@@ -442,6 +518,10 @@ static void print_uncertain(const struct report *r, FILE *f)
 		fn_figures_compute(r, s, &g);
 		if (!g.timed || isnan(g.avg_lo) || g.avg_hi - g.avg_lo <= UNCERTAIN_NS)
 			continue;
+		if (g.avg_hi - g.avg_lo <= UNCERTAIN_SHARE * g.wall_avg) {
+			minor++;
+			continue;
+		}
 		fprintf(f, "uncertain: %s AVG %s, between %s and %s: ", probe_display_name(p, name, sizeof(name)),
 			fmt_ns(g.wall_avg, b[0], 16), fmt_ns(g.avg_lo, b[1], 16), fmt_ns(g.avg_hi, b[2], 16));
 		desc = s->desc_calls * (r->cost_hi - r->cost_lo) / s->calls;
@@ -465,6 +545,10 @@ static void print_uncertain(const struct report *r, FILE *f)
 				   "(by kind, during the calibrations)\n", (double)s->desc_calls / s->calls,
 				fmt_ns(r->cost_lo, b[3], 16), fmt_ns(r->cost_hi, b[4], 16));
 	}
+	if (minor)
+		fprintf(f, "uncertain: %zu more %s AVG by over %.0fns, but by %.0f%% of it or less (JSON "
+			   "avg_range_ns)\n", minor, minor > 1 ? "functions'" : "function's", UNCERTAIN_NS,
+			100 * UNCERTAIN_SHARE);
 }
 
 /* Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go): once, for the first of them. */
@@ -491,7 +575,8 @@ static void print_footer(const struct report *r, FILE *f)
 			r->interval_s > 0 ? r->proc_cpu_ns / (r->interval_s * 1e7) : 0.0);
 	for (i = 0; i < DROP_NR; i++)
 		if (r->drops[i])
-			fprintf(f, "dropped: %llu %s\n", (unsigned long long)r->drops[i], drop_kinds[i].text);
+			fprintf(f, "%s: %llu %s\n", i == DROP_ORPHAN_RET || i == DROP_DETACHED ? "not timed" : "dropped",
+				(unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_cpu_unknown(r, f);
 	print_overhead(r, f);
 	print_uncertain(r, f);
@@ -668,6 +753,7 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	*c = *r;
 	c->pid = r->procs[k].pid;
 	c->stats = r->stats + k * r->pl->nr;
+	c->open_calls = r->open_calls ? r->open_calls + k * r->pl->nr : NULL;
 	c->nr_procs = 0;
 	c->proc_cpu_known = false;
 	c->note = NULL;
@@ -675,23 +761,47 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	return true;
 }
 
+/*
+ * The calls of function i entered and not returned in the report that are
+ * still open on their threads: running, not lost. Go's are on goroutines,
+ * which the tracer does not count: 0 there, as where it cannot tell.
+ */
+static __u64 still_running(const struct report *r, size_t i, __u64 missing)
+{
+	__u64 open = r->open_calls && !r->pl->probes[i].go ? r->open_calls[i] : 0;
+
+	return open < missing ? open : missing;
+}
+
 /* What the '*' on a CALLS figure means, function by function. */
 static void print_missing_returns(const struct report *r, FILE *f, const size_t *order)
 {
+	__u64 missing, running;
 	char name[256];
 	size_t k;
 
 	for (k = 0; k < r->pl->nr; k++) {
 		const struct fn_stats *s = &r->stats[order[k]];
+		const struct probe *p = &r->pl->probes[order[k]];
 
 		if (!returns_missing(s))
 			continue;
-		probe_display_name(&r->pl->probes[order[k]], name, sizeof(name));
-		fprintf(f, "* %s: %llu calls entered, %llu returned: the others were still running, or their "
-			   "returns were not seen (see dropped)%s\n", name, (unsigned long long)s->entered,
-			(unsigned long long)s->calls, r->pl->probes[order[k]].exit != EXIT_URETPROBE ? "" :
-			"; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 pending "
-			"ones (--exit=ret sees every return)");
+		missing = s->entered - s->calls;
+		running = still_running(r, order[k], missing);
+		fprintf(f, "* %s: %llu calls entered, %llu returned", probe_display_name(p, name, sizeof(name)),
+			(unsigned long long)s->entered, (unsigned long long)s->calls);
+		if (running)
+			fprintf(f, "; %llu still running as the report was taken%s", (unsigned long long)running,
+				r->total ? "" : " (their returns count in the next one)");
+		if (missing > running && !r->open_calls)
+			fprintf(f, ": the others were still running, or their returns were not seen (see dropped)");
+		else if (missing > running)
+			fprintf(f, "; %llu not seen to return (see dropped)", (unsigned long long)(missing - running));
+		/* The kernel's limit applies only to uretprobes, and only to returns not seen. */
+		if (missing > running && p->exit == EXIT_URETPROBE)
+			fprintf(f, "; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 "
+				   "pending ones (--exit=ret sees every return)");
+		fputc('\n', f);
 	}
 }
 

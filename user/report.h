@@ -46,12 +46,23 @@ struct report {
 	double jmp_cost, jmp_lo, jmp_hi;
 	double attached_fraction;   /* < 1 in burst mode: counts are extrapolated estimates */
 	double attached_lo, attached_hi; /* the range the fraction may lie in (NaN: not known) */
+	/*
+	 * Burst mode: the target's own work the fraction is of, ns (0: not
+	 * known). report_prepare() raises the fraction to what the traced
+	 * calls' on-CPU time says the bursts held at least.
+	 */
+	double attached_work_ns;
 	__u64 self_cpu_ns;          /* fnprof's own CPU time in the interval (user + system) */
 	double self_wall_s;         /* the time it was spent over (for a total: since fnprof started) */
 	__u64 self_rss_kib;         /* fnprof's peak resident memory so far */
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 	const struct slow_view *slow;  /* --slow: the report's slow calls, or NULL */
+	/*
+	 * Calls open on the target's threads as the report was taken, indexed
+	 * as stats (NULL: not known): entered in it, returned after.
+	 */
+	const __u64 *open_calls;
 };
 
 /* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */
@@ -76,6 +87,13 @@ struct fn_figures {
 	double cpu_pct;             /* outermost on-CPU time / interval: 100 = one core */
 	double proc_pct;            /* share of the process's CPU time; <0 when unknown */
 	double shift_ns;            /* what the percentiles, min and max are lowered by (typical bias) */
+	/*
+	 * How far off that shift may be: the range of its parts over the
+	 * calibrations' rounds (NaN: not known). A percentile, min or max
+	 * below it cannot be told from 0: the table shows "<" that figure
+	 * plus it, a bound, rather than a figure the subtraction made.
+	 */
+	double resolution_ns;
 	double avg_lo, avg_hi;      /* the range the average lies in: its own probes' bias range and the
 				       traced calls beneath, at their probes' cheapest and dearest (NaN:
 				       not known) */

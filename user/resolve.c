@@ -781,6 +781,12 @@ static bool follow_exits(struct exit_walk *w, const struct sym *s, struct fn_cod
 	return false;
 }
 
+/* Why a function has no exit probes (its exit_why), for the ones said together. */
+static const char *const no_exit_whys[2] = {
+	"no return instruction found: it only tail-calls or never returns",
+	"no return instruction found: its code does not disassemble cleanly",
+};
+
 /*
  * EXIT_RET: the function's exits, from its code, and those of the functions
  * it tail-calls (a `jmp other` with its frame popped: the call goes on in
@@ -822,11 +828,42 @@ static void find_ret_exits(struct resolver *r, struct probe *p, const struct sym
 	if (n > MAX_EXITS)
 		log_warn("%d exits in '%s', more than the %d fnprof probes in one function: counting its calls only",
 			 n, p->name, MAX_EXITS);
-	else
-		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name,
-			 n == -EINVAL ? "its code does not disassemble cleanly" : n < 0 ? strerror(-n) :
-			 "it only tail-calls or never returns");
+	else if (n < 0 && n != -EINVAL)
+		log_warn("no return instruction found in '%s' (%s): counting its calls only", p->name, strerror(-n));
+	else    /* said once for all such functions, at the end (warn_no_exits) */
+		p->exit_why = no_exit_whys[n == -EINVAL];
 	p->exit = EXIT_NONE;
+}
+
+/*
+ * The functions left without exits for one of no_exit_whys, in one warning
+ * per reason: -f 'libc:*' has ~90 (exit, abort, longjmp, err...), which
+ * one line each buried the rest of the output.
+ */
+static void warn_no_exits(const struct probe_list *pl)
+{
+	char names[256];
+	size_t i, k, nr, len;
+
+	for (k = 0; k < 2; k++) {
+		const char *why = no_exit_whys[k], *reason = strchr(why, ':') + 2, *one = NULL;
+
+		for (i = nr = len = 0; i < pl->nr; i++) {
+			if (pl->probes[i].exit != EXIT_NONE || pl->probes[i].exit_why != why)
+				continue;
+			one = pl->probes[i].name;
+			if (nr++ < 5 && len < sizeof(names))
+				len += snprintf(names + len, sizeof(names) - len, "%s'%s'", nr > 1 ? ", " : "", one);
+		}
+		if (nr == 1)
+			log_warn("no return instruction found in '%s' (%s): counting its calls only", one, reason);
+		else if (nr > 5)
+			log_warn("no return instruction found in %zu functions (%s): %s and %zu more (EXIT none in "
+				 "--list); counting their calls only", nr, reason, names, nr - 5);
+		else if (nr)
+			log_warn("no return instruction found in %zu functions (%s): %s; counting their calls only",
+				 nr, reason, names);
+	}
 }
 
 /*
@@ -1221,6 +1258,8 @@ int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *o
 	for (i = 0; i < o->nr_funcs && !err; i++)
 		err = resolve_spec(&r, o->funcs[i]);
 done:
+	if (!err)
+		warn_no_exits(out);
 	for (i = 0; i < r.cache.nr; i++) {
 		free(r.cache.e[i].path);
 		free(r.cache.e[i].open_path);

@@ -30,6 +30,8 @@ struct tally {
 	const struct calibration *cal;
 	size_t nr_slots, nr;            /* slots, and figures in all of them */
 	struct fn_stats *delta, *interval, *total;
+	__u64 *open;                    /* calls open at the report, blocked as the figures are */
+	bool open_known;                /* and whether the tracer could tell them */
 	__u64 interval_drops[DROP_NR], total_drops[DROP_NR];
 	struct traced_proc *procs;      /* whose each block is */
 	double uncounted_ns;            /* burst mode: probe time of calls not counted, this interval */
@@ -50,7 +52,8 @@ int tally_new(const struct tally_conf *conf, struct tally **out)
 	t->interval = calloc(t->nr ? t->nr : 1, sizeof(*t->interval));
 	t->total = calloc(t->nr ? t->nr : 1, sizeof(*t->total));
 	t->procs = calloc(t->nr_slots ? t->nr_slots : 1, sizeof(*t->procs));
-	if (!t->delta || !t->interval || !t->total || !t->procs) {
+	t->open = calloc(t->nr ? t->nr : 1, sizeof(*t->open));
+	if (!t->delta || !t->interval || !t->total || !t->procs || !t->open) {
 		tally_free(t);
 		return -ENOMEM;
 	}
@@ -66,6 +69,7 @@ void tally_free(struct tally *t)
 	free(t->interval);
 	free(t->total);
 	free(t->procs);
+	free(t->open);
 	free(t);
 }
 
@@ -132,12 +136,14 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 {
 	struct report rep = {
 		.attached_fraction = attached->fraction, .attached_lo = attached->lo, .attached_hi = attached->hi,
+		.attached_work_ns = attached->work_ns,
 		.max_overhead_pct = t->c.max_overhead_pct,
 		.uncounted_probe_ns = total && t->burst ? t->burst->uncounted_ns : t->uncounted_ns,
 		.pid = t->c.pid, .interval_s = span, .total = total, .proc_cpu_known = cpu_known,
 		.proc_cpu_ns = cpu, .pl = t->c.pl, .stats = stats, .note = note,
 		.nr_procs = t->c.system_wide ? 1 : t->nr_slots, .procs = t->procs,
 		.evs = t->c.evs, .cal = t->cal, .self_cpu_ns = self_cpu, .self_wall_s = self_wall_s,
+		.open_calls = t->open_known ? t->open : NULL,
 	};
 	struct slow_view slow;
 	__u64 slow_drops[SLOWDROP_NR];
@@ -157,9 +163,31 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 		slow_view_free(&slow);
 }
 
+/*
+ * The calls open on the target's threads as the report is taken: entered in
+ * it and not returned, yet not lost (they count in the next report). System-
+ * wide, folded as the figures are. Read before the drain and after, the
+ * larger kept: a call that returns while the buffers are drained was open
+ * at the first reading, one entered meanwhile is at the second.
+ */
+static void take_open(struct tally *t, bool again)
+{
+	__u64 *raw = calloc(t->nr ? t->nr : 1, sizeof(*raw)), *now = calloc(t->nr ? t->nr : 1, sizeof(*now));
+	size_t i, nr_fn = t->c.pl->nr;
+	bool ok = raw && now && !tracer_open_calls(t->c.tracer, raw);
+
+	for (i = 0; ok && i < t->nr; i++)
+		now[t->c.system_wide ? i % nr_fn : i] += raw[i];
+	for (i = 0; ok && i < t->nr; i++)
+		t->open[i] = again && t->open[i] > now[i] ? t->open[i] : now[i];
+	t->open_known = ok && (!again || t->open_known);
+	free(raw);
+	free(now);
+}
+
 int tally_report(struct tally *t, bool final, const struct tally_moment *m, const char *note)
 {
-	struct burst_share attached = { 1, 1, 1 }, whole = { 1, 1, 1 };
+	struct burst_share attached = { 1, 1, 1, 0 }, whole = { 1, 1, 1, 0 };
 	__u64 self_cpu = proc_self_cpu_ns();
 	/* A run with a single report: that report is the total, start-up included. */
 	bool only = final && !t->nr_reports;
@@ -168,9 +196,11 @@ int tally_report(struct tally *t, bool final, const struct tally_moment *m, cons
 
 	if (t->burst)
 		burst_take_share(t->burst, t->c.tracer, m->now, m->cpu_now_ns, &t->uncounted_ns, &attached);
+	take_open(t, false);
 	err = tally_drain(t);
 	if (err)
 		return err;
+	take_open(t, true);
 	if (t->burst)
 		burst_rebase(t->burst, t->c.tracer);
 	for (i = 0; i < t->nr; i++)

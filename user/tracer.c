@@ -13,6 +13,7 @@
 #include "percpu.h"
 #include "proc.h"
 #include "stats.h"
+#include "trace.bpf.h"
 #include "trace.skel.h"
 #include "steps.h"
 #include "trace_load.h"
@@ -38,6 +39,7 @@ struct tracer {
 	const struct probe_list *pl;  /* the target's probes, to attach again after a pause */
 	pid_t pid;
 	bool paused;
+	bool start_paused;         /* tracer_conf.start_paused */
 	struct uprobe_warm *warm;
 	__u32 nr_slots;            /* processes with statistics: the target, then fork children */
 	__u32 nr_threads;          /* thread states in the pool */
@@ -237,6 +239,12 @@ static int setup(struct trace_bpf *skel, void *arg)
 	const char *env;
 
 	skel->rodata->target_tgid = t->pid;
+	/*
+	 * In each half's initial image: the tracepoint half, loading on a
+	 * thread of its own onto the shared .bss, may write its image there
+	 * after the uprobe half's attach (once a write after load was lost).
+	 */
+	skel->bss->paused = t->start_paused;
 	skel->rodata->self_tgid = calibrates(t) ? getpid() : 0;
 	skel->rodata->fnprof_tgid = getpid();
 	skel->rodata->nr_funcs = t->nr_total;
@@ -742,6 +750,7 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->nr_threads += calibrates(t);
 	t->slow_ns = conf->slow_ns;
 	t->slow_rate = conf->slow_rate;
+	t->start_paused = conf->start_paused;
 	steps_mark("tracer set-up");
 	err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && (conf->follow_forks || t->nr_more))
@@ -868,6 +877,43 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 	return err;
 }
 
+/* Adds the open frames of one thread state to open[] (see tracer_open_calls). */
+static void count_open(const struct tracer *t, const struct thread_state *ts, __u64 *open)
+{
+	__u32 d, gen = t->skel->bss->generation;
+
+	if (ts->gen != gen || ts->depth > FNPROF_MAX_DEPTH)
+		return;
+	for (d = 0; d < ts->depth; d++) {
+		const struct fn_frame *f = &ts->frames[d];
+
+		if (f->id < t->nr_probes && f->slot < t->nr_slots)
+			open[f->slot * t->nr_probes + f->id]++;
+	}
+}
+
+int tracer_open_calls(struct tracer *t, __u64 *open)
+{
+	int fd = bpf_map__fd(t->skel->maps.tstates), err = 0;
+	size_t size = bpf_map__value_size(t->skel->maps.tstates);
+	struct thread_state *ts;
+	__u32 i;
+
+	if (size < sizeof(*ts))
+		return -EINVAL;
+	ts = malloc(size);
+	if (!ts)
+		return -ENOMEM;
+	for (i = 0; i < t->nr_threads && !err; i++) {
+		if (bpf_map_lookup_elem(fd, &i, ts))
+			err = -errno;
+		else
+			count_open(t, ts, open);
+	}
+	free(ts);
+	return err;
+}
+
 int tracer_pause(struct tracer *t)
 {
 	if (t->paused)
@@ -892,6 +938,15 @@ int tracer_resume(struct tracer *t)
 
 	if (!t->paused)
 		return 0;
+	/*
+	 * And another before they come back: the frames still open from the
+	 * last burst returned unseen while the probes were out, or are still
+	 * running; a return now would close one with the whole pause in its
+	 * time (a call of 7 us read 0.9 s). While paused (attaching) those
+	 * frames are the generation before this one, which returns may close
+	 * only while the probes are being taken out.
+	 */
+	t->skel->bss->generation++;
 	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid, 0);
 	t->paused = false;
 	return err;

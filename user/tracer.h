@@ -57,6 +57,12 @@ struct tracer_conf {
 			      * it exits); 0: TRACER_THREADS_DEFAULT or more */
 	__u64 slow_ns;       /* --slow: calls this long or longer are sent with their stacks; 0: none */
 	__u32 slow_rate;     /* --slow: at most this many a second (the others are counted) */
+	/*
+	 * Burst mode: the target's probes count no call until
+	 * tracer_count_calls(t, true), so that the calls counted and the
+	 * target's work read when the bursts begin cover the same stretch.
+	 */
+	bool start_paused;
 };
 
 /*
@@ -118,6 +124,15 @@ int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
  * counters since the last call.
  */
 int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR]);
+
+/*
+ * The calls open on the target's threads now (entered, not returned yet):
+ * adds, for each, 1 to open[slot * nr + id] (nr = number of probes; the
+ * caller zeroes it). Frames a burst's detach left, whose returns go unseen,
+ * are not counted; nor goroutines' (Go). Read while the threads run: a
+ * call may return meanwhile. 0, or -errno.
+ */
+int tracer_open_calls(struct tracer *t, __u64 *open);
 
 /*
  * Burst mode: removes the target's probes, or puts them back. Both wait for

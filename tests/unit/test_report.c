@@ -199,6 +199,63 @@ static void uncertain_jmps_shown(void)
 			  "tail jumps, which cost 200ns to 2.00us each") != NULL);
 }
 
+/*
+ * Issue 37: a range of 400 ns on a 100 us average is under 5% of it: no line
+ * of its own, one line that sums such functions. Over 5%, its own line.
+ */
+static void uncertain_only_where_it_matters(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	char buf[4096] = "";
+
+	st.wall_sum = 4 * 100000;
+	st.wall_max = 150000;
+	probe.kind = SITE_STEPPED;
+	cal.mean_ns[CAL_STEPPED] = cal.bias_ns[CAL_STEPPED] = 500;
+	cal.round_lo[CAL_STEPPED] = 300;
+	cal.round_hi[CAL_STEPPED] = 700;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "uncertain: x:f") == NULL);
+	CHECK(strstr(buf, "uncertain: 1 more function's AVG by over 300ns, but by 5% of it or less") != NULL);
+	cal.round_hi[CAL_STEPPED] = 5800;   /* 5.5 us: 5.5% of it */
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "uncertain: x:f AVG") != NULL && strstr(buf, "more function") == NULL);
+}
+
+/*
+ * Issue 37: malloc's P50 read 0 ns, its probes' median bias subtracted from a
+ * raw 1 us. Where the bias moved by more over the calibrations' rounds than
+ * is left of a percentile, min, max or average, that figure is a bound
+ * ("<"), not a number the subtraction made.
+ */
+static void percentile_below_resolution_is_a_bound(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	struct fn_figures f;
+	char buf[4096] = "";
+
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 1100;
+	cal.round_lo[CAL_EMULATED] = 900;
+	cal.round_hi[CAL_EMULATED] = 1300;
+	r.cal = &cal;
+	report_prepare(&r);
+	fn_figures_compute(&r, &st, &f);
+	CHECK(NEAR(f.resolution_ns, 400) && f.wall_min == 0 && f.p50 < 400);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	/*
+	 * AVG, P50, MIN, ONCPU, SELF: 0 + 400; P99 and MAX: 1500 - 1100 = 400,
+	 * not below it; OFFCPU (250 ns) has no bias taken from it.
+	 */
+	CHECK(strstr(buf, "  <400ns   <400ns    400ns    400ns   <400ns   <400ns    250ns   <400ns ") != NULL);
+	cal.round_lo[CAL_EMULATED] = cal.round_hi[CAL_EMULATED] = 1100;
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "<") == NULL);
+}
+
 /* The correction never makes a figure negative. */
 static void bias_floors_at_zero(void)
 {
@@ -229,6 +286,34 @@ static void burst_extrapolates(void)
 	CHECK(NEAR(f.proc_pct, 200));
 }
 
+/*
+ * Issue 37: the bursts held at least the work their traced calls did on the
+ * CPU (3000 ns here). A fraction that says less (the probes' cost taken as
+ * more than the target paid) is raised to it, with its range: the
+ * function's CPU share can then not pass the target's own.
+ */
+static void burst_fraction_floored_by_calls(void)
+{
+	struct report r = make_report();
+	struct fn_figures f;
+
+	r.attached_fraction = 0.01;
+	r.attached_lo = 0.005;
+	r.attached_hi = 0.02;
+	r.attached_work_ns = 100000;   /* 3000 ns of it on the CPU in the calls measured: 0.03 at least */
+	r.proc_cpu_ns = 100000;
+	report_prepare(&r);
+	CHECK(NEAR(r.attached_fraction, 0.03) && NEAR(r.attached_lo, 0.03) && NEAR(r.attached_hi, 0.03));
+	fn_figures_compute(&r, &st, &f);
+	CHECK(NEAR(f.calls, 4 / 0.03));
+	CHECK(NEAR(f.proc_pct, 100));    /* all the process's work, not 300% of it */
+	r = make_report();
+	r.attached_fraction = 0.5;     /* says more already: left as it is */
+	r.attached_work_ns = 100000;
+	report_prepare(&r);
+	CHECK(r.attached_fraction == 0.5);
+}
+
 /* --entry-only functions have calls, no times; a function without calls has nothing; unknown stays unknown. */
 static void untimed_and_unknown(void)
 {
@@ -254,8 +339,11 @@ int main(void)
 	RUN(uncertain_bias_shown);
 	RUN(uncertain_descendants_shown);
 	RUN(uncertain_jmps_shown);
+	RUN(uncertain_only_where_it_matters);
+	RUN(percentile_below_resolution_is_a_bound);
 	RUN(bias_floors_at_zero);
 	RUN(burst_extrapolates);
+	RUN(burst_fraction_floored_by_calls);
 	RUN(untimed_and_unknown);
 	UNIT_EXIT();
 }
