@@ -207,7 +207,7 @@ static struct unwinder *unwinder_of(struct dwstacks *d, pid_t pid)
 		unwinder_free(p->uw);
 		d->st.unwinders_evicted++;
 	}
-	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid), .used = d->tick };
+	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid, true), .used = d->tick };
 	return p->uw;
 }
 
@@ -556,7 +556,7 @@ static struct dwstacks *dwstacks_new(pid_t pid)
 	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
 	d->refs.fd = -1;
 	d->all = !pid;   /* -a: an unwinder per process (unwinder_of) */
-	d->uw = d->all ? NULL : unwinder_new(pid);
+	d->uw = d->all ? NULL : unwinder_new(pid, false);
 	if (d->stack_index && (d->uw || d->all))
 		return d;
 	dwstacks_stop(d);
@@ -626,7 +626,8 @@ void dwstacks_stop(struct dwstacks *d)
 void dwstacks_sync(struct dwstacks *d)
 {
 	pthread_mutex_lock(&d->lock);
-	rb_reader_sync_locked(&d->rd);
+	/* Behind: the samples it has not unwound yet are in a later report (or, at the end, in none). */
+	d->st.sync_timeouts += !rb_reader_sync_locked(&d->rd);
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -17,8 +17,12 @@
 
 struct unwinder;
 
-/* An unwinder for process pid, its objects opened inside its root. NULL when out of memory. */
-struct unwinder *unwinder_new(pid_t pid);
+/*
+ * An unwinder for process pid, its objects opened inside its root; shared:
+ * one of many (-a), that takes its share of the fds and modules all may
+ * hold, not all of them. NULL when out of memory.
+ */
+struct unwinder *unwinder_new(pid_t pid, bool shared);
 void unwinder_free(struct unwinder *u);
 
 struct dwarf_sample;
