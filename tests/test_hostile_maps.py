@@ -13,9 +13,18 @@ import subprocess
 import tempfile
 import time
 
-from harness import FNPROF, check, target, wait_for
+from harness import FNPROF, check, nofile_limited, target, wait_for
 
 LINKS = 30000
+
+
+def copies_dir(d, n):
+    """A directory of n copies 00000... of libtarget.so (n files)."""
+    out = os.path.join(d, f"copies{n}")
+    os.mkdir(out)
+    for i in range(n):
+        shutil.copyfile(os.path.join(os.path.dirname(target("manymaps")), "libtarget.so"), os.path.join(out, f"{i:05d}"))
+    return out
 
 
 def links_dir(d, n):
@@ -112,4 +121,41 @@ def test_30000_mappings_end_in_time_and_on_sigint():
         print(f"# SIGINT to exit: {took} s")
         check(took is not None, f"fnprof did not end within {limit:.1f} s of SIGINT")
     finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_all_one_process_leaves_fds_for_the_others():
+    """-a with nofile 1024 (512 descriptors for all unwinders): a process mapping 1500 files takes its share,
+    and a process started after it still has its stacks unwound through libc, up to _start.
+
+    Before: the first process took all 512 and every object of the later one was left out: its stacks
+    stopped at the sampled address (mapswork;spin_us)."""
+    d = tempfile.mkdtemp()
+    p = work = None
+    try:
+        exe, objs, folded = nofile_limited(1024, d), copies_dir(d, 1500), os.path.join(d, "all.folded")
+        prog = os.path.join(d, "mapswork")   # a name of its own: other processes run work too
+        shutil.copy(target("work"), prog)
+        with Mapper(objs, 1500):
+            p = subprocess.Popen([exe, "-a", "-d", "8", "--call-graph", "dwarf", "--folded", folded],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            check(wait_for(lambda: p.poll() is not None or perf_fds(p.pid) > 0, timeout=30), "fnprof did not start")
+            time.sleep(2)   # the mapper is sampled meanwhile: its unwinder has taken what it may
+            # It spins (1 ms at a time) until fnprof's run ends, and is killed then.
+            work = subprocess.Popen([prog, "spin", "1000", "100000"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            _, err = p.communicate(timeout=60)
+        check(p.returncode == 0, f"fnprof exit {p.returncode}\n{err[-2000:]}")
+        with open(folded) as f:
+            spins = [l for l in f.read().splitlines() if l.startswith("mapswork;") and ";spin_us" in l]
+        whole = sum(int(l.rsplit(" ", 1)[1]) for l in spins if ";_start;" in l)
+        total = sum(int(l.rsplit(" ", 1)[1]) for l in spins)
+        print(f"# mapswork's spin_us: {whole} of {total} samples unwound up to _start")
+        check(total >= 20, f"{total} samples of mapswork's spin_us\n{err[-2000:]}")
+        check(whole >= 0.8 * total, f"{whole} of {total} unwound up to _start: {[l for l in spins if ';_start;' not in l][:5]}\n{err[-2000:]}")
+    finally:
+        for proc in (p, work):
+            if proc and proc.poll() is None:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(d, ignore_errors=True)
