@@ -321,9 +321,11 @@ int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, s
 }
 
 
-bool maps_pace_due(const struct maps_pace *p)
+bool maps_pace_due(const struct maps_pace *p, const struct maps_pace *gate)
 {
-	return monotonic_s() >= p->next;
+	double now = monotonic_s();
+
+	return now >= p->next && (!p->costly || !gate || now >= gate->next);
 }
 
 void maps_pace_begin(struct maps_pace *p)
@@ -331,9 +333,12 @@ void maps_pace_begin(struct maps_pace *p)
 	p->cpu0 = thread_cpu_s();
 }
 
-void maps_pace_end(struct maps_pace *p, double min_gap_s)
+void maps_pace_end(struct maps_pace *p, double min_gap_s, struct maps_pace *gate)
 {
 	double cost = thread_cpu_s() - p->cpu0;
 
-	p->next = monotonic_s() + (cost >= MAPS_PACE_FREE_S && 10 * cost > min_gap_s ? 10 * cost : min_gap_s);
+	p->costly = cost >= MAPS_PACE_FREE_S;
+	p->next = monotonic_s() + (p->costly && 10 * cost > min_gap_s ? 10 * cost : min_gap_s);
+	if (p->costly && gate)
+		gate->next = p->next;
 }

@@ -88,18 +88,23 @@ int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, s
  * more, the next waits ten times as long as it took; after a cheaper one
  * (a few hundred mappings), only min_gap_s, as before. CPU time, not wall:
  * a busy machine does not make a small process's maps look big.
+ *
+ * A thread that reads the maps of many processes (-a) gives them a gate:
+ * their costly reads take turns on it, so that ten such processes take a
+ * tenth of its time together, not each.
  */
 #define MAPS_PACE_FREE_S 0.001
 struct maps_pace {
 	double next;   /* monotonic seconds: no read before */
 	double cpu0;   /* the reading thread's CPU time when the read began */
+	bool costly;   /* the last read cost MAPS_PACE_FREE_S or more */
 };
 
-/* Whether a read is due now. */
-bool maps_pace_due(const struct maps_pace *p);
+/* Whether a read is due now; gate: the one its costly reads share, or NULL. */
+bool maps_pace_due(const struct maps_pace *p, const struct maps_pace *gate);
 /* A read begins, on this thread. */
 void maps_pace_begin(struct maps_pace *p);
-/* The read begun has ended: the next is due min_gap_s from now, or later after a costly one. */
-void maps_pace_end(struct maps_pace *p, double min_gap_s);
+/* The read begun has ended: the next is due min_gap_s from now, or later after a costly one (gate too). */
+void maps_pace_end(struct maps_pace *p, double min_gap_s, struct maps_pace *gate);
 
 #endif /* FNPROF_PROCMAPS_H */

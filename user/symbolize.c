@@ -54,6 +54,8 @@ struct symbolizer {
 	size_t nr_objs, cap_objs;
 	struct fileidx by_inode;  /* objs by file: one read per file, however many mappings or names it has */
 	struct maps_pace pace;    /* when the mappings may be read again */
+	struct maps_pace gate;    /* a parent's: its children's costly reads take turns (procmaps.h) */
+	struct maps_pace *gate_of; /* a child's: its parent's gate */
 	bool missed;  /* an address was in no mapping since the last refresh */
 	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
 	bool own_cache;
@@ -79,6 +81,7 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 	}
 	s->cache = parent ? parent->cache : NULL;
 	s->lazy = parent != NULL;
+	s->gate_of = parent ? &parent->gate : NULL;
 	if (parent && !s->cache) {
 		free(s);
 		return NULL;
@@ -291,14 +294,14 @@ void symbolizer_refresh(struct symbolizer *s)
 	int err;
 
 	/* Paced (maps_pace): a stray address asks for this, and 60000 mappings take 0.3 s to read. */
-	if (!maps_pace_due(&s->pace))
+	if (!maps_pace_due(&s->pace, s->gate_of))
 		return;
 	s->missed = false;
 	if (launched_not_execd(s->pid))
 		return;
 	maps_pace_begin(&s->pace);
 	err = procmaps_load(s->pid, &pm);
-	maps_pace_end(&s->pace, 0);
+	maps_pace_end(&s->pace, 0, s->gate_of);
 	if (err) {
 		log_debug("mappings of process %d not re-read (%s): the last ones kept", s->pid,
 			  err == -ESRCH ? "exiting or gone" : strerror(-err));

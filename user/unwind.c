@@ -55,6 +55,7 @@ struct unwinder {
 	size_t nr_modules, max_modules;
 	__u64 high_reported;      /* the end of the last module given (in address order, apart) */
 	struct maps_pace pace;    /* when the mappings may be read again */
+	struct maps_pace *gate;   /* -a: the one all unwinders' costly reads share, or NULL */
 	__u64 digest;             /* of the mappings given to libdwfl */
 	/* The sample being unwound. */
 	const struct dwarf_sample *s;
@@ -309,7 +310,7 @@ static void report_objects(struct unwinder *u)
 
 	maps_pace_begin(&u->pace);
 	if (procmaps_load(u->pid, &pm)) {
-		maps_pace_end(&u->pace, REREAD_MIN_S);
+		maps_pace_end(&u->pace, REREAD_MIN_S, u->gate);
 		return;
 	}
 	digest = maps_digest(pm);
@@ -325,7 +326,7 @@ static void report_objects(struct unwinder *u)
 		}
 	}
 	procmaps_free(pm);
-	maps_pace_end(&u->pace, REREAD_MIN_S);
+	maps_pace_end(&u->pace, REREAD_MIN_S, u->gate);
 }
 
 /* --- the thread callbacks: one thread, the sample's, with its registers and stack copy --- */
@@ -382,15 +383,16 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-struct unwinder *unwinder_new(pid_t pid, bool shared)
+struct unwinder *unwinder_new(pid_t pid, struct maps_pace *gate)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
-	u->max_fds = shared ? fds_cap() / UNWIND_SHARES : fds_cap();
-	u->max_modules = shared ? UNWIND_MAX_MODULES / UNWIND_SHARES : UNWIND_MAX_MODULES;
+	u->gate = gate;
+	u->max_fds = gate ? fds_cap() / UNWIND_SHARES : fds_cap();
+	u->max_modules = gate ? UNWIND_MAX_MODULES / UNWIND_SHARES : UNWIND_MAX_MODULES;
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ, NULL) : NULL;
@@ -464,11 +466,11 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 	int err;
 
 	/* An ip in no object known: something was mapped since (exec, dlopen); look again (paced). */
-	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && maps_pace_due(&u->pace))
+	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && maps_pace_due(&u->pace, u->gate))
 		report_objects(u);
 	err = walk(u, s, ips, max);
 	/* Stopped at a caller in no object known: mapped since (exec, dlopen); look again, then retry. */
-	if (err && !u->ran_off && maps_pace_due(&u->pace)) {
+	if (err && !u->ran_off && maps_pace_due(&u->pace, u->gate)) {
 		report_objects(u);
 		err = walk(u, s, ips, max);
 	}
