@@ -24,15 +24,20 @@ def open_fds(pid):
 
 
 def test_many_mappings_under_nofile_1024_metrics_answer():
-    """1500 objects mapped, nofile 1024, DWARF unwinding: /metrics answers at once and fnprof does not spin.
+    """1500 objects (files) mapped, nofile 1024, DWARF unwinding: /metrics answers at once and fnprof does not spin.
 
     Before: the unwinder held a descriptor per object until accept4 failed with EMFILE, and the HTTP thread
     spun on the connection it could not accept (93% CPU, /metrics never answered)."""
     d = tempfile.mkdtemp()
     try:
         exe = nofile_limited(1024, d)
-        with Fnprof(["--sample", "--call-graph", "dwarf", "--", target("manymaps"),
-                     os.path.join(os.path.dirname(target("manymaps")), "libtarget.so"), str(MAPPINGS)],
+        # Distinct files (copies): the unwinder holds one descriptor per file, not per mapping.
+        objs = os.path.join(d, "objs")
+        os.mkdir(objs)
+        for i in range(MAPPINGS):
+            shutil.copyfile(os.path.join(os.path.dirname(target("manymaps")), "libtarget.so"),
+                            os.path.join(objs, f"{i:05d}"))
+        with Fnprof(["--sample", "--call-graph", "dwarf", "--", target("manymaps"), objs, str(MAPPINGS)],
                     exe=exe) as fp:
             line = fp.proc.stdout.readline()
             check(line.strip() == f"ready {MAPPINGS}", f"manymaps: {line!r}\n{fp.err()}")

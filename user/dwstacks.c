@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "dwstacks.h"
 #include "proc.h"
+#include "procmaps.h"
 #include "rbreader.h"
 #include "unwind.h"
 
@@ -52,6 +53,7 @@ struct dwstacks {
 	struct unwinder *uw;      /* the thread's own (one target) */
 	bool all;                 /* -a: the samples of every process, unwound with theirs: */
 	struct proc_unwinder uws[DWSTACK_MAX_UNWINDERS];
+	struct maps_pace gate;    /* their costly re-reads of maps take turns (procmaps.h) */
 	size_t nr_uws;
 	__u64 tick;
 	double last_sweep;        /* when exited processes' unwinders were dropped last */
@@ -207,7 +209,7 @@ static struct unwinder *unwinder_of(struct dwstacks *d, pid_t pid)
 		unwinder_free(p->uw);
 		d->st.unwinders_evicted++;
 	}
-	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid), .used = d->tick };
+	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid, &d->gate), .used = d->tick };
 	return p->uw;
 }
 
@@ -556,7 +558,7 @@ static struct dwstacks *dwstacks_new(pid_t pid)
 	d->stack_index = calloc(2 * DWSTACK_MAX, sizeof(*d->stack_index));
 	d->refs.fd = -1;
 	d->all = !pid;   /* -a: an unwinder per process (unwinder_of) */
-	d->uw = d->all ? NULL : unwinder_new(pid);
+	d->uw = d->all ? NULL : unwinder_new(pid, NULL);
 	if (d->stack_index && (d->uw || d->all))
 		return d;
 	dwstacks_stop(d);
@@ -626,7 +628,8 @@ void dwstacks_stop(struct dwstacks *d)
 void dwstacks_sync(struct dwstacks *d)
 {
 	pthread_mutex_lock(&d->lock);
-	rb_reader_sync_locked(&d->rd);
+	/* Behind: the samples it has not unwound yet are in a later report (or, at the end, in none). */
+	d->st.sync_timeouts += !rb_reader_sync_locked(&d->rd);
 	pthread_mutex_unlock(&d->lock);
 }
 

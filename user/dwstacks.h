@@ -52,6 +52,7 @@ struct dwstack_stats {
 	__u64 unwinders;    /* processes with an unwinder now */
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
 	__u64 fp_fallback;  /* -a: samples of a process gone before it could be unwound: frame-pointer stacks */
+	__u64 sync_timeouts;  /* reports that did not wait for the unwinder, behind by over RB_SYNC_MAX_S */
 };
 
 /*
@@ -76,7 +77,10 @@ int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, 
 /* Stops the thread (after it read what is in the ring buffer) and frees; safe with NULL. */
 void dwstacks_stop(struct dwstacks *d);
 
-/* Waits until the samples in the ring buffer now are counted. */
+/*
+ * Waits until the samples in the ring buffer now are counted, or
+ * RB_SYNC_MAX_S passed (counted in the statistics' sync_timeouts).
+ */
 void dwstacks_sync(struct dwstacks *d);
 
 /* A copy of the counts so far (the caller frees *out). The number of entries. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "clock.h"
 #include "proc.h"
 #include "procmaps.h"
 
@@ -195,6 +196,7 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old, const str
 	if (err)  /* none kept */
 		while (pm->nr > n)
 			free(pm->maps[--pm->nr].path);
+	pm->nr_kept += pm->nr - n;
 	return err;
 }
 
@@ -232,9 +234,21 @@ void procmaps_free(struct procmaps *pm)
 
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
 {
-	size_t i;
+	size_t lo = 0, hi = pm->nr - pm->nr_kept, i;
 
-	for (i = 0; i < pm->nr; i++)
+	/* The kernel lists mappings in address order, apart: those read are searched by halves. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < pm->maps[mid].start)
+			hi = mid;
+		else if (addr >= pm->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &pm->maps[mid];
+	}
+	/* The kept ones follow (256 at most), where nothing read lies. */
+	for (i = pm->nr - pm->nr_kept; i < pm->nr; i++)
 		if (addr >= pm->maps[i].start && addr < pm->maps[i].end)
 			return &pm->maps[i];
 	return NULL;
@@ -306,3 +320,25 @@ int procmaps_file_path(const struct procmaps *pm, const char *path, char *buf, s
 	return -ENOENT;
 }
 
+
+bool maps_pace_due(const struct maps_pace *p, const struct maps_pace *gate)
+{
+	double now = monotonic_s();
+
+	return now >= p->next && (!p->costly || !gate || now >= gate->next);
+}
+
+void maps_pace_begin(struct maps_pace *p)
+{
+	p->cpu0 = thread_cpu_s();
+}
+
+void maps_pace_end(struct maps_pace *p, double min_gap_s, struct maps_pace *gate)
+{
+	double cost = thread_cpu_s() - p->cpu0;
+
+	p->costly = cost >= MAPS_PACE_FREE_S;
+	p->next = monotonic_s() + (p->costly && 10 * cost > min_gap_s ? 10 * cost : min_gap_s);
+	if (p->costly && gate)
+		gate->next = p->next;
+}

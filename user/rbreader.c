@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -69,10 +70,15 @@ static void wake(int fd)
 int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, void *ctx, pthread_mutex_t *lock,
 		    void (*after_pass)(void *ctx), void (*idle)(void *ctx))
 {
+	pthread_condattr_t attr;
 	int err;
 
 	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .idle = idle, .ctx = ctx, .wake_fd = -1 };
-	pthread_cond_init(&r->passed, NULL);
+	/* Timed waits on the monotonic clock: a change of the wall clock neither ends them nor stretches them. */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->passed, &attr);
+	pthread_condattr_destroy(&attr);
 	r->rb = ring_buffer__new(fd, sample, ctx, NULL);
 	if (!r->rb)
 		return -errno;
@@ -101,11 +107,16 @@ void rb_reader_stop(struct rb_reader *r)
 	pthread_cond_destroy(&r->passed);
 }
 
-void rb_reader_sync_locked(struct rb_reader *r)
+bool rb_reader_sync_locked(struct rb_reader *r)
 {
 	/* The pass under way may have begun before the records now waiting: wait for the next one too. */
 	__u64 want = r->passes + 2;
+	struct timespec until;
 
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)RB_SYNC_MAX_S;
 	while (r->running && r->passes < want)
-		pthread_cond_wait(&r->passed, r->lock);
+		if (pthread_cond_timedwait(&r->passed, r->lock, &until) == ETIMEDOUT)
+			return false;
+	return true;
 }

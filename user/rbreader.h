@@ -36,8 +36,14 @@ int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, v
 		    void (*after_pass)(void *ctx), void (*idle)(void *ctx));
 /* Stops the thread after it has read what is left. Safe on a reader that never started. */
 void rb_reader_stop(struct rb_reader *r);
-/* Waits, with *lock held, until the records in the buffer now have been read. */
-void rb_reader_sync_locked(struct rb_reader *r);
+/*
+ * Waits, with *lock held, until the records in the buffer now have been
+ * read, or RB_SYNC_MAX_S passed: a reader far behind (a pass that takes
+ * long) must not hold a report, nor the exit a signal asked for. false:
+ * it timed out (the records not read yet are not in what the caller sees).
+ */
+#define RB_SYNC_MAX_S 2.0
+bool rb_reader_sync_locked(struct rb_reader *r);
 
 /*
  * Before load, for stacks copied through a ring buffer (--call-graph

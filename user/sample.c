@@ -299,6 +299,10 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 			     "%llu samples of processes gone before they could be unwound kept frame-pointer stacks\n",
 			(unsigned long long)st.unwinders, DWSTACK_MAX_UNWINDERS, (unsigned long long)st.unwinders_evicted,
 			(unsigned long long)st.fp_fallback);
+	if (st.sync_timeouts)
+		fprintf(out, "unwinding fell behind: %llu reports did not wait over %.0f s for it; the samples it had "
+			     "not unwound then are in later reports, or after the last one in none\n",
+			(unsigned long long)st.sync_timeouts, RB_SYNC_MAX_S);
 }
 
 static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
@@ -338,6 +342,7 @@ static void json_unwind(struct sampler *s, struct json *j)
 	json_u64(j, "unwinders", st.unwinders);
 	json_u64(j, "unwinders_evicted", st.unwinders_evicted);
 	json_u64(j, "fp_fallback", st.fp_fallback);
+	json_u64(j, "sync_timeouts", st.sync_timeouts);
 	json_obj_end(j);
 }
 

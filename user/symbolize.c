@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "fileidx.h"
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
@@ -51,6 +52,10 @@ struct symbolizer {
 	struct perfmap *jit;  /* names of its JIT code; made once it maps executable memory of no file */
 	struct object *objs;
 	size_t nr_objs, cap_objs;
+	struct fileidx by_inode;  /* objs by file: one read per file, however many mappings or names it has */
+	struct maps_pace pace;    /* when the mappings may be read again */
+	struct maps_pace gate;    /* a parent's: its children's costly reads take turns (procmaps.h) */
+	struct maps_pace *gate_of; /* a child's: its parent's gate */
 	bool missed;  /* an address was in no mapping since the last refresh */
 	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
 	bool own_cache;
@@ -76,6 +81,7 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 	}
 	s->cache = parent ? parent->cache : NULL;
 	s->lazy = parent != NULL;
+	s->gate_of = parent ? &parent->gate : NULL;
 	if (parent && !s->cache) {
 		free(s);
 		return NULL;
@@ -119,6 +125,7 @@ void symbolizer_free(struct symbolizer *s)
 	for (i = 0; i < s->nr_objs; i++)
 		object_release(s, &s->objs[i]);
 	free(s->objs);
+	fileidx_free(&s->by_inode);
 	for (i = 0; i < s->own_names.cap; i++)
 		free(s->own_names.slot[i]);
 	free(s->own_names.slot);
@@ -188,21 +195,46 @@ static bool mapped_exec(const struct procmaps *pm, const char *path)
 	return false;
 }
 
-/* Drops the objects pm no longer maps: their names stay (interned), their symbols and DWARF go. */
+/* The objects indexed by file again, after some moved. */
+static void reindex(struct symbolizer *s)
+{
+	size_t i;
+
+	fileidx_clear(&s->by_inode);
+	for (i = 0; i < s->nr_objs; i++)  /* out of memory: an object not found is read again */
+		if (s->objs[i].ino)
+			fileidx_put(&s->by_inode, s->objs[i].dev, s->objs[i].ino, i);
+}
+
+/*
+ * Drops the objects pm no longer maps: their names stay (interned), their
+ * symbols and DWARF go. Files looked up by inode (pm may have 60000).
+ */
 static void drop_unmapped(struct symbolizer *s, const struct procmaps *pm)
 {
-	size_t i = 0;
+	struct fileidx mapped = {};
+	size_t i;
 
-	while (i < s->nr_objs) {
+	for (i = 0; i < pm->nr; i++) {
+		const struct mapping *m = &pm->maps[i];
+
+		if (m->exec && m->inode && fileidx_put(&mapped, makedev(m->dev_major, m->dev_minor), m->inode, i)) {
+			fileidx_free(&mapped);   /* out of memory: all kept until the next refresh */
+			return;
+		}
+	}
+	for (i = 0; i < s->nr_objs;) {
 		struct object *o = &s->objs[i];
 
-		if (mapped_exec(pm, o->path)) {
+		if (o->ino ? fileidx_get(&mapped, o->dev, o->ino) != (size_t)-1 : mapped_exec(pm, o->path)) {
 			i++;
 			continue;
 		}
 		object_release(s, o);
 		*o = s->objs[--s->nr_objs];
 	}
+	fileidx_free(&mapped);
+	reindex(s);
 }
 
 /* The parent of process pid, from /proc/PID/stat ("pid (comm) state ppid ..."); -1 if unknown. */
@@ -261,10 +293,15 @@ void symbolizer_refresh(struct symbolizer *s)
 	size_t i;
 	int err;
 
+	/* Paced (maps_pace): a stray address asks for this, and 60000 mappings take 0.3 s to read. */
+	if (!maps_pace_due(&s->pace, s->gate_of))
+		return;
 	s->missed = false;
 	if (launched_not_execd(s->pid))
 		return;
+	maps_pace_begin(&s->pace);
 	err = procmaps_load(s->pid, &pm);
+	maps_pace_end(&s->pace, 0, s->gate_of);
 	if (err) {
 		log_debug("mappings of process %d not re-read (%s): the last ones kept", s->pid,
 			  err == -ESRCH ? "exiting or gone" : strerror(-err));
@@ -394,21 +431,32 @@ static struct symtab *read_symtab(struct symbolizer *s, const struct mapping *m,
 	return s->lazy && !load_same_file(m, &st, obj) ? st : NULL;
 }
 
-/* The object mapped at m, its symbols read on first sight. NULL only when out of memory. */
+/* The object of m's file, or NULL: by device and inode (30000 hardlinks of a library are one); the vDSO by name. */
+static struct object *object_find(struct symbolizer *s, const struct mapping *m)
+{
+	size_t i = fileidx_get(&s->by_inode, makedev(m->dev_major, m->dev_minor), m->inode);
+
+	if (m->inode)
+		return i == (size_t)-1 ? NULL : &s->objs[i];
+	for (i = 0; i < s->nr_objs; i++)
+		if (!s->objs[i].ino && !strcmp(s->objs[i].path, m->path))
+			return &s->objs[i];
+	return NULL;
+}
+
+/* The object mapped at m, its symbols read on first sight (once per file). NULL only when out of memory. */
 static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 {
-	struct object *o;
-	size_t i;
+	struct object *o = object_find(s, m);
 	int fd;
 
-	for (i = 0; i < s->nr_objs; i++)
-		if (!strcmp(s->objs[i].path, m->path))
-			return &s->objs[i];
+	if (o)
+		return o;
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
 	*o = (struct object){ .path = intern(s, m->path), .dev = makedev(m->dev_major, m->dev_minor), .ino = m->inode };
-	if (!o->path)
+	if (!o->path || (o->ino && fileidx_put(&s->by_inode, o->dev, o->ino, s->nr_objs)))
 		return NULL;
 	/* A file another process's symbolizer read already (never the vDSO: no inode). */
 	if (s->cache && o->ino && objcache_get(s->cache, o->dev, o->ino, &o->st, &o->inl)) {
@@ -480,7 +528,10 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	obj = m ? object_get(s, m) : NULL;
 	if (!obj)
 		return;
-	out->object = obj->path;
+	/* The name it is mapped by: one file (one object) may have many (hardlinks). */
+	out->object = strcmp(obj->path, m->path) ? intern(s, m->path) : obj->path;
+	if (!out->object)
+		out->object = obj->path;
 	out->map_start = m->start;
 	out->map_limit = m->end;
 	out->map_pgoff = m->pgoff;

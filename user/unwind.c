@@ -16,11 +16,14 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/sysmacros.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 
 #include "array.h"
 #include <linux/types.h>
 
+#include "fileidx.h"
 #include "fnprof.h"
 #include "log.h"
 #include "procmaps.h"
@@ -28,15 +31,31 @@
 #include "sigbus.h"
 #include "unwind.h"
 
+/*
+ * A file given to libdwfl: one fd and one Elf for all its mappings, each
+ * module holding a reference to the Elf (libelf counts them), so that a
+ * process mapping one library 30000 times costs one fd, not 30000.
+ */
+struct uw_file {
+	Elf *elf;                 /* NULL: not readable (its mappings are left out) */
+	int fd;
+	GElf_Half e_type;
+	__u64 vaddr, vend;        /* its first PT_LOAD's start (aligned down) and its last's end */
+};
+
 struct unwinder {
 	pid_t pid;
 	Dwfl *dwfl;
 	bool attached;
 	int arch_fd;              /* fnprof's own executable: the architecture for dwfl_attach_state */
 	Elf *arch_elf;
-	char **reported;          /* "path@start" of the objects given to libdwfl */
-	size_t nr_reported, cap_reported;
-	double last_report;       /* CLOCK_MONOTONIC seconds */
+	struct uw_file **files;   /* of the modules given to libdwfl, one per file (fileidx: by inode) */
+	size_t nr_files, cap_files;
+	struct fileidx by_inode;
+	size_t nr_modules, max_modules;
+	__u64 high_reported;      /* the end of the last module given (in address order, apart) */
+	struct maps_pace pace;    /* when the mappings may be read again */
+	struct maps_pace *gate;   /* -a: the one all unwinders' costly reads share, or NULL */
 	__u64 digest;             /* of the mappings given to libdwfl */
 	/* The sample being unwound. */
 	const struct dwarf_sample *s;
@@ -46,23 +65,41 @@ struct unwinder {
 	bool ran_off;             /* a read above the copy's end */
 	unsigned int nr_logged;
 	unsigned int nr_truncated; /* walks dropped: a mapped object shrank under libdwfl */
-	long nr_fds, max_fds;     /* fds held by its modules; the cap on all unwinders' (fds_held) */
-	unsigned long nr_over;    /* objects left out for the cap */
+	long nr_fds, max_fds;     /* fds held by its files; its share of the cap on all unwinders' (fds_held) */
+	unsigned long nr_over;    /* mappings left out for its shares */
 };
 
 /*
- * libdwfl keeps each module's fd open. A process with thousands of objects
+ * libdwfl keeps each file's fd open. A process with thousands of objects
  * mapped would take the whole descriptor table, and then the HTTP server
  * could accept nothing: all unwinders together hold at most half the soft
  * RLIMIT_NOFILE; objects beyond are not reported (their frames end walks).
+ * Under -a, one process takes an eighth of that at most, and of the
+ * modules (memory): one process's mappings cannot starve the others.
  */
 static atomic_long fds_held;
 
-/* Objects are given to libdwfl with their fds: it never looks them up by name. */
-static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
-		       Elf **elfp)
+#define UNWIND_MAX_MODULES 4096   /* a process's modules: libdwfl reports each in time linear in their number */
+#define UNWIND_SHARES 8           /* -a: a process's share of the fds and modules */
+#define REREAD_MIN_S 0.05         /* the mappings re-read 20 times a second at most (maps_pace) */
+
+/* The fds all unwinders may hold: half the soft limit (fnprof raised it to the hard one). */
+static long fds_cap(void)
 {
-	return -1;
+	struct rlimit nofile;
+
+	return getrlimit(RLIMIT_NOFILE, &nofile) || nofile.rlim_cur == RLIM_INFINITY ? 512 : nofile.rlim_cur / 2;
+}
+
+/* libdwfl asks for a module's ELF when a walk first needs it: a new reference to its file's. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base, char **file_name,
+		    Elf **elfp)
+{
+	struct uw_file *f = *userdata;
+
+	if (f && f->elf)
+		*elfp = elf_begin(-1, ELF_C_READ_MMAP, f->elf);
+	return -1;  /* no fd of its own: the file's stays with the unwinder */
 }
 
 /* .eh_frame of the object itself is what unwinding needs; debug files are the symbolizer's business. */
@@ -74,19 +111,9 @@ static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, 
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = no_find_elf,
+	.find_elf = find_elf,
 	.find_debuginfo = no_debuginfo,
 };
-
-static bool was_reported(struct unwinder *u, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < u->nr_reported; i++)
-		if (!strcmp(u->reported[i], key))
-			return true;
-	return false;
-}
 
 /* The vDSO's image, copied out of the process into a memfd. -errno or an fd. */
 static int vdso_fd(pid_t pid, const struct mapping *m)
@@ -110,47 +137,118 @@ static int vdso_fd(pid_t pid, const struct mapping *m)
 	return fd;
 }
 
-/* Gives libdwfl the object mapped executable at m, once; base: where its offset 0 lies. */
-static void report_mapping(struct unwinder *u, const struct mapping *m)
+/* The span of f's PT_LOAD segments, as libdwfl's own reporting takes it. false: no ELF to unwind with. */
+static bool read_span(struct uw_file *f)
 {
-	char key[4200], path[96];
-	bool vdso = !strcmp(m->path, "[vdso]");
-	int fd;
+	GElf_Ehdr eh;
+	GElf_Phdr ph;
+	size_t i, n;
+	bool first = true;
 
-	if (!m->exec || (m->path[0] != '/' && !vdso))
-		return;
-	snprintf(key, sizeof(key), "%s@%llx", m->path, (unsigned long long)(m->start - m->pgoff));
-	if (was_reported(u, key) || ARRAY_RESERVE(u->reported, u->nr_reported + 1, u->cap_reported))
-		return;
-	if (atomic_load(&fds_held) >= u->max_fds) {
-		if (!u->nr_over++)
-			log_warn("unwinding: process %d maps more objects than fnprof keeps open (%ld); %s and others "
-				 "are left out, their frames end stacks", u->pid, u->max_fds, m->path);
-		return;
+	if (!gelf_getehdr(f->elf, &eh) || elf_getphdrnum(f->elf, &n))
+		return false;
+	f->e_type = eh.e_type;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(f->elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (first)
+			f->vaddr = ph.p_vaddr & -(ph.p_align ? ph.p_align : 1);
+		first = false;
+		f->vend = ph.p_vaddr + ph.p_memsz;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", u->pid, (unsigned long long)m->start,
-		 (unsigned long long)m->end);
-	fd = vdso ? vdso_fd(u->pid, m) : open_regular(AT_FDCWD, path, 0);
-	if (fd < 0)
-		return;
-	if (!dwfl_report_elf(u->dwfl, m->path, m->path, fd, m->start - m->pgoff, false)) {
-		log_debug("unwinding: cannot read %s: %s", m->path, dwfl_errmsg(-1));
-		close(fd);
-	} else {
-		u->nr_fds++;
-		atomic_fetch_add(&fds_held, 1);
-	}
-	u->reported[u->nr_reported] = strdup(key);
-	if (u->reported[u->nr_reported])
-		u->nr_reported++;
+	return !first && (f->e_type == ET_DYN || f->e_type == ET_EXEC);
 }
 
-static double now_s(void)
+/* Opens the file mapped at m (the very file: through map_files) as an ELF, held with its fd. */
+static void open_file(struct unwinder *u, struct uw_file *f, const struct mapping *m, bool vdso)
 {
-	struct timespec ts;
+	char path[96];
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", u->pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	f->fd = vdso ? vdso_fd(u->pid, m) : open_regular(AT_FDCWD, path, 0);
+	f->elf = f->fd >= 0 ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
+	if (f->elf && read_span(f)) {
+		u->nr_fds++;
+		atomic_fetch_add(&fds_held, 1);
+		return;
+	}
+	log_debug("unwinding: cannot read %s: %s", m->path, f->fd < 0 ? strerror(-f->fd) : elf_errmsg(-1));
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+/* A mapping left out for the process's shares of fds and modules: said once. */
+static void left_out(struct unwinder *u, const struct mapping *m)
+{
+	if (!u->nr_over++)
+		log_warn("unwinding: process %d maps more objects than fnprof keeps for it (%ld files, %zu "
+			 "mappings); %s and others are left out, their frames end stacks", u->pid, u->max_fds,
+			 u->max_modules, m->path);
+}
+
+/* The file mapped at m: read once however many mappings it has. NULL when out of memory or over the share. */
+static struct uw_file *file_of(struct unwinder *u, const struct mapping *m, bool vdso)
+{
+	dev_t dev = makedev(m->dev_major, m->dev_minor);
+	size_t i = vdso ? (size_t)-1 : fileidx_get(&u->by_inode, dev, m->inode);
+	struct uw_file *f;
+
+	if (i != (size_t)-1)
+		return u->files[i];
+	if (u->nr_fds >= u->max_fds || atomic_load(&fds_held) >= fds_cap()) {
+		left_out(u, m);
+		return NULL;
+	}
+	if (ARRAY_RESERVE(u->files, u->nr_files + 1, u->cap_files) || !(f = calloc(1, sizeof(*f))))
+		return NULL;
+	if (!vdso && m->inode && fileidx_put(&u->by_inode, dev, m->inode, u->nr_files)) {
+		free(f);
+		return NULL;
+	}
+	u->files[u->nr_files++] = f;
+	open_file(u, f, m, vdso);
+	return f;
+}
+
+/*
+ * Gives libdwfl the object mapped executable at m; base: where its offset
+ * 0 lies. Mappings come in address order: one over the last module given
+ * (the same object's, or one libdwfl would refuse) is not given.
+ */
+static void report_mapping(struct unwinder *u, const struct mapping *m)
+{
+	bool vdso = !strcmp(m->path, "[vdso]");
+	__u64 base = m->start - m->pgoff, low, high;
+	struct uw_file *f;
+	Dwfl_Module *mod;
+	void **ud;
+
+	if (!m->exec || (m->path[0] != '/' && !vdso) || base < u->high_reported)
+		return;
+	if (u->nr_modules >= u->max_modules) {
+		left_out(u, m);
+		return;
+	}
+	f = file_of(u, m, vdso);
+	if (!f || !f->elf)
+		return;
+	/* As dwfl_report_elf places it: an ET_EXEC where it says, an ET_DYN with offset 0 at base. */
+	low = f->e_type == ET_EXEC ? f->vaddr : base;
+	high = f->e_type == ET_EXEC ? f->vend : base - f->vaddr + f->vend;
+	if (low < u->high_reported || high <= low)
+		return;
+	mod = dwfl_report_module(u->dwfl, m->path, low, high);
+	if (!mod)
+		return;
+	dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	*ud = f;
+	u->high_reported = high;
+	u->nr_modules++;
 }
 
 /* A digest of the executable file mappings: libdwfl's modules are redone when it changes. */
@@ -167,16 +265,42 @@ static __u64 maps_digest(const struct procmaps *pm)
 			continue;
 		h = (h ^ m->start) * 1099511628211ULL;
 		h = (h ^ m->pgoff) * 1099511628211ULL;
+		h = (h ^ m->inode) * 1099511628211ULL;
 		for (c = m->path; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
 	}
 	return h;
 }
 
+/* Ends the libdwfl session (its modules drop their references), then the files. */
+static void drop_objects(struct unwinder *u)
+{
+	size_t i;
+
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	u->dwfl = NULL;
+	u->attached = false;
+	for (i = 0; i < u->nr_files; i++) {
+		if (u->files[i]->elf)
+			elf_end(u->files[i]->elf);
+		if (u->files[i]->fd >= 0)
+			close(u->files[i]->fd);
+		free(u->files[i]);
+	}
+	u->nr_files = 0;
+	fileidx_clear(&u->by_inode);
+	atomic_fetch_sub(&fds_held, u->nr_fds);
+	u->nr_fds = 0;
+	u->nr_modules = 0;
+	u->high_reported = 0;
+}
+
 /*
  * Gives libdwfl the objects mapped now, when they changed (exec, dlopen,
  * dlclose). A new session from scratch: libdwfl refuses a module over the
- * range of one it has, and an exec replaces them all.
+ * range of one it has, and an exec replaces them all. Paced (maps_pace):
+ * a failed walk asks for this, and 60000 mappings take 0.3 s to read.
  */
 static void report_objects(struct unwinder *u)
 {
@@ -184,31 +308,25 @@ static void report_objects(struct unwinder *u)
 	__u64 digest;
 	size_t i;
 
-	u->last_report = now_s();
-	if (procmaps_load(u->pid, &pm))
-		return;
-	digest = maps_digest(pm);
-	if (u->dwfl && digest == u->digest) {
-		procmaps_free(pm);
+	maps_pace_begin(&u->pace);
+	if (procmaps_load(u->pid, &pm)) {
+		maps_pace_end(&u->pace, REREAD_MIN_S, u->gate);
 		return;
 	}
-	for (i = 0; i < u->nr_reported; i++)
-		free(u->reported[i]);
-	u->nr_reported = 0;
-	if (u->dwfl)
-		dwfl_end(u->dwfl);
-	atomic_fetch_sub(&fds_held, u->nr_fds);
-	u->nr_fds = 0;
-	u->attached = false;
-	u->dwfl = dwfl_begin(&dwfl_callbacks);
-	if (u->dwfl) {
-		dwfl_report_begin(u->dwfl);
-		for (i = 0; i < pm->nr; i++)
-			report_mapping(u, &pm->maps[i]);
-		dwfl_report_end(u->dwfl, NULL, NULL);
-		u->digest = digest;
+	digest = maps_digest(pm);
+	if (!u->dwfl || digest != u->digest) {
+		drop_objects(u);
+		u->dwfl = dwfl_begin(&dwfl_callbacks);
+		if (u->dwfl) {
+			dwfl_report_begin(u->dwfl);
+			for (i = 0; i < pm->nr; i++)
+				report_mapping(u, &pm->maps[i]);
+			dwfl_report_end(u->dwfl, NULL, NULL);
+			u->digest = digest;
+		}
 	}
 	procmaps_free(pm);
+	maps_pace_end(&u->pace, REREAD_MIN_S, u->gate);
 }
 
 /* --- the thread callbacks: one thread, the sample's, with its registers and stack copy --- */
@@ -265,15 +383,16 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-struct unwinder *unwinder_new(pid_t pid)
+struct unwinder *unwinder_new(pid_t pid, struct maps_pace *gate)
 {
 	struct unwinder *u = calloc(1, sizeof(*u));
-	struct rlimit nofile;
 
 	if (!u)
 		return NULL;
 	u->pid = pid;
-	u->max_fds = getrlimit(RLIMIT_NOFILE, &nofile) || nofile.rlim_cur == RLIM_INFINITY ? 512 : nofile.rlim_cur / 2;
+	u->gate = gate;
+	u->max_fds = gate ? fds_cap() / UNWIND_SHARES : fds_cap();
+	u->max_modules = gate ? UNWIND_MAX_MODULES / UNWIND_SHARES : UNWIND_MAX_MODULES;
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ, NULL) : NULL;
@@ -286,20 +405,15 @@ struct unwinder *unwinder_new(pid_t pid)
 
 void unwinder_free(struct unwinder *u)
 {
-	size_t i;
-
 	if (!u)
 		return;
-	if (u->dwfl)
-		dwfl_end(u->dwfl);
-	atomic_fetch_sub(&fds_held, u->nr_fds);
+	drop_objects(u);
+	free(u->files);
+	fileidx_free(&u->by_inode);
 	if (u->arch_elf)
 		elf_end(u->arch_elf);
 	if (u->arch_fd >= 0)
 		close(u->arch_fd);
-	for (i = 0; i < u->nr_reported; i++)
-		free(u->reported[i]);
-	free(u->reported);
 	free(u);
 }
 
@@ -351,12 +465,12 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 	unsigned long mark = sigbus_guard_begin();
 	int err;
 
-	/* An ip in no object known: something was mapped since (exec, dlopen); look again, 20 times a second at most. */
-	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && now_s() - u->last_report > 0.05)
+	/* An ip in no object known: something was mapped since (exec, dlopen); look again (paced). */
+	if ((!u->dwfl || !dwfl_addrmodule(u->dwfl, ip)) && maps_pace_due(&u->pace, u->gate))
 		report_objects(u);
 	err = walk(u, s, ips, max);
 	/* Stopped at a caller in no object known: mapped since (exec, dlopen); look again, then retry. */
-	if (err && !u->ran_off && now_s() - u->last_report > 0.05) {
+	if (err && !u->ran_off && maps_pace_due(&u->pace, u->gate)) {
 		report_objects(u);
 		err = walk(u, s, ips, max);
 	}
@@ -365,7 +479,7 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 			log_warn("unwinding: an object of process %d was truncated while fnprof read it: "
 				 "stacks through it are cut at the sampled address", u->pid);
 		u->digest = 0;
-		u->last_report = 0;
+		u->pace.next = 0;
 		u->n = 0;
 		u->ran_off = false;
 		return -1;

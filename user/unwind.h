@@ -17,8 +17,16 @@
 
 struct unwinder;
 
-/* An unwinder for process pid, its objects opened inside its root. NULL when out of memory. */
-struct unwinder *unwinder_new(pid_t pid);
+struct maps_pace;
+
+/*
+ * An unwinder for process pid, its objects opened inside its root. gate:
+ * NULL, or one of many (-a) on one thread: it takes its share of the fds
+ * and modules all may hold, not all of them, and its costly re-reads of
+ * the maps take turns with the others' on gate (procmaps.h). NULL when out
+ * of memory.
+ */
+struct unwinder *unwinder_new(pid_t pid, struct maps_pace *gate);
 void unwinder_free(struct unwinder *u);
 
 struct dwarf_sample;

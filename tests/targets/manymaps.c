@@ -3,10 +3,13 @@
  * Maps the ELF file argv[1] executable N times (argv[2]), each copy whole and
  * apart from the next (a gap of address space between them), as a process
  * that dlopens or JITs many objects does: every copy is an object of its own
- * to an unwinder. Then burns CPU in spin() until SIGTERM, so that a sampler
- * has stacks to unwind. Prints "ready N" once mapped.
+ * to an unwinder. With a directory for argv[1], its files 00000, 00001, ...
+ * instead, one mapping each (hardlinks of one library: one file by many
+ * names; copies: as many files). Then burns CPU in spin() until SIGTERM, so
+ * that a sampler has stacks to unwind. Prints "ready N" once mapped.
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,17 +35,37 @@ __attribute__((noinline)) unsigned long spin(unsigned long x)
 	return x * 3 + 1;
 }
 
-/* n copies of the file fd (len bytes) executable, STRIDE apart. How many were mapped. */
-static long map_copies(int fd, size_t len, long n)
+/* The file fd whole, executable, at addr. */
+static bool map_at(char *addr, int fd)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (size_t)st.st_size <= STRIDE &&
+	       mmap(addr, st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0) != MAP_FAILED;
+}
+
+/* n copies of the file at path, or of the files path/00000..., executable, STRIDE apart. How many were mapped. */
+static long map_copies(const char *path, long n)
 {
 	char *area = mmap(NULL, n * STRIDE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char name[4096];
+	struct stat st;
 	long i;
+	int fd = -1;
+	bool dir = !stat(path, &st) && S_ISDIR(st.st_mode);
 
-	if (area == MAP_FAILED || len > STRIDE)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (mmap(area + i * STRIDE, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED, fd, 0) == MAP_FAILED)
+	for (i = 0; area != MAP_FAILED && i < n; i++) {
+		if (dir || fd < 0) {
+			snprintf(name, sizeof(name), dir ? "%s/%05ld" : "%s", path, i);
+			fd = open(name, O_RDONLY);
+		}
+		if (fd < 0 || !map_at(area + i * STRIDE, fd))
 			break;
+		if (dir)
+			close(fd);
+	}
+	if (!dir && fd >= 0)
+		close(fd);
 	return i;
 }
 
@@ -50,15 +73,12 @@ int main(int argc, char **argv)
 {
 	long n = argc > 2 ? atol(argv[2]) : 0, mapped;
 	unsigned long sum = 0;
-	int fd = argc > 1 ? open(argv[1], O_RDONLY) : -1;
-	struct stat st;
 
-	if (fd < 0 || fstat(fd, &st) || n <= 0) {
-		fprintf(stderr, "usage: manymaps FILE.so N\n");
+	if (n <= 0) {
+		fprintf(stderr, "usage: manymaps FILE.so|DIR N\n");
 		return 1;
 	}
-	mapped = map_copies(fd, st.st_size, n);
-	close(fd);
+	mapped = map_copies(argv[1], n);
 	if (mapped != n) {
 		perror("manymaps: mmap");
 		return 1;

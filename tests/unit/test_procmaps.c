@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "proc.h"
 #include "procmaps.h"
 #include "unit.h"
@@ -220,11 +221,56 @@ static void test_unmapped_code_kept(void)
 	CHECK(ok);
 }
 
+/*
+ * Re-reads on demand are paced by their CPU cost: a cheap read only by the
+ * gap asked for; a costly one (this thread burns 20 ms of CPU, as 4000
+ * mappings would) makes the next wait ten times as long.
+ */
+static void test_pace(void)
+{
+	struct maps_pace p = {};
+	volatile unsigned long x = 0;
+	double until, t;
+
+	CHECK(maps_pace_due(&p, NULL));
+	maps_pace_begin(&p);
+	maps_pace_end(&p, 0, NULL);
+	CHECK(maps_pace_due(&p, NULL));          /* cheap, no gap: due again at once */
+	maps_pace_begin(&p);
+	maps_pace_end(&p, 60, NULL);
+	CHECK(!maps_pace_due(&p, NULL));         /* the gap asked for */
+	maps_pace_begin(&p);
+	for (until = thread_cpu_s() + 0.02; thread_cpu_s() < until;)
+		x++;
+	t = monotonic_s();
+	maps_pace_end(&p, 0, NULL);
+	CHECK(!maps_pace_due(&p, NULL) && p.next - t >= 0.2 && p.next - t < 60);
+}
+
+/* Costly readers of many processes take turns on a gate; a cheap one is not held by it. */
+static void test_pace_gate(void)
+{
+	struct maps_pace gate = {}, a = {}, b = { .costly = true }, c = {};
+	volatile unsigned long x = 0;
+	double until;
+
+	CHECK(maps_pace_due(&b, &gate));
+	maps_pace_begin(&a);
+	for (until = thread_cpu_s() + 0.02; thread_cpu_s() < until;)
+		x++;
+	maps_pace_end(&a, 0, &gate);
+	CHECK(a.costly && gate.next == a.next);
+	CHECK(!maps_pace_due(&b, &gate));   /* costly before: waits its turn */
+	CHECK(maps_pace_due(&c, &gate));    /* cheap: reads as before */
+}
+
 int main(void)
 {
 	RUN(test_whole_read);
 	RUN(test_exit_during_read_refused);
 	RUN(test_zombie_refused);
 	RUN(test_unmapped_code_kept);
+	RUN(test_pace);
+	RUN(test_pace_gate);
 	UNIT_EXIT();
 }
