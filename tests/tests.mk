@@ -124,7 +124,7 @@ $(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/arch_x86.c user/log.c user/ar
 		user/log.c -lbpf -ldl -o $@
 
 # The DWARF unwinder on arbitrary stack copies, and the perf map reader on arbitrary text.
-FUZZ_UNWIND_SRCS := user/unwind.c user/procmaps.c user/safeopen.c user/sigbus.c user/array.c user/log.c \
+FUZZ_UNWIND_SRCS := user/unwind.c user/fileidx.c user/procmaps.c user/safeopen.c user/sigbus.c user/array.c user/log.c \
 	user/proc.c user/sanitize.c
 $(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/unwind.h bpf/fnprof.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)

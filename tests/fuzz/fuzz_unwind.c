@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool truncated;
 
 	if (!u)
-		u = unwinder_new(getpid());
+		u = unwinder_new(getpid(), NULL);
 	if (!u || size < HDR || !(s = sample_of(data, size)))
 		return 0;
 	unwinder_unwind(u, s, ips, 128, &truncated);
