@@ -77,9 +77,9 @@ void budget_print(const struct budget *b, FILE *out)
 {
 	if (!budget_bit(b))
 		return;
-	fprintf(out, "memory: over the budget for what the targets make fnprof hold (--max-memory %.0fM, half each): "
-		     "perf maps %.1f MiB held (peak %.1f), %llu refused, %llu evicted; names %.1f MiB held (peak %.1f), "
-		     "%llu refused (shown \"[unknown (memory budget)]\"), %llu times all dropped and read again\n",
+	fprintf(out, "memory: the budget for what the targets make fnprof hold bit (--max-memory %.0fM, half each): "
+		     "perf maps %.1f MiB held (peak %.1f), %llu not read for want of room, %llu evicted; names %.1f MiB "
+		     "held (peak %.1f), %llu shown \"[unknown (memory budget)]\", all dropped and named again %llu times\n",
 		mib(b->limit), mib(b->held[BUDGET_PERFMAPS]), mib(b->peak[BUDGET_PERFMAPS]),
 		(unsigned long long)b->refused[BUDGET_PERFMAPS], (unsigned long long)b->evicted[BUDGET_PERFMAPS],
 		mib(b->held[BUDGET_NAMES]), mib(b->peak[BUDGET_NAMES]), (unsigned long long)b->refused[BUDGET_NAMES],
