@@ -221,3 +221,139 @@ def test_perfmap_symlink_out_of_root():
     finally:
         os.unlink(outside.name)
         shutil.rmtree(root)
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def write_big_map(path, named, size):
+    """A perf map of about size bytes: a line naming each (code, name) of named, then filler lines
+    (60 bytes each, at addresses no process maps) up to size. Returns (bytes, lines)."""
+    lines = [f"{code:x} 40 {name}\n" for code, name in named]
+    filler = size // 61 - len(lines)
+    with open(path, "w") as f:
+        f.writelines(lines)
+        f.writelines(f"{0x10000000 + 16 * i:x} 10 JS:*filler_{i:09d}_{'x' * 26}\n" for i in range(filler))
+    return os.path.getsize(path), len(lines) + filler
+
+
+def all_report(args, seconds, timeout=120):
+    """fnprof -a for seconds, --json: (the sampling reports, result); it must exit 0 in time."""
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "r.json")
+        t0 = time.time()
+        p = run_fnprof(["-a", "-d", str(seconds), "--json", "-o", out] + list(args), timeout=timeout)
+        p.wall_s = time.time() - t0
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = [r for r in json_reports(open(out).read()) if r.get("mode") == "sample"]
+        check(reps, f"no report: {p.stderr[-2000:]}")
+        return reps, p
+    finally:
+        shutil.rmtree(d)
+
+
+def pid_reports(pid, args, seconds, timeout=120):
+    """fnprof -p PID for seconds, --json: (the sampling reports, result); it must exit 0 in time."""
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "r.json")
+        p = run_fnprof(["-p", str(pid), "-d", str(seconds), "--json", "-o", out] + list(args), timeout=timeout)
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = [r for r in json_reports(open(out).read()) if r.get("mode") == "sample"]
+        check(reps, f"no report: {p.stderr[-2000:]}")
+        return reps, p
+    finally:
+        shutil.rmtree(d)
+
+
+def named_pids(rep, prefix):
+    return {f["pid"] for f in rep["functions"] if f["object"] == "[jit]" and f["name"].startswith(prefix)}
+
+
+def test_perfmap_hardlinks_read_once():
+    """8 processes of another user whose perf maps are hard links of one 16 MiB file (issue 32
+    item 3: fnprof -a held a copy per process, 8 x 64 MiB maps took 836 MB and 18.5 s): the file
+    is read once, held once (its text and a table of 32-byte entries), and names each process's
+    code."""
+    targets = []
+    try:
+        for _ in range(8):
+            targets.append(JitTarget(seconds=30, prefix=NOBODY))
+        first = targets[0].map
+        size, lines = write_big_map(first, [(t.code, f"jitfn_shared_{t.pid}") for t in targets], 16 << 20)
+        os.chown(first, 65534, 65534)
+        for t in targets[1:]:
+            os.link(first, t.map)
+        reps, p = all_report(["-F", "199", "--call-graph", "fp"], 3)
+        mem = reps[-1]["memory"]["perf_maps"]
+        one_copy = size + 32 * lines
+        check(mem["peak"] < 1.5 * one_copy, f"perf maps held {mem['peak']} bytes at most, one copy {one_copy}")
+        check(mem["refused"] == 0 and mem["evicted"] == 0, f"{mem}")
+        named = set().union(*(named_pids(r, "jitfn_shared_") for r in reps))
+        check(len(named) >= 2, f"JIT code named in {sorted(named)} of {[t.pid for t in targets]}")
+    finally:
+        for t in targets:
+            t.__exit__(None, None, None)
+
+
+def test_perfmap_over_the_budget():
+    """Two processes with perf maps of their own (two files, 16 MiB each) and --max-memory 64M
+    (32 MiB for perf maps, room for one): one is read, the other is not, said and counted; perf
+    maps never hold more than their share."""
+    targets = []
+    try:
+        for _ in range(2):
+            targets.append(JitTarget(seconds=30))
+        sizes = [write_big_map(t.map, [(t.code, f"jitfn_own_{t.pid}")], 16 << 20) for t in targets]
+        reps, p = all_report(["-F", "199", "--call-graph", "fp", "--max-memory", "64M"], 2)
+        mem = reps[-1]["memory"]
+        check(mem["limit"] == 64 << 20, f"{mem}")
+        check(mem["perf_maps"]["peak"] <= 32 << 20, f"perf maps held {mem['perf_maps']['peak']} bytes")
+        check(sizes[0][0] + 32 * sizes[0][1] < 32 << 20 < sum(s + 32 * n for s, n in sizes), f"sizes {sizes}")
+        check(mem["perf_maps"]["refused"] >= 1, f"{mem}")
+        check("no room in the memory budget" in p.stderr, p.stderr[-2000:])
+    finally:
+        for t in targets:
+            t.__exit__(None, None, None)
+
+
+def churn(t, stop, rounds):
+    """Rewrites t's perf map every 0.3 s, as a runtime that keeps compiling: 256 new names of 4000
+    bytes over its 1 MiB of code (issue 32 item 4)."""
+    step = (1 << 20) // 256
+    while not stop.is_set():
+        tmp = t.map + ".new"
+        with open(tmp, "w") as f:
+            f.writelines(f"{t.code + i * step:x} {step:x} JS:r{rounds[0]:08d}_{i:04d}_{'y' * 3980}\n"
+                         for i in range(256))
+        os.rename(tmp, t.map)
+        rounds[0] += 1
+        stop.wait(0.3)
+
+
+def test_perfmap_churning_names_bounded():
+    """A process that keeps naming new code (4000-byte names, new ones every 0.3 s) sampled at
+    ever new addresses: the names it made fnprof intern grew without end (under -a, 95 MB at
+    10 s, 212 MB at 100 s). With --max-memory 4M the names stay within their half; once they
+    fill three quarters of it they are dropped (counted) and the code is named again after.
+    Sampled with -p: -a keeps its names in the same place (its processes' symbolizers share
+    them), but a report of every process takes seconds on a busy machine, too few in 10 s."""
+    import threading
+    stop, rounds = threading.Event(), [0]
+    with JitTarget(seconds=30, mode="sled") as t:
+        th = threading.Thread(target=churn, args=(t, stop, rounds))
+        th.start()
+        try:
+            reps, p = pid_reports(t.pid, ["-F", "999", "-i", "1", "--max-memory", "4M"], 10)
+        finally:
+            stop.set()
+            th.join()
+    share = 2 << 20
+    for r in reps:
+        check(r["memory"]["names"]["peak"] <= share, f"names held {r['memory']['names']}")
+    renewed = [i for i, r in enumerate(reps) if r["memory"]["names"]["evicted"]]
+    check(renewed, f"names never dropped: {[r['memory']['names'] for r in reps]}")
+    after = [f["name"] for r in reps[renewed[0]:] for f in r["functions"] if f["object"] == "[jit]"]
+    check(any(n.startswith("JS:r") for n in after), f"the JIT code not named after the names were dropped: "
+          f"{[n[:24] for n in after]}")

@@ -131,7 +131,7 @@ $(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/unwin
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_UNWIND_SRCS) \
 		-lbpf -ldw -lelf -lz -o $@
 
-FUZZ_PERFMAP_SRCS := user/perfmap.c user/array.c user/log.c user/proc.c user/safeopen.c user/sanitize.c
+FUZZ_PERFMAP_SRCS := user/perfmap.c user/budget.c user/json.c user/array.c user/log.c user/proc.c user/safeopen.c user/sanitize.c
 $(TEST_BIN)/fuzz_perfmap: tests/fuzz/fuzz_perfmap.c $(FUZZ_PERFMAP_SRCS) user/perfmap.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_PERFMAP_SRCS) \

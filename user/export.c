@@ -468,6 +468,7 @@ int export_start(const struct export_conf *conf, struct export **out)
 	e->sample_conf.dwarf = conf->dwarf;
 	e->sample_conf.stack_bytes = conf->stack_bytes;
 	e->sample_conf.all = conf->all;
+	e->sample_conf.max_memory = conf->max_memory;
 	hc.ctx = e;
 	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
 		log_err("out of memory");

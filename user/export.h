@@ -25,6 +25,7 @@ struct export_conf {
 	unsigned int stack_bytes;
 	pid_t pid;                   /* the process profiled; 0: system-wide, ?pid= says which */
 	bool all;                    /* -a: every process profiled at once, each sample labelled pid and comm */
+	size_t max_memory;           /* --max-memory, per profile served (sampler_conf) */
 	const struct probe_list *pl; /* the traced functions (must outlive the export) */
 };
 

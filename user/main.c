@@ -351,7 +351,7 @@ static int start_profiles(struct run *r)
 		.kinds = r->o->profiles, .per_thread = r->o->per_thread, .json = r->o->json, .top = r->o->top,
 		.pprof_path = r->o->pprof_base, .offcpu_rate_ns = r->o->offcpu_rate_ns,
 		.heap_rate = r->o->heap_rate, .cmd = r->o->cmd, .max_overhead_pct = r->o->heap_overhead_pct,
-		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes,
+		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes, .max_memory = r->o->max_memory,
 	};
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))
@@ -685,7 +685,7 @@ static int start_export(struct run *r)
 	struct export_conf conf = {
 		.listen = r->o->listen, .by = r->o->by, .max_series = r->o->max_series, .freq_hz = r->o->freq_hz,
 		.dwarf = r->o->call_graph != CG_FP, .stack_bytes = r->o->stack_bytes,
-		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL, .all = r->o->all,
+		.pid = r->pid, .pl = r->tracer ? &r->pl : NULL, .all = r->o->all, .max_memory = r->o->max_memory,
 	};
 
 	r->next_drain = monotonic_s() + EXPORT_DRAIN_S;
@@ -804,6 +804,7 @@ static int start_sampling(struct run *r)
 		.freq_hz = r->o->freq_hz, .per_thread = r->o->per_thread, .top = r->o->top, .json = r->o->json,
 		.pprof_path = r->o->pprof_path, .folded_path = r->o->folded_path,
 		.dwarf = use_dwarf(r), .stack_bytes = r->o->stack_bytes, .all = r->o->all,
+		.max_memory = r->o->max_memory,
 	};
 
 	return sampler_start(&conf, r->pid, &r->sampler);

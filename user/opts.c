@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "http.h"
 #include "log.h"
 #include "opts.h"
@@ -104,6 +105,10 @@ static const char usage_text[] =
 "\n"
 "Symbols:\n"
 "      --no-debuginfod    do not download debug info (DEBUGINFOD_URLS) for stripped objects\n"
+"      --max-memory SIZE  what the targets can make fnprof hold for naming their code (default\n"
+"                         256M; units K, M, G), half for JIT perf maps, half for names; past it,\n"
+"                         idle perf maps are evicted or a map is not read, names are dropped\n"
+"                         and read again, counted on a \"memory:\" line (each profile's own)\n"
 "\n"
 "Profiles (--profile is repeatable; without it and without -f: cpu):\n"
 "      --profile KIND     cpu: sampled on-CPU stacks; offcpu: where threads wait off the CPU\n"
@@ -138,7 +143,7 @@ enum {
 	OPT_PER_THREAD, OPT_LIST_EVENTS, OPT_CALIBRATE, OPT_RAW, OPT_MAX_OVERHEAD, OPT_EXIT, OPT_ENTRY_ONLY,
 	OPT_FOLLOW_FORKS, OPT_MAX_THREADS, OPT_CALL_GRAPH, OPT_NO_DEBUGINFOD,
 	OPT_PROFILE, OPT_OFFCPU_RATE, OPT_HEAP_RATE, OPT_LISTEN, OPT_BY, OPT_MAX_SERIES, OPT_SVG, OPT_STEPPED,
-	OPT_VERSION, OPT_SLOW,
+	OPT_VERSION, OPT_SLOW, OPT_MAX_MEMORY,
 };
 
 static const struct option long_opts[] = {
@@ -180,6 +185,7 @@ static const struct option long_opts[] = {
 	{ "profile", required_argument, NULL, OPT_PROFILE },
 	{ "offcpu-rate", required_argument, NULL, OPT_OFFCPU_RATE },
 	{ "heap-rate", required_argument, NULL, OPT_HEAP_RATE },
+	{ "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
 	{},
 };
 
@@ -335,8 +341,9 @@ static int parse_slow(const char *arg, struct opts *o)
 /* The options with units: the profiles' rates, --slow. */
 static int parse_profile_opt(int c, const char *arg, struct opts *o)
 {
-	static const char *const size_units[] = { "K", "KiB", "M", "MiB", NULL };
-	static const unsigned long long size_mult[] = { 1 << 10, 1 << 10, 1 << 20, 1 << 20 };
+	static const char *const size_units[] = { "K", "KiB", "M", "MiB", "G", "GiB", NULL };
+	static const unsigned long long size_mult[] = { 1 << 10, 1 << 10, 1 << 20, 1 << 20, 1 << 30, 1 << 30 };
+	unsigned long long v;
 	double ns;
 	int k;
 
@@ -358,7 +365,12 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 		return parse_slow(arg, o);
 	case OPT_HEAP_RATE:
 		if (parse_scaled(arg, size_units, size_mult, 1, 1ULL << 32, &o->heap_rate))
-			return usage_error("invalid --heap-rate '%s' (bytes, 1 to 4G; units K, M)", arg);
+			return usage_error("invalid --heap-rate '%s' (bytes, 1 to 4G; units K, M, G)", arg);
+		break;
+	case OPT_MAX_MEMORY:
+		if (parse_scaled(arg, size_units, size_mult, BUDGET_MIN, 1ULL << 40, &v))
+			return usage_error("invalid --max-memory '%s' (bytes, 1M to 1T; units K, M, G)", arg);
+		o->max_memory = v;
 		break;
 	}
 	return -1;
@@ -506,6 +518,7 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_OFFCPU_RATE:
 	case OPT_HEAP_RATE:
 	case OPT_SLOW:
+	case OPT_MAX_MEMORY:
 		return parse_profile_opt(c, arg, o);
 	case 'h':
 		fputs(usage_text, stdout);
@@ -690,6 +703,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 	memset(o, 0, sizeof(*o));
 	o->freq_hz = 99;
 	o->top = 20;
+	o->max_memory = BUDGET_DEFAULT;
 	o->stack_bytes = DEFAULT_STACK_BYTES;
 	o->offcpu_rate_ns = 100000;
 	o->heap_rate = 512 * 1024;

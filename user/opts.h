@@ -79,6 +79,7 @@ struct opts {
 	const char *listen;        /* --listen ADDR:PORT: serve /metrics and /debug/pprof/profile */
 	enum metrics_by by;        /* --by pid|comm|cgroup: a label per process */
 	unsigned int max_series;   /* --max-series: label values kept apart (the rest: "other") */
+	size_t max_memory;         /* --max-memory: what the targets make fnprof hold (budget.h), bytes */
 };
 
 /*

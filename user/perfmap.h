@@ -10,6 +10,14 @@
  * PERFMAP_MAX_LINE bytes (longer or malformed ones are skipped), at most
  * PERFMAP_MAX_SYMS of them. Where lines overlap, the later one wins (code
  * moved or compiled again): the earlier one ends where the later starts.
+ *
+ * A file is read once however many processes name it (hard links of one
+ * file: one device and inode), into a struct perfmaps that they share, and
+ * held under its budget (BUDGET_PERFMAPS: the text read, names pointing
+ * into it, and the table of ranges). A file that does not fit makes room by
+ * evicting files no lookup used for PERFMAP_IDLE_S (read again when needed
+ * and there is room), else it is not read (said once per process); both
+ * counted in the budget.
  */
 #ifndef FNPROF_PERFMAP_H
 #define FNPROF_PERFMAP_H
@@ -23,11 +31,24 @@
 #define PERFMAP_MAX_LINE 4096
 #define PERFMAP_MAX_SYMS (1u << 20)
 #define PERFMAP_RECHECK_MS 200  /* a lookup that finds nothing looks at the file again at most this often */
+#define PERFMAP_IDLE_S 10.0     /* a file no lookup used for this long may be evicted for another */
 
+struct budget;
 struct perfmap;
+struct perfmaps;
 
-/* The perf map of process pid (as fnprof sees it); nothing is read yet. NULL when out of memory. */
-struct perfmap *perfmap_new(pid_t pid);
+/* The files read, shared by the perf maps made with it, held under budget b (which outlives it). */
+struct perfmaps *perfmaps_new(struct budget *b);
+/* After every perfmap made with it is freed. Safe with NULL. */
+void perfmaps_free(struct perfmaps *c);
+/* How many files it holds now. */
+size_t perfmaps_nr(const struct perfmaps *c);
+
+/*
+ * The perf map of process pid (as fnprof sees it), its file shared in c
+ * (which outlives it); nothing is read yet. NULL when out of memory.
+ */
+struct perfmap *perfmap_new(pid_t pid, struct perfmaps *c);
 void perfmap_free(struct perfmap *pm);
 
 /*
@@ -49,7 +70,9 @@ size_t perfmap_nr(const struct perfmap *pm);
 
 /*
  * Adds the complete lines of buf[0..len) to the names, as if appended to the
- * file: for the unit test. Returns the bytes used (up to the last newline).
+ * file: for the unit test (a perfmap of pid 0, whose text is its own, under
+ * the budget). Returns the bytes used (up to the last newline); 0 when
+ * over the budget or out of memory.
  */
 size_t perfmap_add_text(struct perfmap *pm, const char *buf, size_t len);
 

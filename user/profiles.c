@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "budget.h"
 #include "dwstacks.h"
 #include "json.h"
 #include "log.h"
@@ -96,6 +97,8 @@ int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
 	ps->sym = symbolizer_new(pid);
 	if (!ps->sym)
 		err = -ENOMEM;
+	else if (c->max_memory)
+		symbolizer_budget(ps->sym)->limit = c->max_memory;
 	for (k = 0; !err && k < PROF_KIND_NR; k++) {
 		if (!(c->kinds & 1U << k) || !starters[k])
 			continue;

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "array.h"
+#include "budget.h"
 #include "dwstacks.h"
 #include "flame.h"
 #include "fnprof.h"
@@ -189,6 +190,8 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 		}
 	}
 	s->sym = symbolizer_new(pid);
+	if (s->sym && o->max_memory)
+		symbolizer_budget(s->sym)->limit = o->max_memory;
 	s->procs = o->all && s->sym ? proctab_new(s->sym) : NULL;
 	err = s->sym && (s->procs || !o->all) ? new_rows(s) : -ENOMEM;
 	if (!err)
@@ -320,6 +323,7 @@ static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t
 		print_unwind_stats(s, out);
 	if (s->procs)
 		proctab_print_stats(s->procs, out);
+	budget_print(symbolizer_budget(s->sym), out);
 	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
 		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
 			     "%llu kernel (stack map full or collision)\n",
@@ -368,6 +372,7 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 		json_unwind(s, &j);
 	if (s->procs)
 		proctab_json_stats(s->procs, &j);
+	budget_json(symbolizer_budget(s->sym), &j);
 	stackrows_json(s->rows, &j, t);
 	json_obj_end(&j);
 	json_finish(&j);

@@ -24,6 +24,7 @@ struct sampler_conf {
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied and unwound in user space */
 	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..FNPROF_MAX_STACK_COPY, x8) */
 	bool all;                  /* -a: every process but fnprof (pid 0), rows per process (proctab.h) */
+	size_t max_memory;         /* --max-memory: what the targets make it hold (budget.h); 0: the default */
 };
 
 /* Loads and attaches the sampler for process pid (0 with conf->all) at conf->freq_hz. 0 or -errno (message printed). */

@@ -58,6 +58,7 @@ struct stackrows {
 	char comm[64];                     /* the process's name, read while it runs */
 	struct stack_count *prev;          /* at the last take, sorted by key */
 	size_t nr_prev;
+	unsigned int names_gen;            /* of the names the cached frames point to (symbolize.h) */
 };
 
 int stackrows_new(const struct stackrows_conf *c, struct stackrows **out)
@@ -67,16 +68,16 @@ int stackrows_new(const struct stackrows_conf *c, struct stackrows **out)
 	if (!r)
 		return -ENOMEM;
 	r->c = *c;
+	r->names_gen = c->sym ? symbolizer_names_gen(c->sym) : 0;
 	*out = r;
 	return 0;
 }
 
-void stackrows_free(struct stackrows *r)
+/* The symbolized stacks and callers go (symbolized again when needed). */
+static void drop_stacks(struct stackrows *r)
 {
 	size_t i;
 
-	if (!r)
-		return;
 	for (i = 0; i < r->cap_stacks; i++) {
 		if (!r->stacks[i])
 			continue;
@@ -85,6 +86,25 @@ void stackrows_free(struct stackrows *r)
 		free(r->stacks[i]);
 	}
 	free(r->stacks);
+	r->stacks = NULL;
+	r->nr_stacks = r->cap_stacks = 0;
+	r->nr_callers = 0;
+}
+
+/* The names cached frames point to were renewed (to stay in their budget): the frames go with them. */
+static void check_names(struct stackrows *r)
+{
+	if (!r->c.sym || symbolizer_names_gen(r->c.sym) == r->names_gen)
+		return;
+	drop_stacks(r);
+	r->names_gen = symbolizer_names_gen(r->c.sym);
+}
+
+void stackrows_free(struct stackrows *r)
+{
+	if (!r)
+		return;
+	drop_stacks(r);
 	free(r->callers);
 	free(r->threads);
 	free(r->prev);
@@ -200,6 +220,10 @@ void stackrows_take(struct stackrows *r, struct stack_count *e, size_t nr, doubl
 	size_t i;
 	int v;
 
+	/* Before the report symbolizes: names over their budget start again, and so do the frames cached. */
+	if (r->c.sym)
+		symbolizer_renew_names(r->c.sym);
+	check_names(r);
 	nr = sort_counts(e, nr, d->nr_values);
 	for (i = 0; i < nr; i++) {
 		const struct stack_count *o = r->nr_prev ? bsearch(&e[i], r->prev, r->nr_prev, sizeof(*e), cmp_key) : NULL;
@@ -308,6 +332,7 @@ static const struct sym_stack *get_stack(struct stackrows *r, __u32 pid, __s32 i
 
 	if (id < 0)
 		return NULL;
+	check_names(r);
 	t = stack_slot(r, kernel ? 0 : pid, id, kernel);
 	if (!t || t->st.f)
 		return t ? &t->st : NULL;
@@ -330,6 +355,7 @@ static const struct frame_info *caller_frame(struct stackrows *r, __u32 pid, __u
 	struct caller *c;
 	size_t i;
 
+	check_names(r);
 	for (i = 0; i < r->nr_callers; i++)
 		if (r->callers[i].ip == ret && r->callers[i].pid == pid)
 			return &r->callers[i].f;

@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "budget.h"
 #include "fileidx.h"
 #include "inlines.h"
 #include "ksyms.h"
 #include "log.h"
+#include "names.h"
 #include "objcache.h"
 #include "perfmap.h"
 #include "proc.h"
@@ -24,7 +26,9 @@
 
 /* One object mapped now; dropped once the process unmaps it (dlclose, exec), so the cache stays bounded. */
 struct object {
-	const char *path;   /* interned */
+	char *own_path;     /* its own copy: the interned one goes with a generation of names */
+	const char *path;   /* interned, in names generation gen */
+	unsigned int gen;
 	struct symtab *st;  /* NULL: could not be read */
 	struct inlines *inl;  /* its DWARF, for inlined frames; NULL if none */
 	dev_t dev;          /* the file: with a shared cache, st and inl are the cache's */
@@ -32,20 +36,20 @@ struct object {
 	bool shared;
 };
 
-/*
- * The strings frames point to (functions, inlined calls, objects), one copy
- * each, kept for the symbolizer's life: frames are cached per stack and
- * outlive the objects they came from. Open addressing; cap a power of two.
- */
-struct names {
-	char **slot;
-	size_t nr, cap;
-};
-
 struct symbolizer {
 	pid_t pid;
+	/*
+	 * What the targets make it hold, under one budget: the strings frames
+	 * point to (functions, inlined calls, objects; frames are cached per
+	 * stack and outlive the objects they came from) and the perf maps. A
+	 * child's are its parent's (symbolizer_new_child).
+	 */
+	struct budget own_budget;
+	struct budget *budget;
 	struct names own_names;
-	struct names *names;     /* own_names, or the parent's (symbolizer_new_child) */
+	struct names *names;
+	struct perfmaps *own_jit_files;
+	struct perfmaps *jit_files;  /* perf map files, shared by inode */
 	struct procmaps *pm;
 	struct ksyms *ksyms;
 	bool ksyms_tried;
@@ -74,7 +78,16 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 	if (!s)
 		return NULL;
 	s->pid = pid;
+	budget_init(&s->own_budget, BUDGET_DEFAULT);
+	s->budget = parent ? parent->budget : &s->own_budget;
+	names_init(&s->own_names, s->budget);
 	s->names = parent ? parent->names : &s->own_names;
+	s->own_jit_files = parent ? NULL : perfmaps_new(s->budget);
+	s->jit_files = parent ? parent->jit_files : s->own_jit_files;
+	if (!s->jit_files) {
+		free(s);
+		return NULL;
+	}
 	if (parent && !parent->cache) {
 		parent->cache = objcache_new();
 		parent->own_cache = parent->cache != NULL;
@@ -108,6 +121,7 @@ size_t symbolizer_nr_shared(const struct symbolizer *s)
 /* An object's symbols and DWARF go: its own, or its reference to the shared cache's. */
 static void object_release(struct symbolizer *s, struct object *o)
 {
+	free(o->own_path);
 	if (o->shared) {
 		objcache_release(s->cache, o->dev, o->ino);
 		return;
@@ -126,63 +140,32 @@ void symbolizer_free(struct symbolizer *s)
 		object_release(s, &s->objs[i]);
 	free(s->objs);
 	fileidx_free(&s->by_inode);
-	for (i = 0; i < s->own_names.cap; i++)
-		free(s->own_names.slot[i]);
-	free(s->own_names.slot);
+	names_free(&s->own_names);
 	if (s->own_cache)
 		objcache_free(s->cache);
 	procmaps_free(s->pm);
 	ksyms_free(s->ksyms);
 	perfmap_free(s->jit);
+	perfmaps_free(s->own_jit_files);
 	free(s);
 }
 
 static struct object *object_get(struct symbolizer *s, const struct mapping *m);
 
-static size_t hash_str(const char *c)
-{
-	size_t h = 14695981039346656037ULL;
-
-	for (; *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-	return h;
-}
-
-static int names_grow(struct names *n)
-{
-	size_t cap = n->cap ? 2 * n->cap : 256, i, h;
-	char **slot = calloc(cap, sizeof(*slot));
-
-	if (!slot)
-		return -ENOMEM;
-	for (i = 0; i < n->cap; i++) {
-		if (!n->slot[i])
-			continue;
-		for (h = hash_str(n->slot[i]) & (cap - 1); slot[h]; h = (h + 1) & (cap - 1))
-			;
-		slot[h] = n->slot[i];
-	}
-	free(n->slot);
-	n->slot = slot;
-	n->cap = cap;
-	return 0;
-}
-
-/* The one copy of name; NULL when out of memory. */
+/* The one copy of name; NULL when out of memory, names_over_budget when over the budget. */
 static const char *intern(struct symbolizer *s, const char *name)
 {
-	struct names *n = s->names;
-	size_t h;
+	return names_intern(s->names, name);
+}
 
-	if (2 * (n->nr + 1) > n->cap && names_grow(n))
-		return NULL;
-	for (h = hash_str(name) & (n->cap - 1); n->slot[h]; h = (h + 1) & (n->cap - 1))
-		if (!strcmp(n->slot[h], name))
-			return n->slot[h];
-	n->slot[h] = strdup(name);
-	if (n->slot[h])
-		n->nr++;
-	return n->slot[h];
+/* The object's path as frames show it: interned again after the names were renewed. */
+static const char *object_path(struct symbolizer *s, struct object *o)
+{
+	if (o->gen != s->names->gen) {
+		o->path = intern(s, o->own_path);
+		o->gen = s->names->gen;
+	}
+	return o->path ? o->path : "[unknown]";
 }
 
 static bool mapped_exec(const struct procmaps *pm, const char *path)
@@ -226,7 +209,7 @@ static void drop_unmapped(struct symbolizer *s, const struct procmaps *pm)
 	for (i = 0; i < s->nr_objs;) {
 		struct object *o = &s->objs[i];
 
-		if (o->ino ? fileidx_get(&mapped, o->dev, o->ino) != (size_t)-1 : mapped_exec(pm, o->path)) {
+		if (o->ino ? fileidx_get(&mapped, o->dev, o->ino) != (size_t)-1 : mapped_exec(pm, o->own_path)) {
 			i++;
 			continue;
 		}
@@ -330,7 +313,7 @@ void symbolizer_refresh(struct symbolizer *s)
 			object_get(s, &pm->maps[i]);
 	/* Its perf map too, while its root can be opened: after it exits, the names read stay. */
 	if ((pm->nr_anon || maps_exec_memfd(pm)) && !s->jit)
-		s->jit = perfmap_new(s->pid);
+		s->jit = perfmap_new(s->pid, s->jit_files);
 	if (s->jit)
 		perfmap_refresh(s->jit, true);
 }
@@ -439,7 +422,7 @@ static struct object *object_find(struct symbolizer *s, const struct mapping *m)
 	if (m->inode)
 		return i == (size_t)-1 ? NULL : &s->objs[i];
 	for (i = 0; i < s->nr_objs; i++)
-		if (!s->objs[i].ino && !strcmp(s->objs[i].path, m->path))
+		if (!s->objs[i].ino && !strcmp(s->objs[i].own_path, m->path))
 			return &s->objs[i];
 	return NULL;
 }
@@ -455,9 +438,12 @@ static struct object *object_get(struct symbolizer *s, const struct mapping *m)
 	if (ARRAY_RESERVE(s->objs, s->nr_objs + 1, s->cap_objs))
 		return NULL;
 	o = &s->objs[s->nr_objs];
-	*o = (struct object){ .path = intern(s, m->path), .dev = makedev(m->dev_major, m->dev_minor), .ino = m->inode };
-	if (!o->path || (o->ino && fileidx_put(&s->by_inode, o->dev, o->ino, s->nr_objs)))
+	*o = (struct object){ .own_path = strdup(m->path), .path = intern(s, m->path), .gen = s->names->gen,
+			      .dev = makedev(m->dev_major, m->dev_minor), .ino = m->inode };
+	if (!o->own_path || !o->path || (o->ino && fileidx_put(&s->by_inode, o->dev, o->ino, s->nr_objs))) {
+		free(o->own_path);
 		return NULL;
+	}
 	/* A file another process's symbolizer read already (never the vDSO: no inode). */
 	if (s->cache && o->ino && objcache_get(s->cache, o->dev, o->ino, &o->st, &o->inl)) {
 		o->shared = true;
@@ -492,7 +478,7 @@ static void symbolize_jit(struct symbolizer *s, const struct anon_range *r, __u6
 	out->map_start = r->start;
 	out->map_limit = r->end;
 	out->func = jit_name(s, ip);
-	out->known = out->func != NULL;
+	out->known = out->func != NULL && out->func != names_over_budget;
 	if (!out->func)
 		out->func = "[unknown]";
 }
@@ -502,7 +488,7 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	const struct mapping *m = s->pm ? procmaps_find(s->pm, ip) : NULL;
 	const struct anon_range *anon = !m && s->pm ? procmaps_find_anon(s->pm, ip) : NULL;
 	const struct sym *sym = NULL;
-	const char *name = NULL;
+	const char *name = NULL, *path;
 	struct object *obj;
 	struct symtab *st;
 	__u64 vaddr;
@@ -529,9 +515,10 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 	if (!obj)
 		return;
 	/* The name it is mapped by: one file (one object) may have many (hardlinks). */
-	out->object = strcmp(obj->path, m->path) ? intern(s, m->path) : obj->path;
+	path = object_path(s, obj);
+	out->object = strcmp(obj->own_path, m->path) ? intern(s, m->path) : path;
 	if (!out->object)
-		out->object = obj->path;
+		out->object = path;
 	out->map_start = m->start;
 	out->map_limit = m->end;
 	out->map_pgoff = m->pgoff;
@@ -542,7 +529,7 @@ void symbolize_user(struct symbolizer *s, __u64 ip, struct frame_info *out)
 		name = intern(s, sym_display_name(sym));
 	else if (is_memfd(m->path))  /* no ELF symbol in a memfd: JIT code, named in the perf map? */
 		name = jit_name(s, ip);
-	out->known = name != NULL;
+	out->known = name != NULL && name != names_over_budget;
 	out->func = name ? name : "[unknown]";
 }
 
@@ -560,6 +547,26 @@ int symbolize_inlines(struct symbolizer *s, __u64 ip, const char **names, int ma
 		if ((names[k] = intern(s, names[i])))
 			k++;
 	return k;
+}
+
+struct budget *symbolizer_budget(struct symbolizer *s)
+{
+	return s->budget;
+}
+
+unsigned int symbolizer_names_gen(const struct symbolizer *s)
+{
+	return s->names->gen;
+}
+
+bool symbolizer_renew_names(struct symbolizer *s)
+{
+	if (!names_full(s->names))
+		return false;
+	log_debug("names: %zu held, %zu bytes: over three quarters of their budget, dropped", s->names->nr,
+		  s->names->bytes);
+	names_renew(s->names);
+	return true;
 }
 
 size_t symbolizer_nr_objects(const struct symbolizer *s)

@@ -4,7 +4,8 @@
  * exits, refreshed while it runs), each object's symbols read once and held
  * while the process maps it: a refresh drops the objects it no longer maps,
  * so a long --listen run holds what the process maps now, not all it ever
- * mapped. The names frames point to outlive that (one copy each).
+ * mapped. The names frames point to outlive that (one copy each), until
+ * they fill their budget (symbolizer_renew_names).
  */
 #ifndef FNPROF_SYMBOLIZE_H
 #define FNPROF_SYMBOLIZE_H
@@ -25,8 +26,9 @@ struct frame_info {
 
 struct symbolizer *symbolizer_new(pid_t pid);
 /*
- * -a: a symbolizer for process pid that shares its parent's names (the
- * strings frames point to, which so outlive it) and objects' symbols and
+ * -a: a symbolizer for process pid that shares its parent's budget, names
+ * (the strings frames point to, which so outlive it), perf map files (one
+ * copy of a file however many processes name it) and objects' symbols and
  * DWARF (objcache.h: one copy per file, by device and inode). It reads an
  * object when a frame first needs it, not all at each refresh (so memory
  * goes to the objects sampled code is in), and after the process exited,
@@ -41,6 +43,22 @@ void symbolizer_free(struct symbolizer *s);
 
 /* Re-reads /proc/PID/maps if the process still runs; the old mappings stay otherwise. */
 void symbolizer_refresh(struct symbolizer *s);
+
+/*
+ * The budget for what it (and its children) hold for the targets: names and
+ * perf maps (budget.h; BUDGET_DEFAULT until the caller sets its limit).
+ */
+struct budget *symbolizer_budget(struct symbolizer *s);
+
+/*
+ * The generation of the names it hands out (names.h). Frames of an older
+ * one point to freed strings: whoever caches frames drops them when it
+ * changes. symbolizer_renew_names starts a new one when the names fill over
+ * three quarters of their budget (true then); call it only where no frame
+ * is held (before a report symbolizes its stacks).
+ */
+unsigned int symbolizer_names_gen(const struct symbolizer *s);
+bool symbolizer_renew_names(struct symbolizer *s);
 
 /* How many objects' symbols are held now. */
 size_t symbolizer_nr_objects(const struct symbolizer *s);

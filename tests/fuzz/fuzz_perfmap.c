@@ -11,16 +11,24 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "perfmap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct perfmap *pm = perfmap_new(getpid());
+	static struct budget budget;
+	static struct perfmaps *files;
+	struct perfmap *pm;
 	size_t split = size ? data[0] * size / 256 : 0, used, i;
 	__u64 addr;
 
+	if (!files) {
+		budget_init(&budget, BUDGET_DEFAULT);
+		files = perfmaps_new(&budget);
+	}
+	pm = files ? perfmap_new(getpid(), files) : NULL;
 	if (!pm)
 		return 0;
 	/* What a runtime appends while fnprof reads: the part after the last newline comes again. */

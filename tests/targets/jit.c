@@ -8,12 +8,15 @@
  * mapped executable (as JITs that map their code twice do), named as with "write";
  * with "unmap", as "write", then the code is unmapped and the process lingers
  * 0.6 s before it exits (as V8 tears its code space down at exit, 5 ms there).
+ * With "sled" (the map the test's, as nowrite) the code is 1 MiB of nops run
+ * through, so that samples land on ever new addresses (ever new stacks).
  *
- * Usage: jit SECONDS write|nowrite|memfd|unmap
+ * Usage: jit SECONDS write|nowrite|memfd|unmap|sled
  * Prints "ready pid=PID code=ADDR size=SIZE" (its own pid: in a pid namespace,
  * the namespace's), then "truth jit loops=N" at the end.
  */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,23 @@ static unsigned char *map_code(int memfd)
 	return mprotect(code, sizeof(page), PROT_READ | PROT_EXEC) ? NULL : code;
 }
 
+#define SLED_SIZE (1 << 20)
+
+/* 1 MiB of nops, then: dec %rdi; jnz <start>; ret. */
+static unsigned char *map_sled(void)
+{
+	unsigned char *code = mmap(NULL, SLED_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static const unsigned char tail[] = { 0x48, 0xff, 0xcf, 0x0f, 0x85, 0, 0, 0, 0, 0xc3 };
+	int rel = -(SLED_SIZE - 16 + 9);
+
+	if (code == MAP_FAILED)
+		return NULL;
+	memset(code, 0x90, SLED_SIZE);
+	memcpy(code + SLED_SIZE - 16, tail, sizeof(tail));
+	memcpy(code + SLED_SIZE - 16 + 5, &rel, sizeof(rel));
+	return mprotect(code, SLED_SIZE, PROT_READ | PROT_EXEC) ? NULL : code;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -75,25 +95,27 @@ int main(int argc, char **argv)
 {
 	unsigned long loops = 0;
 	unsigned char *code;
+	bool sled;
 	double end;
 	void (*spin)(unsigned long);
 
 	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd") &&
-			  strcmp(argv[2], "unmap"))) {
-		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd|unmap\n");
+			  strcmp(argv[2], "unmap") && strcmp(argv[2], "sled"))) {
+		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd|unmap|sled\n");
 		return 2;
 	}
-	code = map_code(!strcmp(argv[2], "memfd"));
-	if (!code || (strcmp(argv[2], "nowrite") && write_map(code))) {
+	sled = !strcmp(argv[2], "sled");
+	code = sled ? map_sled() : map_code(!strcmp(argv[2], "memfd"));
+	if (!code || (strcmp(argv[2], "nowrite") && !sled && write_map(code))) {
 		perror("jit");
 		return 1;
 	}
 	spin = (void (*)(unsigned long))(void *)code;
-	printf("ready pid=%d code=%lx size=%d\n", getpid(), (unsigned long)code, CODE_SIZE);
+	printf("ready pid=%d code=%lx size=%d\n", getpid(), (unsigned long)code, sled ? SLED_SIZE : CODE_SIZE);
 	fflush(stdout);
 	end = now_s() + atof(argv[1]);
 	while (now_s() < end) {
-		spin(1000000);
+		spin(sled ? 1 : 1000000);
 		loops++;
 	}
 	printf("truth jit loops=%lu\n", loops);

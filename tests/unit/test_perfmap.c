@@ -6,12 +6,16 @@
  */
 #include <string.h>
 
+#include "budget.h"
 #include "perfmap.h"
 #include "unit.h"
 
+static struct budget budget;
+static struct perfmaps *files;
+
 static struct perfmap *map_of(const char *text)
 {
-	struct perfmap *pm = perfmap_new(0);
+	struct perfmap *pm = perfmap_new(0, files);
 
 	if (pm)
 		perfmap_add_text(pm, text, strlen(text));
@@ -78,7 +82,7 @@ static void bad_lines_are_skipped(void)
 static void a_nul_in_a_name_is_refused(void)
 {
 	static const char text[] = "1000 10 a\0b\n2000 10 ok\n";
-	struct perfmap *pm = perfmap_new(0);
+	struct perfmap *pm = perfmap_new(0, files);
 
 	CHECK(pm);
 	perfmap_add_text(pm, text, sizeof(text) - 1);
@@ -86,11 +90,49 @@ static void a_nul_in_a_name_is_refused(void)
 	perfmap_free(pm);
 }
 
+/* The text and table are held under the budget, and given back when the map goes. */
+static void held_under_the_budget(void)
+{
+	struct perfmap *pm = map_of("1000 10 one\n2000 10 two\n");
+	size_t held = budget.held[BUDGET_PERFMAPS];
+
+	CHECK(pm && held > 0 && same(perfmap_lookup(pm, 0x2005), "two"));
+	perfmap_free(pm);
+	CHECK(budget.held[BUDGET_PERFMAPS] == 0);
+}
+
+/* Text that does not fit the perf maps' share is not read: nothing named, nothing held. */
+static void over_the_budget_is_not_read(void)
+{
+	static char text[1 << 20];   /* twice the perf maps' share of a 1 MiB budget */
+	struct budget small;
+	struct perfmaps *c;
+	struct perfmap *pm;
+	size_t n = 0, i;
+
+	budget_init(&small, BUDGET_MIN);
+	c = perfmaps_new(&small);
+	pm = c ? perfmap_new(0, c) : NULL;
+	CHECK(pm);
+	for (i = 0; n + 64 < sizeof(text); i++)
+		n += snprintf(text + n, sizeof(text) - n, "%zx 1 f_%zu\n", 0x1000 + i, i);
+	CHECK(perfmap_add_text(pm, text, strlen(text)) == 0 && !perfmap_lookup(pm, 0x1000));
+	CHECK(small.held[BUDGET_PERFMAPS] == 0);
+	CHECK(perfmap_add_text(pm, "1000 10 fits\n", 13) == 13 && same(perfmap_lookup(pm, 0x1000), "fits"));
+	perfmap_free(pm);
+	perfmaps_free(c);
+}
+
 int main(void)
 {
+	budget_init(&budget, BUDGET_DEFAULT);
+	files = perfmaps_new(&budget);
 	RUN(formats_runtimes_write);
 	RUN(later_lines_win);
 	RUN(bad_lines_are_skipped);
 	RUN(a_nul_in_a_name_is_refused);
+	RUN(held_under_the_budget);
+	RUN(over_the_budget_is_not_read);
+	perfmaps_free(files);
 	UNIT_EXIT();
 }
