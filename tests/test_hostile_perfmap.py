@@ -237,13 +237,14 @@ def write_big_map(path, named, size):
     return os.path.getsize(path), len(lines) + filler
 
 
-def all_report(args, seconds, timeout=120):
-    """fnprof -a for seconds, --json: (the sampling reports, result); it must exit 0 in time."""
+def sample_reports(scope, args, seconds, timeout=120):
+    """fnprof SCOPE (-a, or -p PID) for seconds, --json: (the sampling reports, result, with its wall
+    time as wall_s); it must exit 0 in time."""
     d = tempfile.mkdtemp()
     try:
         out = os.path.join(d, "r.json")
         t0 = time.time()
-        p = run_fnprof(["-a", "-d", str(seconds), "--json", "-o", out] + list(args), timeout=timeout)
+        p = run_fnprof(list(scope) + ["-d", str(seconds), "--json", "-o", out] + list(args), timeout=timeout)
         p.wall_s = time.time() - t0
         check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
         reps = [r for r in json_reports(open(out).read()) if r.get("mode") == "sample"]
@@ -253,18 +254,12 @@ def all_report(args, seconds, timeout=120):
         shutil.rmtree(d)
 
 
+def all_report(args, seconds, timeout=120):
+    return sample_reports(["-a"], args, seconds, timeout)
+
+
 def pid_reports(pid, args, seconds, timeout=120):
-    """fnprof -p PID for seconds, --json: (the sampling reports, result); it must exit 0 in time."""
-    d = tempfile.mkdtemp()
-    try:
-        out = os.path.join(d, "r.json")
-        p = run_fnprof(["-p", str(pid), "-d", str(seconds), "--json", "-o", out] + list(args), timeout=timeout)
-        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
-        reps = [r for r in json_reports(open(out).read()) if r.get("mode") == "sample"]
-        check(reps, f"no report: {p.stderr[-2000:]}")
-        return reps, p
-    finally:
-        shutil.rmtree(d)
+    return sample_reports(["-p", str(pid)], args, seconds, timeout)
 
 
 def named_pids(rep, prefix):

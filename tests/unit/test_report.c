@@ -64,6 +64,14 @@ static void raw_averages(void)
 	CHECK(NEAR(f.proc_pct, 50));                  /* 3000 of the process's 6000 ns */
 }
 
+/* The emulated case's bias, median and mean alike, and the range it took over the calibration's rounds. */
+static void emulated_bias(struct calibration *cal, double bias, double lo, double hi)
+{
+	cal->mean_ns[CAL_EMULATED] = cal->bias_ns[CAL_EMULATED] = bias;
+	cal->round_lo[CAL_EMULATED] = lo;
+	cal->round_hi[CAL_EMULATED] = hi;
+}
+
 /*
  * With a calibration: each call loses its own probes' mean bias (100 ns),
  * and the whole cost (300 ns) of each traced call beneath it (2 in all);
@@ -149,9 +157,7 @@ static void uncertain_descendants_shown(void)
 	struct fn_figures f;
 	char buf[4096] = "";
 
-	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 100;
-	cal.round_lo[CAL_EMULATED] = 90;
-	cal.round_hi[CAL_EMULATED] = 110;
+	emulated_bias(&cal, 100, 90, 110);
 	cal.cost_ns[CAL_EMULATED] = 300;
 	cal.cost_lo[CAL_EMULATED] = 200;
 	cal.cost_hi[CAL_EMULATED] = 2000;
@@ -180,8 +186,7 @@ static void uncertain_jmps_shown(void)
 	struct fn_figures f;
 	char buf[4096] = "";
 
-	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 100;
-	cal.round_lo[CAL_EMULATED] = cal.round_hi[CAL_EMULATED] = 100;
+	emulated_bias(&cal, 100, 100, 100);
 	cal.cases = 1U << CAL_TAIL_JMP | 1U << CAL_RET;
 	cal.mean_ns[CAL_TAIL_JMP] = 600;
 	cal.mean_ns[CAL_RET] = cal.bias_ns[CAL_RET] = 100;
@@ -238,9 +243,7 @@ static void percentile_below_resolution_is_a_bound(void)
 	struct fn_figures f;
 	char buf[4096] = "";
 
-	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 1100;
-	cal.round_lo[CAL_EMULATED] = 900;
-	cal.round_hi[CAL_EMULATED] = 1300;
+	emulated_bias(&cal, 1100, 900, 1300);
 	r.cal = &cal;
 	report_prepare(&r);
 	fn_figures_compute(&r, &st, &f);
