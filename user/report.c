@@ -425,6 +425,23 @@ static bool probe_steps(const struct probe *p)
 }
 
 /*
+ * " (~X a step here)": what this run's calibration measured a single step to
+ * add (a stepped entry's bias less an emulated one's: 4 us on one host, 15 on
+ * another), or "" where it did not measure both.
+ */
+static const char *step_cost_said(const struct calibration *cal, char *buf, size_t size)
+{
+	double step = cal->bias_ns[CAL_STEPPED] - cal->bias_ns[CAL_EMULATED];
+	char b[16];
+
+	buf[0] = '\0';
+	if ((cal->cases & (1U << CAL_STEPPED | 1U << CAL_EMULATED)) == (1U << CAL_STEPPED | 1U << CAL_EMULATED) &&
+	    step > 0)
+		snprintf(buf, size, " (~%s a step here)", fmt_ns(step, b, sizeof(b)));
+	return buf;
+}
+
+/*
  * Where single-stepped probes make most of the overhead (ns in all), the
  * functions that cost most, and what the choices that the user has change:
  * --stepped=single (one step a call instead of two for a paired entry).
@@ -434,7 +451,7 @@ static void print_stepped_share(const struct report *r, FILE *f, double ns)
 	size_t i, k, top[3] = { 0 }, nr_top = 0;
 	double cost[3] = { 0 }, c, stepped = 0;
 	bool paired = false, rets = false;
-	char name[3][256];
+	char name[3][256], step[48];
 
 	for (i = 0; ns > 0 && i < r->pl->nr; i++) {
 		const struct probe *p = &r->pl->probes[i];
@@ -454,7 +471,7 @@ static void print_stepped_share(const struct report *r, FILE *f, double ns)
 	}
 	if (ns <= 0 || stepped < 0.5 * ns)
 		return;
-	fprintf(f, "  %.0f%% of it single-stepped (~10 us a step here):", 100 * stepped / ns);
+	fprintf(f, "  %.0f%% of it single-stepped%s:", 100 * stepped / ns, step_cost_said(r->cal, step, sizeof(step)));
 	for (k = 0; k < nr_top; k++)
 		fprintf(f, "%s %s %.0f%%", k ? "," : "", probe_display_name(&r->pl->probes[top[k]], name[k], sizeof(name[k])),
 			100 * cost[k] / ns);

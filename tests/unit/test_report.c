@@ -335,6 +335,31 @@ static void untimed_and_unknown(void)
 	CHECK(!f.timed && f.calls == 0 && f.wall_avg == 0 && f.proc_pct < 0);
 }
 
+/*
+ * Issue 35: the overhead line said "~10 us a step here" whatever the host. It
+ * gives what this run's calibration measured: a stepped entry's bias less an
+ * emulated one's (4800 - 350 ns here).
+ */
+static void step_cost_as_calibrated(void)
+{
+	struct report r = make_report();
+	struct calibration cal = { .valid = true };
+	char buf[4096] = "";
+
+	probe.kind = SITE_STEPPED;
+	cal.cases = 1U << CAL_STEPPED | 1U << CAL_EMULATED;
+	cal.mean_ns[CAL_STEPPED] = cal.bias_ns[CAL_STEPPED] = 4800;
+	cal.cost_ns[CAL_STEPPED] = 5600;
+	cal.mean_ns[CAL_EMULATED] = cal.bias_ns[CAL_EMULATED] = 350;
+	cal.cost_ns[CAL_EMULATED] = 1000;
+	r.cal = &cal;
+	report_prepare(&r);
+	CHECK(table_of(&r, buf, sizeof(buf)) == 0);
+	CHECK(strstr(buf, "single-stepped (~4.45us a step here)") != NULL);
+	CHECK(strstr(buf, "10 us") == NULL);
+	probe.kind = SITE_EMULATED;
+}
+
 int main(void)
 {
 	RUN(raw_averages);
@@ -348,5 +373,6 @@ int main(void)
 	RUN(burst_extrapolates);
 	RUN(burst_fraction_floored_by_calls);
 	RUN(untimed_and_unknown);
+	RUN(step_cost_as_calibrated);
 	UNIT_EXIT();
 }
