@@ -9,13 +9,24 @@
 #include "log.h"
 #include "rbreader.h"
 
+/* The owner's sample(), then an end to the pass once it has read RB_PASS_MAX (the record read stays read). */
+static int sample_bounded(void *arg, void *data, size_t size)
+{
+	struct rb_reader *r = arg;
+	int err = r->sample(r->ctx, data, size);
+
+	return err ? err : ++r->in_pass >= RB_PASS_MAX ? -EAGAIN : 0;
+}
+
 static void *reader(void *arg)
 {
 	struct rb_reader *r = arg;
 
 	while (!r->stop) {
+		r->in_pass = 0;
 		ring_buffer__poll(r->rb, 50);
 		/* Records sent without a wake-up (BPF_RB_NO_WAKEUP) are read here: poll reads only rings it was woken for. */
+		r->in_pass = 0;
 		ring_buffer__consume(r->rb);
 		pthread_mutex_lock(r->lock);
 		r->passes++;
@@ -26,7 +37,9 @@ static void *reader(void *arg)
 		if (r->idle)
 			r->idle(r->ctx);
 	}
-	ring_buffer__consume(r->rb);
+	do
+		r->in_pass = 0;
+	while (ring_buffer__consume(r->rb) == -EAGAIN);
 	return NULL;
 }
 
@@ -73,13 +86,14 @@ int rb_reader_start(struct rb_reader *r, int fd, ring_buffer_sample_fn sample, v
 	pthread_condattr_t attr;
 	int err;
 
-	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .idle = idle, .ctx = ctx, .wake_fd = -1 };
+	*r = (struct rb_reader){ .lock = lock, .after_pass = after_pass, .idle = idle, .ctx = ctx, .sample = sample,
+				 .wake_fd = -1 };
 	/* Timed waits on the monotonic clock: a change of the wall clock neither ends them nor stretches them. */
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&r->passed, &attr);
 	pthread_condattr_destroy(&attr);
-	r->rb = ring_buffer__new(fd, sample, ctx, NULL);
+	r->rb = ring_buffer__new(fd, sample_bounded, r, NULL);
 	if (!r->rb)
 		return -errno;
 	add_wake(r);

@@ -25,7 +25,17 @@ struct rb_reader {
 	void (*after_pass)(void *ctx);   /* called with *lock held after each pass, or NULL */
 	void (*idle)(void *ctx);         /* then called without it, or NULL: slow work that must not block readers */
 	void *ctx;
+	ring_buffer_sample_fn sample;    /* the owner's, called with ctx */
+	unsigned int in_pass;            /* records read in this pass (the thread's own) */
 };
+
+/*
+ * Records in one read of the buffer at most: libbpf reads on for as long as
+ * the producer writes, and a target that allocates as fast as fnprof reads
+ * would hold off the end of a pass (its after_pass, idle and the reports'
+ * waits) until it stopped.
+ */
+#define RB_PASS_MAX 4096
 
 /*
  * Reads ring buffer fd in a thread of its own, handing each record to
