@@ -421,7 +421,11 @@ def test_traced_run_samples_with_the_same_unwinding():
         p, lines = sample_folded(["-f", "outer", "--sample", "-F", "347"], [exe, "nest", "5000"])
         share, n = share_reaching(lines, "inner", "main", anywhere=True)
         check(n > 50 and share >= 0.9, f"inner: {share:.0%} of {n} samples reach main")
-        check(any(f[-2:] == ["outer", "inner"] for f, _ in lines), "no outer;inner stack")
+        # outer calls inner: inner's frame right under outer's (inner's samples mostly land in the
+        # clock_gettime its inlined clock_ns calls, so inner is seldom the leaf: 0-3 samples).
+        plain = [[x for x in f if not x.endswith(" (inlined)")] for f, _ in lines]
+        check(any(f[i - 1:i + 1] == ["outer", "inner"] for f in plain for i in range(1, len(f))),
+              "no outer;inner stack")
     finally:
         shutil.rmtree(d)
 
