@@ -204,11 +204,13 @@ def test_short_tail_caller_jmp_probe_taken_out():
     got, want = f["oncpu_ns"]["avg"], t["wall_avg_ns"]
     check(abs(got - want) < 300 + 500, f"tail_short reads {got:.0f} ns on the CPU against {want:.0f} "
           f"(wall {f['wall_ns']['avg']:.0f}, raw {f['raw_wall_ns']['avg']:.0f}, bias {f['bias_ns']:.0f})")
-    # The jmp's hit runs a shorter program than an entry's (tail_jump(), a frame mark): its own
-    # case prices it below the entry-only case's cost (~450 ns against 730-870 in 20 runs here).
+    # The jmp's hit runs a shorter program than an entry's (tail_jump(), a frame mark), behind the
+    # same emulated trap: its own case prices it at about the entry-only case's cost or below
+    # (~450 ns against 730-870 in 20 runs on one host; 654-748 against 657-754 on another, where
+    # the trap is most of either). Not the price of another kind of hit (a step: several us).
     cal = rep["calibration"]
     jmp = cal["tail-jmp"]["mean_ns"] - cal["ret-exit"]["mean_ns"]
-    check(0 < jmp < cal["entry-only"]["cost_ns"], f"jmp hit priced {jmp:.0f} ns, the entry-only case "
+    check(0 < jmp < 1.3 * cal["entry-only"]["cost_ns"], f"jmp hit priced {jmp:.0f} ns, the entry-only case "
           f"costs {cal['entry-only']['cost_ns']:.0f}")
     check(f.get("tail_jmp_calls") == n and f.get("tail_jmps_inside") == n,
           f"{f.get('tail_jmp_calls')} calls jumped, {f.get('tail_jmps_inside')} jmp hits inside")
