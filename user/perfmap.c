@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "budget.h"
 #include "clock.h"
 #include "log.h"
@@ -157,25 +158,48 @@ static struct pmfile *file_get(struct perfmaps *c, dev_t dev, ino_t ino, pid_t p
 	return f;
 }
 
-/* The file that lookups used least recently, idle PERFMAP_IDLE_S or more, holding text; not self. */
+/* May f be evicted for self's sake: not self, holding text, and idle PERFMAP_IDLE_S or more? */
+static bool evictable(const struct pmfile *f, const struct pmfile *self, double now)
+{
+	return f != self && f->charged && now - f->last_use >= PERFMAP_IDLE_S;
+}
+
+/* The file that lookups used least recently of those evictable for self. */
 static struct pmfile *idle_file(struct perfmaps *c, const struct pmfile *self)
 {
 	double now = monotonic_s();
 	struct pmfile *f, *v = NULL;
 
 	for (f = c->files; f; f = f->next)
-		if (f != self && f->charged && now - f->last_use >= PERFMAP_IDLE_S && (!v || f->last_use < v->last_use))
+		if (evictable(f, self, now) && (!v || f->last_use < v->last_use))
 			v = f;
 	return v;
 }
 
-/* Takes bytes for f, evicting idle files while they do not fit. false: no room. */
+/* Would evicting every file evictable for self make room for bytes more? */
+static bool eviction_makes_room(struct perfmaps *c, const struct pmfile *self, size_t bytes)
+{
+	size_t idle = 0, share = budget_share(c->b, BUDGET_PERFMAPS);
+	double now = monotonic_s();
+	struct pmfile *f;
+
+	for (f = c->files; f; f = f->next)
+		if (evictable(f, self, now))
+			idle += f->charged;
+	return bytes <= share && c->b->held[BUDGET_PERFMAPS] - idle <= share - bytes;
+}
+
+/*
+ * Takes bytes for f, evicting idle files while they do not fit, where that
+ * makes room (not for a file that would be refused all the same). false: no room.
+ */
 static bool take(struct pmfile *f, size_t bytes)
 {
 	struct budget *b = f->c->b;
 	struct pmfile *v;
 
-	while (!budget_fits(b, BUDGET_PERFMAPS, bytes) && (v = idle_file(f->c, f))) {
+	while (!budget_fits(b, BUDGET_PERFMAPS, bytes) && eviction_makes_room(f->c, f, bytes) &&
+	       (v = idle_file(f->c, f))) {
 		log_debug("perf map file (inode %lu): evicted for want of room (idle %.0f s)", (unsigned long)v->ino,
 			  monotonic_s() - v->last_use);
 		clear_file(v);
@@ -444,12 +468,17 @@ static void drop_chunk(struct pmfile *f, struct chunk *t)
 	free(t);
 }
 
-/* The chunk's lines (len bytes) into f; the chunk kept if any are. Bytes used, or -errno. */
+/*
+ * The chunk's lines (len bytes) into f; the chunk kept if any are (names
+ * point into it): a line's first half, bad lines or lines past the table's
+ * cap give their bytes back. Bytes used, or -errno.
+ */
 static long add_chunk(struct pmfile *f, struct chunk *t, size_t len)
 {
+	__u64 seq = f->seq;   /* moves with each line added (flatten may keep nr as it was) */
 	long used = add_lines(f, t->text, len);
 
-	if (used < 0) {
+	if (used < 0 || f->seq == seq) {
 		drop_chunk(f, t);
 		return used;
 	}
@@ -646,19 +675,7 @@ void perfmap_refresh(struct perfmap *pm, bool force)
 
 static const struct jit_sym *find(const struct pmfile *f, __u64 addr)
 {
-	size_t lo = 0, hi = f ? f->nr : 0;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < f->syms[mid].start)
-			hi = mid;
-		else if (addr >= f->syms[mid].end)
-			lo = mid + 1;
-		else
-			return &f->syms[mid];
-	}
-	return NULL;
+	return f ? RANGES_FIND(f->syms, f->nr, addr) : NULL;
 }
 
 const char *perfmap_lookup(struct perfmap *pm, __u64 addr)

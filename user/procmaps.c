@@ -234,19 +234,12 @@ void procmaps_free(struct procmaps *pm)
 
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
 {
-	size_t lo = 0, hi = pm->nr - pm->nr_kept, i;
-
 	/* The kernel lists mappings in address order, apart: those read are searched by halves. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	const struct mapping *m = RANGES_FIND(pm->maps, pm->nr - pm->nr_kept, addr);
+	size_t i;
 
-		if (addr < pm->maps[mid].start)
-			hi = mid;
-		else if (addr >= pm->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &pm->maps[mid];
-	}
+	if (m)
+		return m;
 	/* The kept ones follow (256 at most), where nothing read lies. */
 	for (i = pm->nr - pm->nr_kept; i < pm->nr; i++)
 		if (addr >= pm->maps[i].start && addr < pm->maps[i].end)
@@ -256,19 +249,7 @@ const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
 
 const struct anon_range *procmaps_find_anon(const struct procmaps *pm, __u64 addr)
 {
-	size_t lo = 0, hi = pm->nr_anon;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addr < pm->anon[mid].start)
-			hi = mid;
-		else if (addr >= pm->anon[mid].end)
-			lo = mid + 1;
-		else
-			return &pm->anon[mid];
-	}
-	return NULL;
+	return RANGES_FIND(pm->anon, pm->nr_anon, addr);
 }
 
 bool lib_name_matches(const char *path, const char *name)

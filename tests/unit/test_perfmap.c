@@ -123,6 +123,29 @@ static void over_the_budget_is_not_read(void)
 	perfmaps_free(c);
 }
 
+/*
+ * Text that adds no name (a line's first half, written in two writes; bad
+ * lines) is not kept: what a runtime appends this way at every look cost
+ * the budget a chunk each time, until the file was evicted.
+ */
+static void text_without_names_not_held(void)
+{
+	struct perfmap *pm = map_of("1000 10 one\n");
+	size_t held = 0;
+	int i;
+
+	/* After the first round (the table may grow once for the line counted), nothing more is held. */
+	for (i = 0; pm && i < 100; i++) {
+		if (perfmap_add_text(pm, "2000 10 tw", 10) != 0 || perfmap_add_text(pm, "not a line\n", 11) != 11)
+			break;
+		if (!i)
+			held = budget.held[BUDGET_PERFMAPS];
+	}
+	CHECK(pm && i == 100 && budget.held[BUDGET_PERFMAPS] == held);
+	CHECK(pm && perfmap_add_text(pm, "2000 10 two\n", 12) == 12 && same(perfmap_lookup(pm, 0x2005), "two"));
+	perfmap_free(pm);
+}
+
 int main(void)
 {
 	budget_init(&budget, BUDGET_DEFAULT);
@@ -133,6 +156,7 @@ int main(void)
 	RUN(a_nul_in_a_name_is_refused);
 	RUN(held_under_the_budget);
 	RUN(over_the_budget_is_not_read);
+	RUN(text_without_names_not_held);
 	perfmaps_free(files);
 	UNIT_EXIT();
 }
