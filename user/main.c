@@ -263,7 +263,8 @@ static int watch_upgrades(struct run *r)
 /* --slow: the thread that reads, unwinds and names the slow calls. 0 or EXIT_FAIL. */
 static int start_slow(struct run *r)
 {
-	const struct slow_conf c = { .pid = r->pid, .rb_fd = tracer_slow_fd(r->tracer), .threshold_ns = r->o->slow_ns };
+	const struct slow_conf c = { .pid = r->pid, .rb_fd = tracer_slow_fd(r->tracer), .threshold_ns = r->o->slow_ns,
+				     .max_memory = r->o->max_memory };
 	int err = slow_start(&c, &r->slow);
 
 	if (err)
@@ -665,7 +666,7 @@ static int child_exit_code(struct run *r)
 			r->child_reaped = true;
 	}
 	if (!r->child_reaped) {
-		log_info("detached; command %d keeps running", r->pid);
+		log_info("detached; command %d keeps running", r->child.pid);
 		return EXIT_OK;
 	}
 	return launch_exit_code(r->child_status);

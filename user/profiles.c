@@ -94,11 +94,9 @@ int profiles_start(const struct prof_conf *c, pid_t pid, struct profiles **out)
 		return -ENOMEM;
 	ps->c = *c;
 	ps->pid = pid;
-	ps->sym = symbolizer_new(pid);
+	ps->sym = symbolizer_new(pid, c->max_memory);
 	if (!ps->sym)
 		err = -ENOMEM;
-	else if (c->max_memory)
-		symbolizer_budget(ps->sym)->limit = c->max_memory;
 	for (k = 0; !err && k < PROF_KIND_NR; k++) {
 		if (!(c->kinds & 1U << k) || !starters[k])
 			continue;
@@ -342,6 +340,7 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 	stackrows_table(p->rows, out, t);
 	print_drops(out, d);
 	print_unwind(p, out, d);
+	budget_print(symbolizer_budget(ps->sym), out);
 	fflush(out);
 }
 
@@ -433,6 +432,7 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 		json_null(&j, "probe_cost");
 	}
 	json_duty(&j, p);
+	budget_json(symbolizer_budget(ps->sym), &j);
 	stackrows_json_values(p->rows, &j, "totals", t->sum, t->unknown);
 	if (desc->label_key) {
 		json_obj_begin(&j, desc->label_key);

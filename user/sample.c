@@ -189,9 +189,7 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 			goto fail;
 		}
 	}
-	s->sym = symbolizer_new(pid);
-	if (s->sym && o->max_memory)
-		symbolizer_budget(s->sym)->limit = o->max_memory;
+	s->sym = symbolizer_new(pid, o->max_memory);
 	s->procs = o->all && s->sym ? proctab_new(s->sym) : NULL;
 	err = s->sym && (s->procs || !o->all) ? new_rows(s) : -ENOMEM;
 	if (!err)

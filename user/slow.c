@@ -143,7 +143,7 @@ int slow_start(const struct slow_conf *c, struct slow **out)
 	s->threshold_ns = c->threshold_ns;
 	pthread_mutex_init(&s->lock, NULL);
 	s->uw = unwinder_new(c->pid, NULL);
-	s->sym = symbolizer_new(c->pid);
+	s->sym = symbolizer_new(c->pid, c->max_memory);
 	if (s->uw && s->sym)
 		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done, NULL);
 	if (err) {

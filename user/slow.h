@@ -53,6 +53,7 @@ struct slow_conf {
 	pid_t pid;               /* the target (its objects are unwound and named) */
 	int rb_fd;               /* the ring buffer map */
 	__u64 threshold_ns;      /* --slow */
+	size_t max_memory;       /* --max-memory: what the names may hold (0: the default) */
 };
 
 /* Starts the reading thread. 0 or -errno. */

@@ -71,14 +71,14 @@ struct symbolizer {
 	bool lazy;
 };
 
-static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
+static struct symbolizer *create(pid_t pid, struct symbolizer *parent, size_t max_memory)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->pid = pid;
-	budget_init(&s->own_budget, BUDGET_DEFAULT);
+	budget_init(&s->own_budget, max_memory ? max_memory : BUDGET_DEFAULT);
 	s->budget = parent ? parent->budget : &s->own_budget;
 	names_init(&s->own_names, s->budget);
 	s->names = parent ? parent->names : &s->own_names;
@@ -103,14 +103,14 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent)
 	return s;
 }
 
-struct symbolizer *symbolizer_new(pid_t pid)
+struct symbolizer *symbolizer_new(pid_t pid, size_t max_memory)
 {
-	return create(pid, NULL);
+	return create(pid, NULL, max_memory);
 }
 
 struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent)
 {
-	return create(pid, parent);
+	return create(pid, parent, 0);
 }
 
 size_t symbolizer_nr_shared(const struct symbolizer *s)

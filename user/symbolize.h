@@ -24,7 +24,12 @@ struct frame_info {
 	bool inlined;        /* an inlined call ("name (inlined)") within the frame that follows */
 };
 
-struct symbolizer *symbolizer_new(pid_t pid);
+/*
+ * A symbolizer for process pid whose names and perf maps are held under
+ * max_memory bytes (--max-memory; 0: BUDGET_DEFAULT), set before its first
+ * reading. NULL when out of memory.
+ */
+struct symbolizer *symbolizer_new(pid_t pid, size_t max_memory);
 /*
  * -a: a symbolizer for process pid that shares its parent's budget, names
  * (the strings frames point to, which so outlive it), perf map files (one

@@ -210,7 +210,7 @@ __attribute__((noinline)) int unit_marker_function(int x)
 
 static void symbolizes_own_process(void)
 {
-	struct symbolizer *s = symbolizer_new(getpid());
+	struct symbolizer *s = symbolizer_new(getpid(), 0);
 	struct frame_info fi;
 
 	CHECK(s);

@@ -48,7 +48,7 @@ static size_t map_len(int fd)
 
 static void forgets_exited_past_the_cap(void)
 {
-	struct symbolizer *parent = symbolizer_new(getpid());
+	struct symbolizer *parent = symbolizer_new(getpid(), 0);
 	struct proctab *t = parent ? proctab_new(parent) : NULL;
 	struct proctab_stats st;
 	int fd = fake_map();

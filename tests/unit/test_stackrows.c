@@ -71,7 +71,7 @@ static int setup(void)
 
 	if (stacks_fd >= 0)
 		return 0;
-	sym = symbolizer_new(getpid());
+	sym = symbolizer_new(getpid(), 0);
 	stacks_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "sr_stacks", sizeof(__u32), sizeof(ips), 16, NULL);
 	if (!sym || stacks_fd < 0 || bpf_map_update_elem(stacks_fd, &id, ips, 0))
 		return -1;

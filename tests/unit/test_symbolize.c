@@ -144,7 +144,7 @@ static void symbolize_exe(const char *name)
 	int ok;
 
 	CHECK(spawn(name, &fx) == 0);
-	s = symbolizer_new(fx.pid);
+	s = symbolizer_new(fx.pid, 0);
 	ok = s && !check_names(s, &fx, name);
 	reap(&fx);
 	/* Gone now: what was read while it ran must still answer. */
@@ -173,7 +173,7 @@ static void stripped_objects(void)
 	bool ok;
 
 	CHECK(spawn("prog_stripped", &fx) == 0);
-	s = symbolizer_new(fx.pid);
+	s = symbolizer_new(fx.pid, 0);
 	if (s) {
 		symbolize_user(s, fx.main_func + 4, &fi);
 		symbolize_user(s, fx.lib_func + 4, &li);
@@ -197,7 +197,7 @@ static void names_outlive_refresh(void)
 	bool ok;
 
 	CHECK(spawn("prog_pie", &fx) == 0);
-	s = symbolizer_new(fx.pid);
+	s = symbolizer_new(fx.pid, 0);
 	if (s) {
 		symbolize_user(s, fx.main_func, &a);
 		symbolizer_refresh(s);
@@ -215,7 +215,7 @@ static void names_outlive_refresh(void)
 /* An address in no mapping (heap, JIT, or garbage from a broken stack) is [unknown] in [unknown]. */
 static void unmapped_address(void)
 {
-	struct symbolizer *s = symbolizer_new(getpid());
+	struct symbolizer *s = symbolizer_new(getpid(), 0);
 	struct frame_info fi;
 
 	CHECK(s);
@@ -236,7 +236,7 @@ static void unmapped_address(void)
  */
 static void unmapped_objects_dropped(void)
 {
-	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid());
+	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid(), 0);
 	struct frame_info fi[COPIES];
 	char cmd[256], path[128];
 	size_t before, most = 0;
@@ -282,7 +282,7 @@ static void unmapped_objects_dropped(void)
  */
 static void kept_range_taken_by_a_new_library(void)
 {
-	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid());
+	struct symbolizer *s = build_fixtures() ? NULL : symbolizer_new(getpid(), 0);
 	struct frame_info a, b;
 	void *ha = NULL, *hb = NULL, *fa = NULL, *fb = NULL;
 	bool ok;
