@@ -112,6 +112,13 @@ static void *warm_thread(void *arg)
 	m = procmaps_find(pm, (uintptr_t)fnprof_warm_site);
 	while (m && w->probes.nr < MAX_WARM) {
 		fd = open_warm(w, type, m->path, (uintptr_t)fnprof_warm_site - m->start + m->pgoff);
+		if (fd < 0 && w->prog_fd >= 0 && !w->probes.nr && type >= 0) {
+			/* The kernel's version promised links it would not make (an LSM, a seccomp filter): perf events. */
+			log_debug("uprobe warm-up with perf events: no uprobe_multi link: %s", strerror(-fd));
+			close(w->prog_fd);
+			w->prog_fd = -1;
+			continue;
+		}
 		if (fd < 0) {
 			log_debug("no uprobe warm-up: %s", strerror(-fd));
 			break;

@@ -259,31 +259,32 @@ void uprobes_free(struct uprobe_set *s)
 	s->cap = s->cap_links = 0;
 }
 
-static void *free_set(void *arg)
+/* Moves from's probes into all (from keeps none). 0, or -ENOMEM with both untouched. */
+static int take_probes(struct uprobe_set *all, struct uprobe_set *from)
 {
-	uprobes_free(arg);
-	return NULL;
+	if (ARRAY_RESERVE(all->fds, all->nr + from->nr, all->cap) ||
+	    ARRAY_RESERVE(all->links, all->nr_links + from->nr_links, all->cap_links))
+		return -ENOMEM;
+	if (from->nr)
+		memcpy(all->fds + all->nr, from->fds, from->nr * sizeof(*from->fds));
+	if (from->nr_links)
+		memcpy(all->links + all->nr_links, from->links, from->nr_links * sizeof(*from->links));
+	all->nr += from->nr;
+	all->nr_links += from->nr_links;
+	from->nr = from->nr_links = 0;
+	return 0;
 }
 
 void uprobes_free_all(struct uprobe_set *const *sets, size_t n)
 {
-	enum { MAX_THREADS = 64 };
-	pthread_t th[MAX_THREADS];
-	bool started[MAX_THREADS];
-	size_t from, i, nr;
+	struct uprobe_set all = {};
+	size_t i;
 
-	for (from = 0; from < n; from += nr) {
-		nr = n - from < MAX_THREADS ? n - from : MAX_THREADS;
-		for (i = 0; i < nr; i++) {
-			struct uprobe_set *s = sets[from + i];
-
-			/* An empty set has nothing to wait for: no thread. */
-			started[i] = (s->nr || s->nr_links) && !pthread_create(&th[i], NULL, free_set, s);
-			if (!started[i])
-				uprobes_free(s);
-		}
-		for (i = 0; i < nr; i++)
-			if (started[i])
-				pthread_join(th[i], NULL);
-	}
+	/* One set of them all: one close_parallel (64 threads at most), whatever n. */
+	for (i = 0; i < n; i++)
+		if (take_probes(&all, sets[i]))
+			uprobes_detach(sets[i]);   /* out of memory: this one's closes on their own */
+	uprobes_free(&all);
+	for (i = 0; i < n; i++)
+		uprobes_free(sets[i]);
 }

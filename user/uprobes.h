@@ -51,9 +51,9 @@ void uprobes_detach(struct uprobe_set *s);
 void uprobes_free(struct uprobe_set *s);
 
 /*
- * uprobes_free() of sets[0..n), each from a thread of its own: each set's
- * close waits for a grace period (uprobe_multi: one per link), and the
- * waits of sets closed at once overlap rather than add up.
+ * uprobes_free() of sets[0..n), their probes closed together (as one set's,
+ * from up to 64 threads): each close waits for a grace period (uprobe_multi:
+ * one per link), and waits begun at once overlap rather than add up.
  */
 void uprobes_free_all(struct uprobe_set *const *sets, size_t n);
 
