@@ -353,8 +353,11 @@ void launch_abort(struct child *c)
 		/* Stopped at an exec, before the program it followed to ran a single instruction. */
 		while (c->nr_traced)
 			kill(c->traced[--c->nr_traced], SIGKILL);
-		kill(c->pid, SIGKILL);
-		waitpid(c->pid, NULL, __WALL);
+		/* A command that exited was reaped: its pid may be another process's by now. */
+		if (!c->exited) {
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, NULL, __WALL);
+		}
 		c->pid = 0;
 		c->following = false;
 		return;

@@ -12,6 +12,7 @@
 #include "http.h"
 #include "log.h"
 #include "opts.h"
+#include "outfile.h"
 #include "resolve.h"
 #include "prof_kind.h"
 
@@ -620,7 +621,7 @@ static int same_output_twice(const struct opts *o)
 
 	/* Standard output is the report's (-o -); the other files are files. */
 	for (i = 1; i < n; i++)
-		if (paths[i] && (!strcmp(paths[i], "-") || !strcmp(paths[i], "/dev/stdout")))
+		if (paths[i] && outfile_is_stdout(paths[i]))
 			return usage_error("%s %s: only -o writes to standard output; give %s a file", flags[i],
 					   paths[i], flags[i]);
 	for (i = 0; i < n; i++)
