@@ -21,6 +21,7 @@ static int sample_bounded(void *arg, void *data, size_t size)
 static void *reader(void *arg)
 {
 	struct rb_reader *r = arg;
+	int passes;
 
 	while (!r->stop) {
 		r->in_pass = 0;
@@ -37,9 +38,15 @@ static void *reader(void *arg)
 		if (r->idle)
 			r->idle(r->ctx);
 	}
-	do
+	/*
+	 * What is in the buffer now, RB_PASS_MAX at a time; bounded, as programs
+	 * still attached (the profiles stop their readers first) write on.
+	 */
+	for (passes = 0; passes < RB_STOP_PASSES; passes++) {
 		r->in_pass = 0;
-	while (ring_buffer__consume(r->rb) == -EAGAIN);
+		if (ring_buffer__consume(r->rb) != -EAGAIN)
+			break;
+	}
 	return NULL;
 }
 

@@ -36,6 +36,8 @@ struct rb_reader {
  * waits) until it stopped.
  */
 #define RB_PASS_MAX 4096
+/* Passes at most when it stops: what the buffer can hold (64 MiB of 64-byte records), not what writers add on. */
+#define RB_STOP_PASSES 256
 
 /*
  * Reads ring buffer fd in a thread of its own, handing each record to

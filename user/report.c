@@ -426,17 +426,16 @@ static bool probe_steps(const struct probe *p)
 
 /*
  * " (~X a step here)": what this run's calibration measured a single step to
- * add (a stepped entry's bias less an emulated one's: 4 us on one host, 15 on
- * another), or "" where it did not measure both.
+ * add (a stepped entry's bias, less an emulated one's where that was measured
+ * too: 4 us on one host, 15 on another), or "" where it measured no step.
  */
 static const char *step_cost_said(const struct calibration *cal, char *buf, size_t size)
 {
-	double step = cal->bias_ns[CAL_STEPPED] - cal->bias_ns[CAL_EMULATED];
+	double step = cal->bias_ns[CAL_STEPPED] - (cal->cases & 1U << CAL_EMULATED ? cal->bias_ns[CAL_EMULATED] : 0);
 	char b[16];
 
 	buf[0] = '\0';
-	if ((cal->cases & (1U << CAL_STEPPED | 1U << CAL_EMULATED)) == (1U << CAL_STEPPED | 1U << CAL_EMULATED) &&
-	    step > 0)
+	if (cal->cases & 1U << CAL_STEPPED && step > 0)
 		snprintf(buf, size, " (~%s a step here)", fmt_ns(step, b, sizeof(b)));
 	return buf;
 }
