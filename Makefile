@@ -15,8 +15,8 @@ CC ?= gcc
 CLANG ?= clang
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 PYTHON ?= python3
-# The version is written once, in user/version.h.
-VERSION := $(shell sed -n 's/^\#define FNPROF_VERSION "\(.*\)"/\1/p' user/version.h)
+# The version is written once, in user/base/version.h.
+VERSION := $(shell sed -n 's/^\#define FNPROF_VERSION "\(.*\)"/\1/p' user/base/version.h)
 PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL ?= install
@@ -31,8 +31,9 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
-# One architecture's file: user/arch_$(ARCH).c (with bpf/arch.bpf.h and vmlinux/$(ARCH)/).
-USER_SRCS := $(filter-out user/arch_%.c,$(wildcard user/*.c)) user/arch_$(ARCH).c
+# user/ holds main.c and opts.c on top of folders by layer (docs/architecture.md).
+# One architecture's file: user/target/arch_$(ARCH).c (with bpf/arch.bpf.h and vmlinux/$(ARCH)/).
+USER_SRCS := $(filter-out user/target/arch_%.c,$(wildcard user/*.c user/*/*.c)) user/target/arch_$(ARCH).c
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/%.o,$(USER_SRCS))
 LIB_OBJS := $(filter-out $(OUTPUT)/main.o,$(USER_OBJS))
 DEPS := $(USER_OBJS:.o=.d)
@@ -90,6 +91,7 @@ $(USER_OBJS): $(SKELS)
 
 $(OUTPUT)/%.o: user/%.c | $(OUTPUT)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 fnprof: $(USER_OBJS)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "floor.skel.h"
-#include "uprobe_multi.h"
+#include "trace/uprobe_multi.h"
 
 static volatile sig_atomic_t stop;
 

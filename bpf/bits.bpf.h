@@ -5,7 +5,7 @@
 
 #include "fnprof.h"
 
-/* Also compiled into user space (user/hist.c), so that both sides bucket alike. */
+/* Also compiled into user space (user/base/hist.c), so that both sides bucket alike. */
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
@@ -24,7 +24,7 @@ static __always_inline __u32 log2_u64(__u64 v)
 	return r;
 }
 
-/* Log-linear bucket of a latency in ns; the inverse lives in user/hist.c. */
+/* Log-linear bucket of a latency in ns; the inverse lives in user/base/hist.c. */
 static __always_inline __u32 hist_bucket(__u64 v)
 {
 	__u32 e;

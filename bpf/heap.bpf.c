@@ -7,7 +7,7 @@
  * unbiased, and its pointer, seen at the return, is kept until freed.
  * Calls that are not sampled cost the probes and a per-CPU countdown; every
  * free costs a lookup in the map of sampled pointers. Under --max-overhead
- * the allocation probes come and go in bursts (user/duty.c); free's and
+ * the allocation probes come and go in bursts (user/profile/duty.c); free's and
  * realloc's entry probes stay, so that sampled blocks are not freed unseen.
  *
  * --call-graph dwarf: a sampled allocation's stack is copied at its return

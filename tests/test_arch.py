@@ -7,26 +7,60 @@ means neither can be understood, tested or replaced alone.
 """
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 
 from harness import ROOT, check
 
 USER = os.path.join(ROOT, "user")
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:([a-z]+)/)?([a-z0-9_]+)\.h"', re.M)
+# user/'s folders, bottom first: a folder includes only from itself and the folders before it;
+# the files on top (main.c, opts.c, the run) may include from any (docs/architecture.md says why).
+LAYERS = ["base", "elf", "target", "format", "trace", "stacks", "profile", "report"]
+TOP = "(top)"
 
 
-def module_graph():
-    """{module: set of modules it uses}, for the modules with a header in user/."""
-    names = {f[:-2] for f in os.listdir(USER) if f.endswith((".c", ".h"))}
-    graph = {n: set() for n in names}
-    for f in os.listdir(USER):
-        if not f.endswith((".c", ".h")):
-            continue
-        with open(os.path.join(USER, f)) as src:
-            for dep in INCLUDE.findall(src.read()):
-                if dep in names and dep != f[:-2]:
-                    graph[f[:-2]].add(dep)
+def sources(user=USER):
+    """(folder, file name) of each .c and .h under user/, folder TOP for the files on top."""
+    for root, _, files in os.walk(user):
+        rel = os.path.relpath(root, user)
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield (TOP if rel == "." else rel), os.path.join(root, f)
+
+
+def module_graph(user=USER):
+    """{module: set of modules it uses}, for the modules under user/ (a module is foo.c with foo.h)."""
+    folder = {os.path.basename(p)[:-2]: d for d, p in sources(user)}
+    graph = {n: set() for n in folder}
+    for _, path in sources(user):
+        me = os.path.basename(path)[:-2]
+        with open(path) as src:
+            for _, dep in INCLUDE.findall(src.read()):
+                if dep in folder and dep != me:
+                    graph[me].add(dep)
     return graph
+
+
+def folder_violations(user=USER):
+    """'file: includes "x/y.h" from a folder above' for each include that goes up the layers,
+    each include of a user/ header not named by its folder, and each folder not in LAYERS."""
+    rank = {d: i for i, d in enumerate(LAYERS)}
+    rank[TOP] = len(LAYERS)
+    folder = {os.path.basename(p)[:-2]: d for d, p in sources(user)}
+    bad = sorted({f"user/{d}: a folder not in LAYERS" for d, _ in sources(user) if d not in rank})
+    for d, path in sources(user):
+        with open(path) as src:
+            for inc_dir, dep in INCLUDE.findall(src.read()):
+                if dep not in folder:
+                    continue
+                where = os.path.relpath(path, user)
+                if (inc_dir or TOP) != folder[dep] and folder[dep] != TOP:
+                    bad.append(f'{where}: includes "{dep}.h" without its folder {folder[dep]}/')
+                elif d in rank and rank.get(folder[dep], 0) > rank[d]:
+                    bad.append(f'{where}: includes "{folder[dep]}/{dep}.h" from a folder above')
+    return bad
 
 
 def find_cycle(graph):
@@ -71,7 +105,7 @@ def test_no_include_cycle():
 def test_every_header_compiles_alone():
     """A header states its contract and includes what it needs: each compiles on its own."""
     failed = []
-    for h in sorted(f for f in os.listdir(USER) if f.endswith(".h")):
+    for h in sorted(os.path.relpath(p, USER) for _, p in sources() if p.endswith(".h")):
         p = subprocess.run(["gcc", "-fsyntax-only", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
                             f"-I{USER}", f"-I{os.path.join(ROOT, 'bpf')}", "-x", "c", "-"],
                            input=f'#include "{h}"\n', capture_output=True, text=True)
@@ -80,58 +114,27 @@ def test_every_header_compiles_alone():
     check(not failed, "headers that do not compile alone:\n" + "\n".join(failed))
 
 
-TABLE_ROW = re.compile(r"^\|\s*([^|]+?)\s*\|\s*(.+?)\s*\|\s*$")
-TABLE_NAME = re.compile(r"`([a-z0-9_]+)\.[ch]`")
+def test_folder_checker_finds_a_planted_violation():
+    """The checker on a copy of user/: clean as it is, and a planted upward include is found."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, "user")
+        shutil.copytree(USER, copy)
+        check(folder_violations(copy) == [], "the copy is not clean")
+        with open(os.path.join(copy, "base", "log.c"), "a") as f:
+            f.write('#include "report/report.h"\n#include "tracer.h"\n')
+        os.makedirs(os.path.join(copy, "misc"))
+        open(os.path.join(copy, "misc", "x.c"), "w").close()
+        bad = folder_violations(copy)
+        check(bad == ["user/misc: a folder not in LAYERS",
+                      'base/log.c: includes "report/report.h" from a folder above',
+                      'base/log.c: includes "tracer.h" without its folder trace/'],
+              f"planted violations read as {bad}")
 
 
-def layer_table(readme):
-    """{module: row index} from the README's layer table, top row 0; a module named twice: ValueError."""
-    rows, inside = {}, False
-    for line in readme.splitlines():
-        m = TABLE_ROW.match(line)
-        if not m:
-            if inside:
-                break
-            continue
-        if m.group(1) == "layer":
-            inside = True
-            continue
-        if not inside or set(m.group(1)) <= set("-"):
-            continue
-        row = len(set(rows.values()) | {-1}) - 1
-        for name in TABLE_NAME.findall(m.group(2)):
-            if rows.get(name, row) != row:
-                raise ValueError(f"{name} is in two rows of the layer table")
-            rows[name] = row
-    return rows
-
-
-def layer_violations(graph, layers):
-    """'a -> b' for each use of a module in a row above a's, and 'a: not in the table' for each unlisted one."""
-    bad = [f"{m}: not in the table" for m in sorted(graph) if m not in layers]
-    for m in sorted(graph):
-        for dep in sorted(graph[m]):
-            if m in layers and dep in layers and layers[dep] < layers[m]:
-                bad.append(f"{m} -> {dep}")
-    return bad
-
-
-def test_layer_checker_itself():
-    """The checker: a use upward and an unlisted module are found; uses within a row and downward pass."""
-    readme = ("| layer | modules |\n|---|---|\n| top | `a.c` (uses b), `x.h` |\n"
-              "| low | `b.c`, `c.c` (`bpf/d.h`, `e.bpf.h`) |\n\nafter\n")
-    layers = layer_table(readme)
-    check(layers == {"a": 0, "x": 0, "b": 1, "c": 1}, f"table read as {layers}")
-    check(layer_violations({"a": {"b", "x"}, "b": {"c"}, "c": set(), "x": set()}, layers) == [],
-          "allowed uses reported")
-    check(layer_violations({"b": {"a"}, "a": set(), "c": set(), "x": set(), "f": set()}, layers) ==
-          ["f: not in the table", "b -> a"], "an upward use or an unlisted module missed")
-
-
-def test_layer_table_holds():
-    """Each user/ module is in the README's layer table and uses only modules in its own row or below."""
-    with open(os.path.join(ROOT, "README.md")) as f:
-        layers = layer_table(f.read())
-    check(len(set(layers.values())) >= 8, f"README layer table not found (rows: {layers})")
-    bad = layer_violations(module_graph(), layers)
-    check(not bad, "the README's layer table does not hold:\n" + "\n".join(bad))
+def test_folders_in_layers():
+    """user/ holds only folders by layer (and the files on top); no folder includes from one above it."""
+    tops = sorted(f for f in os.listdir(USER) if os.path.isfile(os.path.join(USER, f)))
+    check(set(tops) <= {"main.c", "opts.c", "opts.h", "run.c", "run.h", "follow.c", "follow.h",
+                        "commands.c", "commands.h"}, f"files on top of user/ besides the lifecycle: {tops}")
+    bad = folder_violations()
+    check(not bad, "includes that break user/'s layers:\n" + "\n".join(bad))

@@ -17,7 +17,7 @@ COMPLETION = os.path.join(ROOT, "bash-completion", "fnprof")
 
 
 def version_of_header():
-    with open(os.path.join(ROOT, "user", "version.h")) as f:
+    with open(os.path.join(ROOT, "user", "base", "version.h")) as f:
         return re.search(r'#define FNPROF_VERSION "([^"]+)"', f.read()).group(1)
 
 

@@ -94,6 +94,7 @@ endif
 $(ASAN_OBJS): $(SKELS)
 $(OUTPUT)-asan/%.o: user/%.c | $(OUTPUT)-asan
 	$(call msg,CC-ASAN,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
 -include $(ASAN_OBJS:.o=.d)
@@ -111,28 +112,30 @@ $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_B
 
 # libFuzzer target for the ELF reader: `make fuzz` runs it for FUZZ_SECONDS; the test suite runs it briefly.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := user/symbols.c user/gobin.c user/demangle.c user/array.c user/debuginfo.c user/ehframe.c user/log.c user/safeopen.c user/elfcheck.c user/sanitize.c user/proc.c user/inlines.c
-$(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/symbols.h user/gobin.h user/inlines.h | $(TEST_BIN)
+FUZZ_SRCS := $(addprefix user/elf/,symbols.c gobin.c demangle.c debuginfo.c ehframe.c elfcheck.c inlines.c) \
+	$(addprefix user/base/,array.c log.c safeopen.c sanitize.c proc.c)
+$(TEST_BIN)/fuzz_symbols: tests/fuzz/fuzz_symbols.c $(FUZZ_SRCS) user/elf/symbols.h user/elf/gobin.h user/elf/inlines.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_SRCS) \
 		-lbpf -ldw -lelf -lz -lstdc++ -o $@
 
 # The code reader (disassembly, jump tables) on arbitrary bytes; seeds: the targets' .text, cut in pieces.
-$(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/arch_x86.c user/log.c user/arch.h | $(TEST_BIN)
+$(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/target/arch_x86.c user/base/log.c user/target/arch.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< user/arch_x86.c \
-		user/log.c -lbpf -ldl -o $@
+	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< user/target/arch_x86.c \
+		user/base/log.c -lbpf -ldl -o $@
 
 # The DWARF unwinder on arbitrary stack copies, and the perf map reader on arbitrary text.
-FUZZ_UNWIND_SRCS := user/unwind.c user/fileidx.c user/procmaps.c user/safeopen.c user/sigbus.c user/array.c user/log.c \
-	user/proc.c user/sanitize.c
-$(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/unwind.h bpf/fnprof.h | $(TEST_BIN)
+FUZZ_UNWIND_SRCS := user/stacks/unwind.c user/target/procmaps.c \
+	$(addprefix user/base/,fileidx.c safeopen.c sigbus.c array.c log.c proc.c sanitize.c)
+$(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/stacks/unwind.h bpf/fnprof.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_UNWIND_SRCS) \
 		-lbpf -ldw -lelf -lz -o $@
 
-FUZZ_PERFMAP_SRCS := user/perfmap.c user/budget.c user/json.c user/array.c user/log.c user/proc.c user/safeopen.c user/sanitize.c
-$(TEST_BIN)/fuzz_perfmap: tests/fuzz/fuzz_perfmap.c $(FUZZ_PERFMAP_SRCS) user/perfmap.h | $(TEST_BIN)
+FUZZ_PERFMAP_SRCS := user/stacks/perfmap.c \
+	$(addprefix user/base/,budget.c json.c array.c log.c proc.c safeopen.c sanitize.c)
+$(TEST_BIN)/fuzz_perfmap: tests/fuzz/fuzz_perfmap.c $(FUZZ_PERFMAP_SRCS) user/stacks/perfmap.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_PERFMAP_SRCS) \
 		-lbpf -o $@

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget.h"
-#include "http.h"
-#include "log.h"
+#include "base/budget.h"
+#include "report/http.h"
+#include "base/log.h"
 #include "opts.h"
-#include "outfile.h"
-#include "resolve.h"
-#include "prof_kind.h"
+#include "format/outfile.h"
+#include "target/resolve.h"
+#include "stacks/prof_kind.h"
 
 /* The help text gives the default stack copy in words. */
 _Static_assert(FNPROF_DEFAULT_STACK_COPY == 16384, "update usage_text");

@@ -9,8 +9,8 @@
 #include <linux/types.h>
 
 #include "fnprof.h"
-#include "metrics.h"
-#include "probe.h"
+#include "report/metrics.h"
+#include "target/probe.h"
 
 #define MAX_FUNC_SPECS 256
 #define MAX_PIDS 64   /* -p P1,P2,...: 1 + TRACER_MORE_MAX */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: the x86-64 code reader (user/arch_x86.c) on arbitrary
+ * libFuzzer target: the x86-64 code reader (user/target/arch_x86.c) on arbitrary
  * bytes. fnprof decodes the code of every function it resolves, and the jump
  * tables that code points to, in objects it does not trust: no byte sequence
  * may crash it (issue 37: a table it could not find divided by zero).
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include "target/arch.h"
 
 #define BASE 0x400000ULL
 #define HDR 3
@@ -25,7 +25,7 @@ struct object {
 	size_t size;
 };
 
-/* The object's bytes at vaddr, as user/resolve.c's read_object gives them. */
+/* The object's bytes at vaddr, as user/target/resolve.c's read_object gives them. */
 static size_t read_object(void *ctx, __u64 vaddr, void *buf, size_t len)
 {
 	const struct object *o = ctx;

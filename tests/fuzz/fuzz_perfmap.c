@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: the perf map reader (user/perfmap.c) on arbitrary text.
+ * libFuzzer target: the perf map reader (user/stacks/perfmap.c) on arbitrary text.
  * /tmp/perf-PID.map is written by the target (its JIT runtime, or anything
  * running as its user): no content may crash fnprof.
  *
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "budget.h"
-#include "perfmap.h"
+#include "base/budget.h"
+#include "stacks/perfmap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

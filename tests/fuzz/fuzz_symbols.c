@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "inlines.h"
-#include "symbols.h"
+#include "elf/inlines.h"
+#include "elf/symbols.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: the DWARF unwinder (user/unwind.c) on arbitrary stack
+ * libFuzzer target: the DWARF unwinder (user/stacks/unwind.c) on arbitrary stack
  * copies. Every byte of a sampled stack, and every register but the ones
  * the kernel sets, is the target's: no stack may crash fnprof or walk it
  * out of the copy.
@@ -16,7 +16,7 @@
 #include <linux/types.h>
 
 #include "fnprof.h"
-#include "unwind.h"
+#include "stacks/unwind.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
  */
 #include <math.h>
 
-#include "burst.h"
+#include "trace/burst.h"
 #include "unit.h"
 
 #define MS 1000000.0

@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "calib.h"
-#include "hist.h"
+#include "trace/calib.h"
+#include "base/hist.h"
 #include "unit.h"
 
 /* 1000 calls per case: 500 of 100 ns, 490 of 120 ns, 10 slow ones of 5 us; (k+1) x 100 ns each in all. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include "target/arch.h"
 #include "unit.h"
 
 #define BASE 0x1000

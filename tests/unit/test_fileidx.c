@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "fileidx.h"
+#include "base/fileidx.h"
 #include "unit.h"
 
 #define FILES 100000   /* grows from 64 slots many times */

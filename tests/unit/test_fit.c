@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fit.h"
+#include "base/fit.h"
 #include "unit.h"
 
 #define CXX "acme_enterprise_platform::request_processing_pipeline::HttpConnectionHandler::handle_incoming_request"

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gobin.h"
-#include "symbols.h"
+#include "elf/gobin.h"
+#include "elf/symbols.h"
 #include "unit.h"
 
 #define GO_FULL "bin/gotarget"

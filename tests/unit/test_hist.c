@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hist.h"
+#include "base/hist.h"
 #include "unit.h"
 
 /* Every value falls into the bucket whose [lo, hi) holds it; buckets tile the range. */

@@ -10,10 +10,10 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 
-#include "hist.h"
-#include "http.h"
-#include "metrics.h"
-#include "sanitize.h"
+#include "base/hist.h"
+#include "report/http.h"
+#include "report/metrics.h"
+#include "base/sanitize.h"
 #include "unit.h"
 
 /* Bucket b holds [le(b-1), le(b)); bounds grow by at most 12.5%, from 1.024 us to 2^35 ns. */

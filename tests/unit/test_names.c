@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "budget.h"
-#include "names.h"
+#include "base/budget.h"
+#include "base/names.h"
 #include "unit.h"
 
 static void one_copy_each(void)

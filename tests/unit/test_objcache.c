@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "objcache.h"
-#include "symbols.h"
+#include "stacks/objcache.h"
+#include "elf/symbols.h"
 #include "unit.h"
 
 /* The test program's own symbols: a real object to share. */

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "opts.h"
-#include "prof_kind.h"
+#include "stacks/prof_kind.h"
 #include "unit.h"
 
 static int parse(struct opts *o, const char *line)

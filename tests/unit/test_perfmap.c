@@ -6,8 +6,8 @@
  */
 #include <string.h>
 
-#include "budget.h"
-#include "perfmap.h"
+#include "base/budget.h"
+#include "stacks/perfmap.h"
 #include "unit.h"
 
 static struct budget budget;

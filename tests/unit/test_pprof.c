@@ -5,8 +5,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "pprof.h"
-#include "symbolize.h"
+#include "format/pprof.h"
+#include "stacks/symbolize.h"
 #include "unit.h"
 
 static size_t gunzip(const unsigned char *in, size_t len, unsigned char *out, size_t cap)

@@ -20,9 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "proc.h"
-#include "procmaps.h"
+#include "base/clock.h"
+#include "base/proc.h"
+#include "target/procmaps.h"
 #include "unit.h"
 
 #define AREAS 400

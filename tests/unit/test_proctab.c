@@ -12,8 +12,8 @@
 #include <bpf/bpf.h>
 
 #include "fnprof.h"
-#include "proctab.h"
-#include "symbolize.h"
+#include "profile/proctab.h"
+#include "stacks/symbolize.h"
 #include "unit.h"
 
 /* Pids above any the kernel gives (pid_max is at most 2^22): never alive. */

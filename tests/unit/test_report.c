@@ -7,9 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "calib.h"
-#include "hist.h"
-#include "report.h"
+#include "trace/calib.h"
+#include "base/hist.h"
+#include "report/report.h"
 #include "unit.h"
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-9 * (fabs((double)(b)) + 1))

@@ -2,7 +2,7 @@
 /* Names from the target, made safe per output (issue 11, item 13). */
 #include <string.h>
 
-#include "sanitize.h"
+#include "base/sanitize.h"
 #include "unit.h"
 
 static void term_drops_escapes(void)

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "sigbus.h"
+#include "base/sigbus.h"
 #include "unit.h"
 
 #define LEN (4 * 4096)

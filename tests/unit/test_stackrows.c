@@ -13,9 +13,9 @@
 
 #include <bpf/bpf.h>
 
-#include "json.h"
-#include "stackrows.h"
-#include "symbolize.h"
+#include "base/json.h"
+#include "stacks/stackrows.h"
+#include "stacks/symbolize.h"
 #include "unit.h"
 
 static volatile unsigned long sink;

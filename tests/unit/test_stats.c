@@ -2,7 +2,7 @@
 /* fn_stats_merge: every field summed, except the extremes. */
 #include <string.h>
 
-#include "stats.h"
+#include "trace/stats.h"
 #include "unit.h"
 
 static struct fn_stats a, b;

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flame.h"
-#include "heatmap.h"
-#include "svg.h"
+#include "format/flame.h"
+#include "report/heatmap.h"
+#include "format/svg.h"
 #include "unit.h"
 
 static char *escape(const char *s)

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "stacks/symbolize.h"
 #include "unit.h"
 
 #define DIR "/tmp/fnprof-test-symbolize"

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <elfutils/libdw.h>
 
-#include "elfcheck.h"
-#include "procmaps.h"
-#include "resolve.h"
-#include "safeopen.h"
-#include "symbols.h"
+#include "elf/elfcheck.h"
+#include "target/procmaps.h"
+#include "target/resolve.h"
+#include "base/safeopen.h"
+#include "elf/symbols.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/fnprof-unit-XXXXXX";

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0
+/* --profile mutex: loads mutex.bpf.c (futex system calls) for one process. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/libbpf.h>
+
+#include "stacks/dwstacks.h"
+#include "base/log.h"
+#include "mutex.skel.h"
+#include "profile/prof_dw.h"
+#include "profile/prof_src.h"
+
+/*
+ * As Go's mutex profile, contentions and delay are charged to the stack that
+ * woke the waiters (released the lock); the waiters' own stacks carry the
+ * same waits as wait_contentions and wait_delay.
+ */
+static const struct prof_desc mutex_desc = {
+	.kind = PROF_MUTEX,
+	.what = "futex waits",
+	.nr_values = 4,
+	.types = { { "contentions", "count" }, { "delay", "nanoseconds" }, { "wait_contentions", "count" },
+		   { "wait_delay", "nanoseconds" } },
+	.fixed = { true, false, true, false },
+	.rank = 1,
+	.second = 3,
+	.label_key = "kind",
+	.labels = { "lock", "wait" },
+	.period_type = { "contentions", "count" },
+	.default_type = "delay",
+};
+
+static void mutex_arm(struct prof_src *s)
+{
+	struct mutex_bpf *skel = s->priv;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);  /* bpf_ktime_get_ns's clock */
+	skel->bss->start_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void mutex_stop(struct prof_src *s)
+{
+	dwstacks_stop(s->dw);  /* its thread reads the object's ring buffer */
+	mutex_bpf__destroy(s->priv);
+}
+
+int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
+{
+	struct mutex_bpf *skel = mutex_bpf__open();
+	int err;
+
+	if (!skel) {
+		err = -errno;
+		log_err("failed to open the mutex BPF object: %s", strerror(-err));
+		return err;
+	}
+	skel->rodata->target_tgid = pid;
+	skel->rodata->per_thread = c->per_thread;
+	skel->rodata->dwarf = c->dwarf;
+	skel->rodata->stack_bytes = c->stack_bytes;
+	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
+	if (!err)
+		err = mutex_bpf__load(skel);
+	if (!err)
+		err = mutex_bpf__attach(skel);
+	if (err) {
+		log_err("failed to load the mutex BPF programs (raw_syscalls sys_enter/sys_exit): %s", strerror(-err));
+		mutex_bpf__destroy(skel);
+		return err;
+	}
+	*out = (struct prof_src){
+		.desc = &mutex_desc, .priv = skel, .arm = mutex_arm, .stop = mutex_stop, .live_fd = -1, .kstacks_fd = -1,
+		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
+		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
+	};
+	err = prof_dw_start(c, pid, skel->maps.pdw_rb, skel->maps.wakers, offsetof(struct prof_waker, dw_id), out);
+	if (err) {
+		mutex_bpf__destroy(skel);
+		return err;
+	}
+	snprintf(out->note, sizeof(out->note), "every contended wait");
+	return 0;
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The reading thread and the ring of kept records. The thread alone touches
+ * the unwinder and the symbolizer; the ring is shared with the reports under
+ * one lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "base/rbreader.h"
+#include "profile/slow.h"
+#include "stacks/symbolize.h"
+#include "stacks/unwind.h"
+
+struct slow {
+	__u64 threshold_ns;
+	struct rb_reader rd;       /* its thread: everything but the fields below the lock */
+	struct unwinder *uw;       /* the thread's own, as is the symbolizer */
+	struct symbolizer *sym;
+	bool refreshed;            /* the symbolizer re-read the mappings in this pass */
+	pthread_mutex_t lock;      /* everything below */
+	struct slow_rec ring[SLOW_KEEP];   /* record seq at [(seq - 1) % SLOW_KEEP] */
+	__u64 seq;                 /* the last record's */
+	__u64 reported;            /* the last record an interval view took */
+	__u64 seen_mark, no_block_mark, rate_mark, ringbuf_mark;  /* the kernel's counters then */
+};
+
+/*
+ * Names n addresses (leaf first) into out, up to max, the probes' own kernel
+ * frames left out. *cut is set when frames were left over: the caller passes
+ * one address more than fits when there is one.
+ */
+static int name_frames(struct slow *s, const __u64 *ips, int n, bool kernel, const char **out, int max,
+		       bool *cut)
+{
+	struct sym_stack t;
+	int i, k = 0;
+
+	if (symbolize_stack(s->sym, ips, n, kernel, false, max + 1, &t) == 0) {
+		for (i = 0; i < t.nr; i++) {
+			if (kernel && !k && symbolize_probe_frame(&t.f[i]))
+				continue;
+			if (k == max) {
+				*cut = true;
+				break;
+			}
+			out[k++] = t.f[i].func;
+		}
+	}
+	free(t.f);
+	free(t.ips);
+	return k;
+}
+
+/*
+ * The user frames of st, after lead (the function itself, 0: none), named
+ * into out (max at most SLOW_FRAMES). *truncated when the walk ran past the
+ * stack's copy or found more frames than max: a stack cut at the limit is
+ * not the whole stack.
+ */
+static int user_frames(struct slow *s, const struct slow_stack *st, __u64 lead, const char **out, int max,
+		       bool *truncated)
+{
+	__u64 ips[SLOW_FRAMES + 1];
+	bool trunc = false;
+	int n = 0;
+
+	if (lead)
+		ips[n++] = lead;
+	/* One frame more than fits: it tells whether the stack went on. */
+	if (st->user.stack_len <= FNPROF_SLOW_STACK)
+		n += unwinder_unwind(s->uw, &st->user, ips + n, max + 1 - n, &trunc);
+	*truncated |= trunc;
+	return name_frames(s, ips, n, false, out, max, truncated);
+}
+
+/* The longest block's stack: kernel frames, then the user frames under them. */
+static void blocked_frames(struct slow *s, const struct slow_stack *st, struct slow_rec *r)
+{
+	int nk = st->nr_kips < FNPROF_SLOW_KDEPTH ? st->nr_kips : FNPROF_SLOW_KDEPTH;
+
+	r->nr_blocked = name_frames(s, st->kips, nk, true, r->blocked, SLOW_FRAMES, &r->truncated);
+	r->nr_blocked += user_frames(s, st, 0, r->blocked + r->nr_blocked, SLOW_FRAMES - r->nr_blocked,
+				     &r->truncated);
+	r->has_blocked = true;
+}
+
+static void fill_figures(struct slow_rec *r, const struct slow_call *c)
+{
+	r->id = c->id;
+	r->pid = c->pid;
+	r->tid = c->tid;
+	r->wall_ns = c->wall_ns;
+	r->oncpu_ns = c->oncpu_ns;
+	r->runq_ns = c->runq_ns;
+	r->blocked_ns = c->blocked_ns;
+	r->block_ns = c->block_ns;
+	r->end_s = c->end_ns / 1e9;
+}
+
+/* One record from the ring buffer: unwound and named here, kept under the lock. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct slow_call *c = data;
+	struct slow *s = ctx;
+	struct slow_rec r = {};
+
+	if (size < sizeof(*c))
+		return 0;
+	if (!s->refreshed)  /* objects loaded since the last pass */
+		symbolizer_refresh(s->sym);
+	s->refreshed = true;
+	fill_figures(&r, c);
+	/* Taken at a uretprobe, the stack starts in the caller: the function goes first. */
+	r.nr_stack = user_frames(s, &c->entry, c->flags & SLOW_AT_RET ? 0 : c->fn_ip, r.stack, SLOW_FRAMES,
+				 &r.truncated);
+	if (c->flags & SLOW_BLOCKED)
+		blocked_frames(s, &c->blocked, &r);
+	pthread_mutex_lock(&s->lock);
+	r.seq = ++s->seq;
+	s->ring[(r.seq - 1) % SLOW_KEEP] = r;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* After each pass of the reader: the next record may re-read the mappings again. */
+static void pass_done(void *ctx)
+{
+	((struct slow *)ctx)->refreshed = false;
+}
+
+int slow_start(const struct slow_conf *c, struct slow **out)
+{
+	struct slow *s = calloc(1, sizeof(*s));
+	int err = -ENOMEM;
+
+	if (!s)
+		return -ENOMEM;
+	s->threshold_ns = c->threshold_ns;
+	pthread_mutex_init(&s->lock, NULL);
+	s->uw = unwinder_new(c->pid, NULL);
+	s->sym = symbolizer_new(c->pid, c->max_memory);
+	if (s->uw && s->sym)
+		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done, NULL);
+	if (err) {
+		slow_stop(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+void slow_stop(struct slow *s)
+{
+	if (!s)
+		return;
+	rb_reader_stop(&s->rd);
+	unwinder_free(s->uw);
+	symbolizer_free(s->sym);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, struct slow_view *out)
+{
+	__u64 from, i;
+
+	memset(out, 0, sizeof(*out));
+	out->threshold_ns = s->threshold_ns;
+	pthread_mutex_lock(&s->lock);
+	rb_reader_sync_locked(&s->rd);
+	from = total ? 0 : s->reported;
+	if (s->seq > SLOW_KEEP && from < s->seq - SLOW_KEEP)
+		from = s->seq - SLOW_KEEP;
+	out->recs = calloc(s->seq > from ? s->seq - from : 1, sizeof(*out->recs));
+	for (i = from; out->recs && i < s->seq; i++)
+		out->recs[out->nr++] = s->ring[i % SLOW_KEEP];
+	out->seen = kdrops[SLOWDROP_SEEN] - (total ? 0 : s->seen_mark);
+	/* A record sent after the counters were read is in recs, not yet in seen. */
+	out->dropped = out->seen > out->nr ? out->seen - out->nr : 0;
+	out->no_block_stack = kdrops[SLOWDROP_NO_BLOCK] - (total ? 0 : s->no_block_mark);
+	out->over_rate = kdrops[SLOWDROP_RATE] - (total ? 0 : s->rate_mark);
+	out->ringbuf_full = kdrops[SLOWDROP_RINGBUF] - (total ? 0 : s->ringbuf_mark);
+	if (!total && out->recs) {
+		s->reported = s->seq;
+		s->seen_mark = kdrops[SLOWDROP_SEEN];
+		s->no_block_mark = kdrops[SLOWDROP_NO_BLOCK];
+		s->rate_mark = kdrops[SLOWDROP_RATE];
+		s->ringbuf_mark = kdrops[SLOWDROP_RINGBUF];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return out->recs ? 0 : -ENOMEM;
+}
+
+void slow_view_free(struct slow_view *v)
+{
+	free(v->recs);
+	v->recs = NULL;
+	v->nr = 0;
+}

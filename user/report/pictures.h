@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* --svg: the run's pictures in one self-contained SVG file. */
+#ifndef FNPROF_PICTURES_H
+#define FNPROF_PICTURES_H
+
+#include <sys/types.h>
+
+#include "report/heatmap.h"
+#include "profile/sample.h"
+
+/*
+ * Writes path (a new file, renamed into place): the flame graph of the
+ * sampler's samples (s may be NULL), above the latency heatmaps of hm (may
+ * be NULL). pid and span_s name the run. 0 or -errno; the caller reports.
+ */
+int pictures_write(const char *path, struct sampler *s, struct heatmap *hm, pid_t pid, double span_s);
+
+#endif /* FNPROF_PICTURES_H */

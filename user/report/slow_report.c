@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "base/hist.h"
+#include "base/sanitize.h"
+#include "report/slow_report.h"
+
+/* The traced function's name as the table shows it. */
+static const char *function_name(const struct probe_list *pl, __u32 id, char *buf, size_t size)
+{
+	if (id < pl->nr)
+		return probe_display_name(&pl->probes[id], buf, size);
+	snprintf(buf, size, "[function %u]", id);
+	return buf;
+}
+
+/* One stack on one line, innermost first: "a < b < c". */
+static void print_frames(FILE *f, const char *label, const char *const *frames, int n)
+{
+	char clean[256];
+	int i;
+
+	fprintf(f, "    %-9s", label);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? " < " : "", sanitize_term(frames[i], clean, sizeof(clean)));
+	fputc('\n', f);
+}
+
+static void print_one(const struct slow_rec *r, const struct probe_list *pl, FILE *f)
+{
+	char name[256], b[5][16];
+
+	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU %s + run queue %s + blocked %s", function_name(pl, r->id, name,
+		sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16), fmt_ns(r->oncpu_ns, b[1], 16),
+		fmt_ns(r->runq_ns, b[2], 16), fmt_ns(r->blocked_ns, b[3], 16));
+	if (r->block_ns)
+		fprintf(f, " (longest block %s)", fmt_ns(r->block_ns, b[4], 16));
+	fputc('\n', f);
+	print_frames(f, "called:", r->stack, r->nr_stack);
+	if (r->has_blocked)
+		print_frames(f, "blocked:", r->blocked, r->nr_blocked);
+	else if (r->block_ns)
+		fprintf(f, "    blocked: [stack not kept: no capture slot was free]\n");
+}
+
+void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FILE *f)
+{
+	size_t first = v->nr > SLOW_SHOWN ? v->nr - SLOW_SHOWN : 0, i;
+	char b[16];
+
+	fprintf(f, "\nslow calls (%s or longer): %llu", fmt_ns(v->threshold_ns, b, sizeof(b)),
+		(unsigned long long)v->seen);
+	if (v->seen && first)
+		fprintf(f, ", the last %zu; %zu earlier ones in --json", v->nr - first, first);
+	if (v->dropped) {
+		__u64 sent = v->over_rate + v->ringbuf_full;
+
+		/* Sent but not in recs: older than the SLOW_KEEP kept (or sent after the counters were read). */
+		fprintf(f, ", %llu not kept (%llu over the rate limit of %d/s, %llu with the ring buffer full, %llu "
+			   "beyond the last %d kept)", (unsigned long long)v->dropped, (unsigned long long)v->over_rate,
+			SLOW_RATE, (unsigned long long)v->ringbuf_full,
+			(unsigned long long)(v->dropped > sent ? v->dropped - sent : 0), SLOW_KEEP);
+	}
+	fprintf(f, "%s\n", v->seen ? ":" : "");
+	for (i = first; i < v->nr; i++)
+		print_one(&v->recs[i], pl, f);
+	if (v->no_block_stack)
+		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
+			(unsigned long long)v->no_block_stack);
+	fflush(f);
+}
+
+static void json_frames(struct json *j, const char *key, const char *const *frames, int n)
+{
+	int i;
+
+	json_arr_begin(j, key);
+	for (i = 0; i < n; i++)
+		json_str(j, NULL, frames[i]);
+	json_arr_end(j);
+}
+
+static void json_one(const struct slow_rec *r, const struct probe_list *pl, struct json *j)
+{
+	char name[256];
+
+	json_obj_begin(j, NULL);
+	json_str(j, "function", function_name(pl, r->id, name, sizeof(name)));
+	json_u64(j, "pid", r->pid);
+	json_u64(j, "tid", r->tid);
+	json_u64(j, "wall_ns", r->wall_ns);
+	json_u64(j, "oncpu_ns", r->oncpu_ns);
+	json_u64(j, "runq_ns", r->runq_ns);
+	json_u64(j, "blocked_ns", r->blocked_ns);
+	json_u64(j, "longest_block_ns", r->block_ns);
+	json_f64(j, "end_s", r->end_s);
+	json_frames(j, "stack", r->stack, r->nr_stack);
+	if (r->has_blocked)
+		json_frames(j, "blocked_stack", r->blocked, r->nr_blocked);
+	else
+		json_null(j, "blocked_stack");
+	json_bool(j, "stack_truncated", r->truncated);
+	json_obj_end(j);
+}
+
+void slow_print_json(const struct slow_view *v, const struct probe_list *pl, struct json *j)
+{
+	size_t i;
+
+	json_u64(j, "slow_threshold_ns", v->threshold_ns);
+	json_arr_begin(j, "slow_calls");
+	for (i = 0; i < v->nr; i++)
+		json_one(&v->recs[i], pl, j);
+	json_arr_end(j);
+	json_u64(j, "slow_calls_seen", v->seen);
+	json_u64(j, "slow_calls_dropped", v->dropped);
+	json_u64(j, "slow_calls_over_rate", v->over_rate);
+	json_u64(j, "slow_calls_ringbuf_full", v->ringbuf_full);
+	json_u64(j, "slow_blocked_stacks_lost", v->no_block_stack);
+}
