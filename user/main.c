@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/clock.h"
+#include "commands.h"
 #include "trace/burst.h"
 #include "trace/calib.h"
 #include "trace/events.h"
@@ -233,19 +234,6 @@ static int resolve(struct run *r)
 	const struct resolve_conf conf = resolve_conf_of(r);
 
 	return resolve_probes(&conf, r->pid, &r->pl) ? EXIT_FAIL : 0;
-}
-
-/*
- * The calibration's probes, ids from first_id, into self (freed with
- * calib_free_probes): how many, 0 when fnprof cannot find its own functions.
- */
-static size_t self_probes(struct probe self[CAL_NR], __u32 first_id, const struct probe **out)
-{
-	*out = self;
-	if (!calib_self_probes(self, first_id))
-		return CAL_NR;
-	log_warn("cannot find fnprof's calibration functions: no probe-bias correction");
-	return 0;
 }
 
 /* System-wide: the objects' files, to follow their upgrades. 0 or EXIT_FAIL. */
@@ -615,25 +603,6 @@ static int main_loop(struct run *r)
 	return report(r, true);
 }
 
-static int list_probes(struct run *r)
-{
-	char obj[PATH_MAX], name[1024];
-	size_t i;
-
-	/* SITE: how the kernel takes the entry probe; SKIP: bytes it lets run before it (arch_entry_skip). */
-	fprintf(stdout, "%-40s %-18s %-10s %8s  %-16s %4s %-9s  %s\n", "OBJECT", "ADDRESS", "OFFSET", "SIZE", "SITE",
-		"SKIP", "EXIT", "FUNCTION");
-	for (i = 0; i < r->pl.nr; i++) {
-		const struct probe *p = &r->pl.probes[i];
-
-		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %-16s %4u %-9s  %s\n",
-			sanitize_term(p->object, obj, sizeof(obj)), (unsigned long long)p->addr,
-			(unsigned long long)p->offset, (unsigned long long)p->size, site_kind_name(p->kind), p->entry_skip,
-			exit_mode_name(p->exit), sanitize_term(p->name, name, sizeof(name)));
-	}
-	return 0;
-}
-
 static void cleanup(struct run *r)
 {
 	export_stop(r->export);
@@ -826,7 +795,7 @@ static int run(struct run *r)
 			return EXIT_FAIL;
 		}
 		err = resolve(r);
-		return err ? err : list_probes(r);
+		return err ? err : list_probes(&r->pl);
 	}
 	if (!err && needs_follow(r))
 		err = follow_to_program(r);
@@ -876,30 +845,6 @@ static int run(struct run *r)
 	if (!err && r->profiles && profiles_write_files(r->profiles))
 		err = EXIT_FAIL;
 	return err ? err : child_exit_code(r);
-}
-
-static int run_calibration(void)
-{
-	struct probe_list none = {};
-	struct probe self[CAL_NR];
-	struct calibration cal;
-	struct tracer *t;
-	int err;
-
-	struct tracer_conf conf = {};
-
-	conf.nr_self = self_probes(self, 0, &conf.self);
-	if (tracer_start(&none, getpid(), NULL, &conf, &t)) {
-		calib_free_probes(self);
-		return EXIT_FAIL;
-	}
-	err = calibrate(t, &cal, CALIB_ALL);
-	tracer_stop(t);
-	calib_free_probes(self);
-	if (err)
-		return EXIT_FAIL;
-	calibration_print(&cal, stdout);
-	return EXIT_OK;
 }
 
 int main(int argc, char **argv)
