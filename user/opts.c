@@ -19,6 +19,21 @@
 /* The help text gives the default stack copy in words. */
 _Static_assert(FNPROF_DEFAULT_STACK_COPY == 16384, "update usage_text");
 
+/* The options' limits: each written here once, and printed from here in its error message. */
+#define MAX_FREQ_HZ 100000           /* -F */
+#define MAX_TOP 100000               /* -n */
+#define MIN_INTERVAL_S 0.01          /* -i */
+#define MAX_THREADS_OPT (1 << 16)    /* --max-threads */
+#define MIN_OVERHEAD_PCT 0.1         /* --max-overhead */
+#define MAX_OVERHEAD_PCT 100.0
+#define MAX_SERIES_OPT 1000000       /* --max-series */
+#define MIN_SLOW_NS 1.0              /* --slow */
+#define MAX_SLOW_NS 3600e9
+#define MIN_OFFCPU_RATE_NS 1.0       /* --offcpu-rate */
+#define MAX_OFFCPU_RATE_NS 10e9
+#define MAX_HEAP_RATE (1ULL << 32)   /* --heap-rate, bytes */
+#define MAX_MEMORY_OPT (1ULL << 40)  /* --max-memory, bytes (at least BUDGET_MIN) */
+
 static const char usage_text[] =
 "Usage: fnprof [OPTIONS] -p PID[,PID...] [-f FUNC]...\n"
 "       fnprof [OPTIONS] [-f FUNC]... -- COMMAND [ARGS]...\n"
@@ -266,6 +281,31 @@ static int parse_run_time(const char *s, double min_s, double *out_s)
 	return 0;
 }
 
+/* A unit to print a limit in: the limit divided by mult. */
+struct unit {
+	const char *name;
+	double mult;
+};
+
+static const struct unit print_time_units[] = {
+	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 }, { "h", 3600e9 }, { NULL, 0 },
+};
+static const struct unit print_size_units[] = {
+	{ "", 1 }, { "K", 1 << 10 }, { "M", 1 << 20 }, { "G", 1 << 30 }, { "T", 1ULL << 40 }, { NULL, 0 },
+};
+
+/* v in the largest of units that holds it whole ("1h", "10ms", "4G"), into buf (16 bytes). */
+static const char *in_unit(double v, const struct unit *units, char buf[16])
+{
+	const struct unit *best = units;
+
+	for (; units->name; units++)
+		if (v >= units->mult && fmod(v, units->mult) == 0)
+			best = units;
+	snprintf(buf, 16, "%g%s", v / best->mult, best->name);
+	return buf;
+}
+
 /* --call-graph fp|dwarf[,SIZE]|auto. 0 or -EINVAL. */
 static int parse_call_graph(const char *arg, struct opts *o)
 {
@@ -327,14 +367,16 @@ static int parse_scaled(const char *s, const char *const *units, const unsigned 
  */
 static int parse_slow(const char *arg, struct opts *o)
 {
+	char lo[16], hi[16];
 	double ns = 0;
 	int err = parse_duration(arg, 0, &ns);
 
 	if (err == -ENOENT)
 		return usage_error("invalid --slow '%s': a number needs a unit (ns, us, ms, s or m): 500us, 2ms, 1s",
 				   arg);
-	if (err || ns < 1 || ns > 3600e9)
-		return usage_error("invalid --slow '%s' (a duration, 1ns to 1h: 500us, 2ms, 1s)", arg);
+	if (err || ns < MIN_SLOW_NS || ns > MAX_SLOW_NS)
+		return usage_error("invalid --slow '%s' (a duration, %s to %s: 500us, 2ms, 1s)", arg,
+				   in_unit(MIN_SLOW_NS, print_time_units, lo), in_unit(MAX_SLOW_NS, print_time_units, hi));
 	o->slow_ns = llround(ns);
 	return -1;
 }
@@ -344,6 +386,7 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 {
 	static const char *const size_units[] = { "K", "KiB", "M", "MiB", "G", "GiB", NULL };
 	static const unsigned long long size_mult[] = { 1 << 10, 1 << 10, 1 << 20, 1 << 20, 1 << 30, 1 << 30 };
+	char lo[16], hi[16];
 	unsigned long long v;
 	double ns;
 	int k;
@@ -357,20 +400,23 @@ static int parse_profile_opt(int c, const char *arg, struct opts *o)
 		break;
 	case OPT_OFFCPU_RATE:
 		/* Bare: nanoseconds, as its name (NS) and its default (100000) say. */
-		if (parse_duration(arg, 1, &ns) || ns < 1 || ns > 10e9)
-			return usage_error("invalid --offcpu-rate '%s' (1ns to 10s: ns, or with a unit: 100us, 2ms)",
-					   arg);
+		if (parse_duration(arg, 1, &ns) || ns < MIN_OFFCPU_RATE_NS || ns > MAX_OFFCPU_RATE_NS)
+			return usage_error("invalid --offcpu-rate '%s' (%s to %s: ns, or with a unit: 100us, 2ms)", arg,
+					   in_unit(MIN_OFFCPU_RATE_NS, print_time_units, lo),
+					   in_unit(MAX_OFFCPU_RATE_NS, print_time_units, hi));
 		o->offcpu_rate_ns = llround(ns);
 		break;
 	case OPT_SLOW:
 		return parse_slow(arg, o);
 	case OPT_HEAP_RATE:
-		if (parse_scaled(arg, size_units, size_mult, 1, 1ULL << 32, &o->heap_rate))
-			return usage_error("invalid --heap-rate '%s' (bytes, 1 to 4G; units K, M, G)", arg);
+		if (parse_scaled(arg, size_units, size_mult, 1, MAX_HEAP_RATE, &o->heap_rate))
+			return usage_error("invalid --heap-rate '%s' (bytes, %s to %s; units K, M, G)", arg,
+					   in_unit(1, print_size_units, lo), in_unit(MAX_HEAP_RATE, print_size_units, hi));
 		break;
 	case OPT_MAX_MEMORY:
-		if (parse_scaled(arg, size_units, size_mult, BUDGET_MIN, 1ULL << 40, &v))
-			return usage_error("invalid --max-memory '%s' (bytes, 1M to 1T; units K, M, G)", arg);
+		if (parse_scaled(arg, size_units, size_mult, BUDGET_MIN, MAX_MEMORY_OPT, &v))
+			return usage_error("invalid --max-memory '%s' (bytes, %s to %s; units K, M, G)", arg,
+					   in_unit(BUDGET_MIN, print_size_units, lo), in_unit(MAX_MEMORY_OPT, print_size_units, hi));
 		o->max_memory = v;
 		break;
 	}
@@ -407,42 +453,10 @@ static int parse_pids(const char *arg, struct opts *o)
 	return -1;
 }
 
-/* One option; returns -1 to go on, or an exit code. */
-static int parse_one(int c, const char *arg, struct opts *o)
+/* The options without an argument: -1, or 0 when c is not one of them. */
+static int parse_flag(int c, struct opts *o)
 {
-	long v;
-
 	switch (c) {
-	case 'p':
-		return parse_pids(arg, o);
-	case 'f':
-		if (o->nr_funcs == MAX_FUNC_SPECS)
-			return usage_error("too many -f options (at most 256; use a glob)");
-		if (!*arg)
-			return usage_error("empty function name");
-		o->funcs[o->nr_funcs++] = arg;
-		break;
-	case 'd':
-		if (parse_run_time(arg, 1e-9, &o->duration_s))
-			return usage_error("invalid duration '%s' (> 0: seconds, or with a unit: 500ms, 10s, 2m)", arg);
-		break;
-	case 'i':
-		if (parse_run_time(arg, 0.01, &o->interval_s))
-			return usage_error("invalid interval '%s' (>= 10ms: seconds, or with a unit: 500ms, 10s, 1m)",
-					   arg);
-		break;
-	case 'F':
-		if (parse_long(arg, 1, 100000, &v))
-			return usage_error("invalid frequency '%s' (1-100000 Hz)", arg);
-		o->freq_hz = v;
-		break;
-	case 'n':
-		if (parse_long(arg, 1, 100000, &v))
-			return usage_error("invalid --top '%s' (1-100000)", arg);
-		o->top = v;
-		break;
-	case 'o': o->output = arg; break;
-	case 'e': o->events = arg; break;
 	case 'v': o->verbose = true; break;
 	case 'a': o->all = true; break;
 	case OPT_VERSION: o->version = true; break;
@@ -450,17 +464,68 @@ static int parse_one(int c, const char *arg, struct opts *o)
 	case OPT_JSON: o->json = true; break;
 	case OPT_LIST: o->list = true; break;
 	case OPT_SAMPLE: o->sample = true; break;
-	case OPT_PPROF: o->pprof_path = arg; break;
-	case OPT_FOLDED: o->folded_path = arg; break;
-	case OPT_SVG:
-		if (!*arg)
-			return usage_error("empty --svg file name");
-		o->svg_path = arg;
-		break;
 	case OPT_PER_THREAD: o->per_thread = true; break;
 	case OPT_LIST_EVENTS: o->list_events = true; break;
 	case OPT_CALIBRATE: o->calibrate = true; break;
 	case OPT_RAW: o->raw = true; break;
+	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
+	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
+	case OPT_NO_DEBUGINFOD: o->no_debuginfod = true; break;
+	default: return 0;
+	}
+	return -1;
+}
+
+/* The options that take a number or a duration, each checked against its range. */
+static int parse_number_opt(int c, const char *arg, struct opts *o)
+{
+	char lo[16];
+	long v;
+
+	switch (c) {
+	case 'd':
+		if (parse_run_time(arg, 1e-9, &o->duration_s))
+			return usage_error("invalid duration '%s' (> 0: seconds, or with a unit: 500ms, 10s, 2m)", arg);
+		break;
+	case 'i':
+		if (parse_run_time(arg, MIN_INTERVAL_S, &o->interval_s))
+			return usage_error("invalid interval '%s' (>= %s: seconds, or with a unit: 500ms, 10s, 1m)", arg,
+					   in_unit(MIN_INTERVAL_S * 1e9, print_time_units, lo));
+		break;
+	case 'F':
+		if (parse_long(arg, 1, MAX_FREQ_HZ, &v))
+			return usage_error("invalid frequency '%s' (1-%d Hz)", arg, MAX_FREQ_HZ);
+		o->freq_hz = v;
+		break;
+	case 'n':
+		if (parse_long(arg, 1, MAX_TOP, &v))
+			return usage_error("invalid --top '%s' (1-%d)", arg, MAX_TOP);
+		o->top = v;
+		break;
+	case OPT_MAX_THREADS:
+		if (parse_long(arg, 1, MAX_THREADS_OPT, &v))
+			return usage_error("invalid --max-threads '%s' (1-%d)", arg, MAX_THREADS_OPT);
+		o->max_threads = v;
+		break;
+	case OPT_MAX_OVERHEAD:
+		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < MIN_OVERHEAD_PCT ||
+		    o->max_overhead_pct > MAX_OVERHEAD_PCT)
+			return usage_error("invalid --max-overhead '%s' (percent, %g-%g)", arg, MIN_OVERHEAD_PCT,
+					   MAX_OVERHEAD_PCT);
+		break;
+	case OPT_MAX_SERIES:
+		if (parse_long(arg, 1, MAX_SERIES_OPT, &v))
+			return usage_error("invalid --max-series '%s' (1-%d)", arg, MAX_SERIES_OPT);
+		o->max_series = v;
+		break;
+	}
+	return -1;
+}
+
+/* The options that take one of a few words, or an address. */
+static int parse_mode_opt(int c, const char *arg, struct opts *o)
+{
+	switch (c) {
 	case OPT_EXIT:
 		if (!strcmp(arg, "auto"))
 			o->exit_mode = EXIT_AUTO;
@@ -471,28 +536,15 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		else
 			return usage_error("invalid --exit '%s' (auto, uretprobe or ret)", arg);
 		break;
-	case OPT_ENTRY_ONLY: o->exit_mode = EXIT_NONE; break;
 	case OPT_STEPPED:
 		if (strcmp(arg, "pair") && strcmp(arg, "single"))
 			return usage_error("invalid --stepped '%s' (pair or single)", arg);
 		o->step_single = !strcmp(arg, "single");
 		break;
-	case OPT_FOLLOW_FORKS: o->follow_forks = true; break;
-	case OPT_NO_DEBUGINFOD: o->no_debuginfod = true; break;
 	case OPT_CALL_GRAPH:
 		if (parse_call_graph(arg, o))
 			return usage_error("invalid --call-graph '%s' (fp, dwarf, dwarf,SIZE with SIZE a multiple of 8 "
 					   "up to %d, or auto)", arg, FNPROF_MAX_STACK_COPY);
-		break;
-	case OPT_MAX_THREADS:
-		if (parse_long(arg, 1, 1 << 16, &v))
-			return usage_error("invalid --max-threads '%s' (1-65536)", arg);
-		o->max_threads = v;
-		break;
-	case OPT_MAX_OVERHEAD:
-		if (parse_seconds(arg, &o->max_overhead_pct) || o->max_overhead_pct < 0.1 ||
-		    o->max_overhead_pct > 100)
-			return usage_error("invalid --max-overhead '%s' (percent, 0.1-100)", arg);
 		break;
 	case OPT_LISTEN:
 		if (http_parse_addr(arg, &(struct http_conf){ 0 }))
@@ -510,25 +562,46 @@ static int parse_one(int c, const char *arg, struct opts *o)
 		else
 			return usage_error("invalid --by '%s' (pid, comm or cgroup)", arg);
 		break;
-	case OPT_MAX_SERIES:
-		if (parse_long(arg, 1, 1000000, &v))
-			return usage_error("invalid --max-series '%s' (1-1000000)", arg);
-		o->max_series = v;
-		break;
-	case OPT_PROFILE:
-	case OPT_OFFCPU_RATE:
-	case OPT_HEAP_RATE:
-	case OPT_SLOW:
-	case OPT_MAX_MEMORY:
+	}
+	return -1;
+}
+
+/* One option; returns -1 to go on, or an exit code. */
+static int parse_one(int c, const char *arg, struct opts *o)
+{
+	switch (c) {
+	case 'p':
+		return parse_pids(arg, o);
+	case 'f':
+		if (o->nr_funcs == MAX_FUNC_SPECS)
+			return usage_error("too many -f options (at most %d; use a glob)", MAX_FUNC_SPECS);
+		if (!*arg)
+			return usage_error("empty function name");
+		o->funcs[o->nr_funcs++] = arg;
+		return -1;
+	case 'o': o->output = arg; return -1;
+	case 'e': o->events = arg; return -1;
+	case OPT_PPROF: o->pprof_path = arg; return -1;
+	case OPT_FOLDED: o->folded_path = arg; return -1;
+	case OPT_SVG:
+		if (!*arg)
+			return usage_error("empty --svg file name");
+		o->svg_path = arg;
+		return -1;
+	case 'd': case 'i': case 'F': case 'n': case OPT_MAX_THREADS: case OPT_MAX_OVERHEAD: case OPT_MAX_SERIES:
+		return parse_number_opt(c, arg, o);
+	case OPT_EXIT: case OPT_STEPPED: case OPT_CALL_GRAPH: case OPT_LISTEN: case OPT_BY:
+		return parse_mode_opt(c, arg, o);
+	case OPT_PROFILE: case OPT_OFFCPU_RATE: case OPT_HEAP_RATE: case OPT_SLOW: case OPT_MAX_MEMORY:
 		return parse_profile_opt(c, arg, o);
 	case 'h':
 		fputs(usage_text, stdout);
 		return EXIT_OK;
-	default:
-		fprintf(stderr, "Try 'fnprof --help' for more information.\n");
-		return EXIT_USAGE;
 	}
-	return -1;
+	if (parse_flag(c, o))
+		return -1;
+	fprintf(stderr, "Try 'fnprof --help' for more information.\n");
+	return EXIT_USAGE;
 }
 
 /* Every -f names its object: "/path/obj:FUNC" or "LIB:NAME". */
