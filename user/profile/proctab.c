@@ -21,7 +21,7 @@
 
 struct proc_ent {
 	pid_t pid;
-	char comm[16];
+	char comm[FNPROF_COMM_LEN];
 	struct symbolizer *sym;   /* NULL: none held */
 	bool exited;
 	double refreshed;         /* when its mappings were read last (monotonic_s) */

@@ -114,7 +114,8 @@ static int attach_events(struct sampler *s)
 
 /*
  * --call-graph dwarf/auto: a stack buffer per CPU, and a ring buffer for a
- * quarter second of samples on every CPU (at least 4 MiB), a power of two.
+ * quarter second of samples on every CPU (at least FNPROF_SAMPLES_RB_MIN),
+ * a power of two.
  */
 static int configure_dwarf(struct sampler *s)
 {
@@ -126,7 +127,7 @@ static int configure_dwarf(struct sampler *s)
 		return 0;
 	s->skel->rodata->dwarf = true;
 	s->skel->rodata->stack_bytes = s->o.stack_bytes;
-	return rb_reader_size(s->skel->maps.samples, s->skel->maps.bufs, want, 4 << 20);
+	return rb_reader_size(s->skel->maps.samples, s->skel->maps.bufs, want, FNPROF_SAMPLES_RB_MIN);
 }
 
 /* -a: a process's symbolizer and name, from the table of processes. */

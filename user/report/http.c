@@ -370,8 +370,11 @@ static void conn_read(struct http_server *srv, struct conn *c)
 	if (strstr(c->buf, "\r\n\r\n") || strstr(c->buf, "\n\n")) {
 		handle(srv, c);
 	} else if (c->len == HTTP_MAX_REQUEST) {
+		char why[64];
+
 		count(srv, &srv->stats.too_large);
-		conn_error(c, 431, "request larger than 8192 bytes\n");
+		snprintf(why, sizeof(why), "request larger than %d bytes\n", HTTP_MAX_REQUEST);
+		conn_error(c, 431, why);
 	}
 }
 

@@ -11,6 +11,11 @@
 #include "report/slow_report.h"
 #include "trace/stats.h"
 #include "trace/steps.h"
+#include "trace/tracer.h"
+
+/* A number's digits in a string literal: the messages name the very constant the code uses. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 /*
  * A new field in struct fn_stats: compute its figure in fn_figures_compute()
@@ -42,7 +47,7 @@ static const struct {
 	[DROP_GO_NOT_G] = { "go_not_on_goroutine", "calls not timed: a traced Go function ran off any goroutine's "
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
-					       "once than fnprof keeps (4096, or --max-threads if more)" },
+					       "once than fnprof keeps (" STR(TRACER_GOROUTINES_MIN) ", or --max-threads if more)" },
 	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were taken out between bursts "
 					       "(--max-overhead): their returns were not seen, so they are neither "
 					       "timed nor counted" },

@@ -86,6 +86,8 @@ struct id_slot {
 
 /* Ids read from the map per batch: a bounded buffer, the lock taken once per batch. */
 #define REFS_BATCH 4096
+/* New ids since the last reading of the map, at least, for the next to come before DWSTACK_PRUNE_S. */
+#define PRUNE_SOONER_IDS 65536
 
 /* A record's stack follows its struct dwarf_sample, as on_sample's does. */
 _Static_assert(sizeof(struct prof_dwarf) == offsetof(struct prof_dwarf, user) + sizeof(struct dwarf_sample),
@@ -530,12 +532,13 @@ static void pass_done(void *ctx)
 	}
 	/*
 	 * Ids are dropped every DWSTACK_PRUNE_S, after a report, or sooner when
-	 * more came since the last time than the map held then (and 65536): a
-	 * reading of the map costs no more than the ids that came meanwhile.
+	 * more came since the last time than the map held then (and
+	 * PRUNE_SOONER_IDS): a reading of the map costs no more than the ids
+	 * that came meanwhile.
 	 */
 	fresh = d->nr_ids - d->ids_pruned;
 	d->prune_due = d->refs.fd >= 0 && (now - d->last_prune >= DWSTACK_PRUNE_S ||
-					   ((d->prune_asked || (fresh > 65536 && fresh > d->ids_marked)) &&
+					   ((d->prune_asked || (fresh > PRUNE_SOONER_IDS && fresh > d->ids_marked)) &&
 					    now - d->last_prune >= DWSTACK_PRUNE_S / 8));
 }
 
