@@ -16,6 +16,7 @@
 
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "stacks/dwstacks.h"
 #include "base/proc.h"
 #include "target/procmaps.h"
@@ -709,4 +710,37 @@ void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
 	pthread_mutex_lock(&d->lock);
 	*out = d->st_copied;
 	pthread_mutex_unlock(&d->lock);
+}
+
+static void unwind_json(struct json *j, const struct dwstack_stats *st, const struct dwstack_json *x)
+{
+	const struct json_kv kv[] = {
+		{ "stack_bytes", x->stack_bytes },
+		{ "samples", st->samples },
+		{ "truncated", st->truncated },
+		{ "lost", st->lost },
+		{ "ids_lost", st->ids_lost },
+		{ "ids_reused", st->ids_reused },
+		{ "ids_held", st->ids_held },
+		{ "unwinders", st->unwinders },
+		{ "unwinders_evicted", st->unwinders_evicted },
+		{ "fp_fallback", st->fp_fallback + x->fp_fallback },
+		{ "ringbuf_full", x->ringbuf_full },
+		{ "sync_timeouts", st->sync_timeouts },
+		{ "cpu_ns", (__u64)(st->cpu_s * 1e9) },
+	};
+
+	json_obj_begin(j, "unwind");
+	JSON_U64S(j, kv);
+	if (x->inuse_lost)
+		json_u64(j, "inuse_stacks_lost", *x->inuse_lost);
+	json_obj_end(j);
+}
+
+void dwstacks_json(struct dwstacks *d, struct json *j, const struct dwstack_json *x)
+{
+	struct dwstack_stats st;
+
+	dwstacks_stats(d, &st);
+	unwind_json(j, &st, x);
 }
