@@ -264,20 +264,27 @@ static bool is_elf(const char *path)
 	return elf;
 }
 
-/* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
-static int find_system_lib(const char *name, char *buf, size_t size)
+/* The ELF file name with the first of n suffixes that names one in the system directories, into buf. */
+static int find_lib_suffixed(const char *name, const char *const *suffixes, size_t n, char *buf, size_t size)
 {
-	static const char *const suffixes[] = { "", ".so", ".so.6", ".so.1", ".so.0", ".so.2" };
 	char file[PATH_MAX + 8];
 	size_t i;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+	for (i = 0; i < n; i++) {
 		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
 		/* Not /usr/lib/python3.11, a directory, for "python3.11". */
 		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
 			return 0;
 	}
 	return -ENOENT;
+}
+
+/* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
+static int find_system_lib(const char *name, char *buf, size_t size)
+{
+	static const char *const suffixes[] = { "", ".so", ".so.6", ".so.1", ".so.0", ".so.2" };
+
+	return find_lib_suffixed(name, suffixes, sizeof(suffixes) / sizeof(suffixes[0]), buf, size);
 }
 
 /* Keeps fd open for the whole run: open_path becomes /proc/FNPROF_PID/fd/N, which names that very file. */
@@ -299,15 +306,8 @@ static int find_host_lib(const char *name, char *buf, size_t size)
 	/* Sonames first: the unversioned .so is the development symlink, or a linker script. */
 	static const char *const suffixes[] = { "", ".so.6", ".so.1", ".so.0", ".so.2", ".so.3", ".so.4", ".so.5",
 						".so" };
-	char file[PATH_MAX + 8];
-	size_t i;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
-		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
-			return 0;
-	}
-	return -ENOENT;
+	return find_lib_suffixed(name, suffixes, sizeof(suffixes) / sizeof(suffixes[0]), buf, size);
 }
 
 /*
