@@ -196,7 +196,9 @@ enum sample_drop {
  * way). Registers in DWARF order for x86-64: rax rdx rcx rbx rsi rdi rbp rsp
  * r8..r15, then the return address column (rip).
  */
-#define FNPROF_NR_REGS 17
+#define FNPROF_REG_SP 7
+#define FNPROF_REG_IP 16
+#define FNPROF_NR_REGS (FNPROF_REG_IP + 1)
 #define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
 #define FNPROF_DEFAULT_STACK_COPY 16384  /* and without SIZE: a multiple of 8, at most the above */
 #define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
@@ -227,7 +229,7 @@ struct dwarf_sample {
 	__u64 ret_slot[FNPROF_MAX_RETS];
 	__u64 ret_addr[FNPROF_MAX_RETS];
 	__u32 nr_rets;
-	__u32 stack_len;    /* bytes of stack copied from regs[7] (rsp) up, which follow */
+	__u32 stack_len;    /* bytes of stack copied from regs[FNPROF_REG_SP] up, which follow */
 };
 
 /* --- Other profiles: offcpu, mutex, heap (offcpu/mutex/heap.bpf.c) --------- */

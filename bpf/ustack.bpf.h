@@ -47,8 +47,8 @@ static __always_inline __u32 ustack_copy(__u8 *buf, __u64 sp, __u64 want, const 
 static __always_inline void ustack_regs(__u64 *g, const struct pt_regs *r)
 {
 	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
-	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
-	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+	g[6] = r->bp, g[FNPROF_REG_SP] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
+	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[FNPROF_REG_IP] = r->ip;
 }
 
 /* The thread's pending uretprobe returns: where each return address was replaced, and by what. */

@@ -245,7 +245,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
 		return 0;
 	/* A kernel thread has no user registers (ip 0): no unwinder for it. */
-	uw = !d->all ? d->uw : s->regs[16] ? unwinder_of(d, s->pid) : NULL;
+	uw = !d->all ? d->uw : s->regs[FNPROF_REG_IP] ? unwinder_of(d, s->pid) : NULL;
 	if (uw)
 		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
 	/*
