@@ -66,9 +66,16 @@
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
 
+/*
+ * Deepest nesting of traced calls kept per thread. The kernel itself stops
+ * delivering uretprobes beyond 64 pending returns per task
+ * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
+ */
+#define FNPROF_MAX_DEPTH 64
+
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH (trace.bpf.h): not timed */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: not timed */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */

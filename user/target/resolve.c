@@ -101,6 +101,20 @@ int find_in_path(const char *cmd, char *buf, size_t size)
 	return -ENOENT;
 }
 
+static void log_symtab_error(const char *path, int err)
+{
+	if (err == -E2BIG)
+		log_err("failed to read symbols of %s: more than %uM functions, a name over %u KiB, or names far beyond "
+			"its string table: not a sane ELF file, not read", path, SYMTAB_MAX_FUNCTIONS >> 20,
+			SYMTAB_MAX_NAME_LEN >> 10);
+	else
+		log_err("failed to read symbols of %s: %s", path,
+			err == -EINVAL ? "not an ELF file"
+			: err == -ENODEV ? "not a regular file (fnprof never reads a FIFO, device or directory)"
+			: err == -ESTALE ? "it was truncated or rewritten while fnprof read it; try again"
+			: strerror(-err));
+}
+
 static struct symtab *load_object(struct resolver *r, const char *path, const char *open_path)
 {
 	struct obj_cache *c = &r->cache;
@@ -112,18 +126,12 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 		if (!strcmp(c->e[i].path, path))
 			return c->e[i].st;
 	if (c->nr == sizeof(c->e) / sizeof(c->e[0])) {
-		log_err("too many objects in -f patterns (at most 64)");
+		log_err("too many objects in -f patterns (at most %zu)", sizeof(c->e) / sizeof(c->e[0]));
 		return NULL;
 	}
 	err = symtab_load_target(open_path, path, r->pid, &st);
 	if (err) {
-		log_err("failed to read symbols of %s: %s", path,
-			err == -EINVAL ? "not an ELF file"
-			: err == -ENODEV ? "not a regular file (fnprof never reads a FIFO, device or directory)"
-			: err == -ESTALE ? "it was truncated or rewritten while fnprof read it; try again"
-			: err == -E2BIG ? "more than 8M functions, a name over 64 KiB, or names far beyond its "
-					  "string table: not a sane ELF file, not read"
-			: strerror(-err));
+		log_symtab_error(path, err);
 		return NULL;
 	}
 	if (st->debug_file)
