@@ -99,6 +99,7 @@ enum fnprof_drop {
  * buffer that user space sizes before load.
  */
 #define FNPROF_RB_MIN 4096
+#define FNPROF_RB_SIZE_OK(n) ((n) >= FNPROF_RB_MIN && ((n) & ((n) - 1)) == 0)
 
 /* --follow-forks: a fork child of a traced process, and where its statistics go. */
 struct proc_info {
@@ -216,6 +217,7 @@ enum sample_drop {
 #define FNPROF_STACK_SLACK 4096
 /* --call-graph dwarf: the samples' ring buffer, at least (sample.c makes it larger for many CPUs). */
 #define FNPROF_SAMPLES_RB_MIN (4 << 20)
+_Static_assert(FNPROF_RB_SIZE_OK(FNPROF_SAMPLES_RB_MIN), "a ring buffer's size: a power of two, at least a page");
 
 struct dwarf_sample {
 	__u32 tid;          /* the thread (always set: unwinding needs it) */

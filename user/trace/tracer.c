@@ -23,6 +23,7 @@
 
 /* --slow's ring buffer: room for a burst of slow calls, ~160 records of 25 KiB (struct slow_call). */
 #define SLOW_RB_BYTES (4 << 20)
+_Static_assert(FNPROF_RB_SIZE_OK(SLOW_RB_BYTES), "a ring buffer's size: a power of two, at least a page");
 
 struct tracer {
 	struct trace_bpf *skel;    /* the uprobe programs, and the maps */
