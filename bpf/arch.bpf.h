@@ -19,7 +19,10 @@
 #define ARCH_RET_ADDR_BYTES 8
 /* A task's out-of-line slot for single steps (the kernel's UPROBE_XOL_SLOT_BYTES). */
 #define ARCH_XOL_SLOT_BYTES 128
-/* A page of the kernel's uprobe trampolines (for probes on 5-byte nops: 6.18's optimized uprobes). */
+/*
+ * A page: the kernel's uprobe trampolines take one (for probes on 5-byte
+ * nops: 6.18's optimized uprobes); user stacks are read a page at a time.
+ */
 #define ARCH_PAGE_SIZE 4096
 /* The function's first instruction and the start of the next: x86 instructions are at most 15 bytes. */
 #define ARCH_FIRST_INSN_SPAN 16

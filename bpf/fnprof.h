@@ -66,9 +66,16 @@
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
 
+/*
+ * Deepest nesting of traced calls kept per thread. The kernel itself stops
+ * delivering uretprobes beyond 64 pending returns per task
+ * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
+ */
+#define FNPROF_MAX_DEPTH 64
+
 /* Events that were not measured, each counted and shown in the report. */
 enum fnprof_drop {
-	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH (trace.bpf.h): not timed */
+	DROP_DEPTH,        /* nesting deeper than FNPROF_MAX_DEPTH: not timed */
 	DROP_NO_STATE,     /* task storage could not be allocated */
 	DROP_ORPHAN_RET,   /* return without a matching entry (attached mid-call) */
 	DROP_ABANDONED,    /* frame left by longjmp/unwinding, discarded at a later return */
@@ -83,13 +90,24 @@ enum fnprof_drop {
 	DROP_NR,
 };
 
+/* A task's name as the kernel keeps it (TASK_COMM_LEN), its terminating NUL included. */
+#define FNPROF_COMM_LEN 16
+
+/*
+ * A BPF ring buffer's size is a power of two and a multiple of the page
+ * size: one page, the smallest, is what an object declares for a ring
+ * buffer that user space sizes before load.
+ */
+#define FNPROF_RB_MIN 4096
+#define FNPROF_RB_SIZE_OK(n) ((n) >= FNPROF_RB_MIN && ((n) & ((n) - 1)) == 0)
+
 /* --follow-forks: a fork child of a traced process, and where its statistics go. */
 struct proc_info {
 	__u32 slot;          /* 1..nr_slots-1 */
 	__u32 ppid;          /* the traced process it was forked from */
 	__u64 fork_ns;       /* CLOCK_MONOTONIC at the fork (system-wide: at its first call) */
 	/* System-wide --by: read at its first call, for labels after it has exited. */
-	__u64 comm[2];       /* TASK_COMM_LEN bytes */
+	__u64 comm[FNPROF_COMM_LEN / 8];
 	__u64 cgroup_id;     /* its cgroup v2's id (the directory's inode number) */
 };
 
@@ -155,6 +173,8 @@ struct fn_stats {
  * and user space numbers the stacks it unwinds itself from it on (dwstacks.h).
  */
 #define FNPROF_STACK_MAP_ENTRIES 16384
+/* The counts maps' size (profile.bpf.c, prof.bpf.h): keys beyond are dropped, counted (*DROP_COUNTS_FULL). */
+#define FNPROF_COUNTS_ENTRIES 65536
 
 /* Samples are counted per (process, thread, user stack, kernel stack). */
 struct sample_key {
@@ -167,7 +187,7 @@ struct sample_key {
 /* -a: the processes sampled, by tgid, with their name as the sample saw it (they may exit before a report). */
 #define FNPROF_MAX_PROCS_SEEN 8192
 struct proc_seen {
-	char comm[16];      /* TASK_COMM_LEN: the process's (its group leader's) name */
+	char comm[FNPROF_COMM_LEN];  /* the process's (its group leader's) name */
 };
 
 enum sample_drop {
@@ -184,10 +204,20 @@ enum sample_drop {
  * way). Registers in DWARF order for x86-64: rax rdx rcx rbx rsi rdi rbp rsp
  * r8..r15, then the return address column (rip).
  */
-#define FNPROF_NR_REGS 17
+#define FNPROF_REG_SP 7
+#define FNPROF_REG_IP 16
+#define FNPROF_NR_REGS (FNPROF_REG_IP + 1)
 #define FNPROF_MAX_STACK_COPY 65536   /* --call-graph dwarf,SIZE: at most this */
 #define FNPROF_DEFAULT_STACK_COPY 16384  /* and without SIZE: a multiple of 8, at most the above */
 #define FNPROF_MAX_RETS 16            /* pending uretprobe returns carried per sample */
+/*
+ * Room after a stack copy of at most N bytes (ustack.bpf.h reads a page at
+ * a time): a page-sized read at any offset below N stays in the buffer.
+ */
+#define FNPROF_STACK_SLACK 4096
+/* --call-graph dwarf: the samples' ring buffer, at least (sample.c makes it larger for many CPUs). */
+#define FNPROF_SAMPLES_RB_MIN (4 << 20)
+_Static_assert(FNPROF_RB_SIZE_OK(FNPROF_SAMPLES_RB_MIN), "a ring buffer's size: a power of two, at least a page");
 
 struct dwarf_sample {
 	__u32 tid;          /* the thread (always set: unwinding needs it) */
@@ -208,7 +238,7 @@ struct dwarf_sample {
 	__u64 ret_slot[FNPROF_MAX_RETS];
 	__u64 ret_addr[FNPROF_MAX_RETS];
 	__u32 nr_rets;
-	__u32 stack_len;    /* bytes of stack copied from regs[7] (rsp) up, which follow */
+	__u32 stack_len;    /* bytes of stack copied from regs[FNPROF_REG_SP] up, which follow */
 };
 
 /* --- Other profiles: offcpu, mutex, heap (offcpu/mutex/heap.bpf.c) --------- */
@@ -328,7 +358,6 @@ struct prof_dwarf {
 
 #define FNPROF_SLOW_KDEPTH 48     /* kernel frames kept of a blocked stack */
 #define FNPROF_SLOW_STACK 8192    /* user stack bytes copied for each of a slow call's stacks */
-#define FNPROF_SLOW_SLACK 4096    /* room for a page-sized read at any offset below that */
 
 /*
  * One stack of a slow call: kernel frames (innermost first, as bpf_get_stack
@@ -339,7 +368,7 @@ struct slow_stack {
 	__u32 pad;
 	__u64 kips[FNPROF_SLOW_KDEPTH];
 	struct dwarf_sample user;          /* followed by its stack_len bytes: */
-	__u8 bytes[FNPROF_SLOW_STACK + FNPROF_SLOW_SLACK];
+	__u8 bytes[FNPROF_SLOW_STACK + FNPROF_STACK_SLACK];
 };
 
 /* The entry stack was taken at the function's ret instruction: its own frame is in it. */

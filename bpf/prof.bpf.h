@@ -28,7 +28,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FNPROF_COUNTS_ENTRIES);
 	__type(key, struct prof_key);
 	__type(value, struct prof_val);
 } counts SEC(".maps");
@@ -87,13 +87,13 @@ static __always_inline void pcount(const struct prof_key *k, const struct prof_v
 /* --call-graph dwarf: events with their stack copies to user space (its size set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
+	__uint(max_entries, FNPROF_RB_MIN);
 } pdw_rb SEC(".maps");
 
 /* One record in the making per CPU (by CPU number: per-CPU values are limited to 32 KiB). */
 struct pdw_buf {
 	struct prof_dwarf hdr;
-	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
+	__u8 stack[FNPROF_MAX_STACK_COPY + FNPROF_STACK_SLACK];
 	__u64 seq;                /* the ids this CPU gave so far */
 	__u32 busy;               /* a record is being made in it (see pdw_claim) */
 };

@@ -34,7 +34,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, FNPROF_COUNTS_ENTRIES);
 	__type(key, struct sample_key);
 	__type(value, __u64);
 } counts SEC(".maps");
@@ -50,7 +50,7 @@ struct {
 /* --call-graph dwarf: the samples to unwind (its size is set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, FNPROF_SAMPLES_RB_MIN);
 } samples SEC(".maps");
 
 /*
@@ -60,7 +60,7 @@ struct {
  */
 struct sample_buf {
 	struct dwarf_sample hdr;
-	__u8 stack[FNPROF_MAX_STACK_COPY + 4096];
+	__u8 stack[FNPROF_MAX_STACK_COPY + FNPROF_STACK_SLACK];
 };
 
 struct {

@@ -57,7 +57,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);   /* set by user space */
+	__uint(max_entries, FNPROF_RB_MIN);   /* set by user space */
 } slow_calls SEC(".maps");
 
 struct {

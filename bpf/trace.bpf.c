@@ -155,7 +155,7 @@ struct {
 /* --follow-forks: the pid of each fork child, to wake user space at once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);   /* set by user space */
+	__uint(max_entries, FNPROF_RB_MIN);   /* set by user space */
 } forks SEC(".maps");
 
 /* 2 * nr_slots * nr_funcs entries: [epoch][slot][function id]. */

@@ -9,13 +9,6 @@
 
 #include "fnprof.h"
 
-/*
- * Deepest nesting of traced calls kept per thread. The kernel itself stops
- * delivering uretprobes beyond 64 pending returns per task
- * (MAX_URETPROBE_DEPTH), so a deeper stack could not be matched anyway.
- */
-#define FNPROF_MAX_DEPTH 64
-
 /* One active traced call on a thread's stack. */
 struct fn_frame {
 	__u64 start_ns;

@@ -9,14 +9,17 @@
 
 #include <bpf/bpf_core_read.h>
 
+#include "arch.bpf.h"
 #include "fnprof.h"
 
+_Static_assert(FNPROF_STACK_SLACK >= ARCH_PAGE_SIZE, "a page-sized read at any offset below a copy's end fits");
+
 /*
- * Copies up to want bytes of the user stack from sp into buf (max + 4096
- * bytes: the slack lets a page-sized read follow any offset below max), a
- * page at a time: a read that runs past the stack's last page fails whole,
- * so the copy stops at the first page that cannot be read (the top of the
- * stack). Returns the bytes copied, at most max.
+ * Copies up to want bytes of the user stack from sp into buf (max +
+ * FNPROF_STACK_SLACK bytes: the slack lets a page-sized read follow any
+ * offset below max), a page at a time: a read that runs past the stack's
+ * last page fails whole, so the copy stops at the first page that cannot be
+ * read (the top of the stack). Returns the bytes copied, at most max.
  */
 static __always_inline __u32 ustack_copy(__u8 *buf, __u64 sp, __u64 want, const __u32 max)
 {
@@ -25,13 +28,13 @@ static __always_inline __u32 ustack_copy(__u8 *buf, __u64 sp, __u64 want, const 
 
 	if (want > max)
 		want = max;
-	for (i = 0; i < max / 4096 + 1; i++) {
-		chunk = 4096 - ((sp + got) & 4095);
+	for (i = 0; i < max / ARCH_PAGE_SIZE + 1; i++) {
+		chunk = ARCH_PAGE_SIZE - ((sp + got) & (ARCH_PAGE_SIZE - 1));
 		if (chunk > want - got)
 			chunk = want - got;
 		/* Checked on the very registers passed on: the verifier must see both bounds. */
 		asm volatile("" : "+r"(chunk), "+r"(got));
-		if (!chunk || chunk > 4096 || got >= max)
+		if (!chunk || chunk > ARCH_PAGE_SIZE || got >= max)
 			break;
 		if (bpf_probe_read_user(&buf[got], chunk, (void *)(sp + got)))
 			break;
@@ -44,8 +47,8 @@ static __always_inline __u32 ustack_copy(__u8 *buf, __u64 sp, __u64 want, const 
 static __always_inline void ustack_regs(__u64 *g, const struct pt_regs *r)
 {
 	g[0] = r->ax, g[1] = r->dx, g[2] = r->cx, g[3] = r->bx, g[4] = r->si, g[5] = r->di;
-	g[6] = r->bp, g[7] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
-	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[16] = r->ip;
+	g[6] = r->bp, g[FNPROF_REG_SP] = r->sp, g[8] = r->r8, g[9] = r->r9, g[10] = r->r10, g[11] = r->r11;
+	g[12] = r->r12, g[13] = r->r13, g[14] = r->r14, g[15] = r->r15, g[FNPROF_REG_IP] = r->ip;
 }
 
 /* The thread's pending uretprobe returns: where each return address was replaced, and by what. */
@@ -64,8 +67,8 @@ static __always_inline void pending_returns(struct task_struct *t, struct dwarf_
 
 /*
  * The header of current thread's sample h (registers r, its tid, pending
- * returns) and up to want bytes of its user stack into stack (max + 4096
- * bytes). Returns the bytes copied, h->stack_len: in a register, so that the
+ * returns) and up to want bytes of its user stack into stack (max +
+ * FNPROF_STACK_SLACK bytes). Returns the bytes copied, h->stack_len: in a register, so that the
  * verifier sees the bound where the record's size is made of it.
  */
 static __always_inline __u32 ustack_fill(struct dwarf_sample *h, __u8 *stack, const struct pt_regs *r, __u64 want,

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import ROOT, Skip, check, run_fnprof, target, truth
+from harness import ROOT, Skip, check, json_reports, run_fnprof, target, truth
 
 
 def go_env(d):
@@ -164,6 +164,42 @@ def test_offcpu_dwarf_copy_too_short_is_counted_and_fp_is_said():
                   f"64-byte copies: {u} of {rep['kept']} kept waits (all should be cut short)")
     finally:
         shutil.rmtree(d)
+
+
+# The JSON `unwind` keys, a contract: what the CPU profile wrote before one writer served all, and
+# what the others wrote (the heap's inuse_stacks_lost apart: it has an in-use view, they have none).
+UNWIND_CPU = {"stack_bytes", "samples", "truncated", "lost", "cpu_ns", "unwinders", "unwinders_evicted",
+              "fp_fallback", "sync_timeouts"}
+UNWIND_PROF = {"samples", "truncated", "lost", "ids_lost", "ids_reused", "ids_held", "fp_fallback",
+               "ringbuf_full", "cpu_ns"}
+
+
+def test_every_profile_writes_the_same_unwind_keys():
+    # The CPU profile's `unwind` object (sample.c) and the other profiles' (profiles.c) had drifted:
+    # 5 keys in both, 4 only in the first, 4 only in the others (and heap's inuse_stacks_lost). One
+    # writer now serves all: every key either wrote, in each profile; the copy's size is the one
+    # asked for, and one process has one unwinder.
+    d = tempfile.mkdtemp()
+    try:
+        out = os.path.join(d, "report.json")
+        kinds = sum((["--profile", k] for k in ("cpu", "offcpu", "mutex")), [])
+        p = run_fnprof(["--call-graph", "dwarf,4096", "--json", "-o", out] + kinds + ["--", target("mutex"), "0.5"],
+                       timeout=90)
+        check(p.returncode == 0, p.stderr[-2000:])
+        reps = json_reports(open(out).read())
+        p = run_fnprof(["--call-graph", "dwarf,4096", "--json", "-o", out + "2", "--profile", "heap", "--heap-rate",
+                        "64K", "--", target("heap"), "32", "0.5"], timeout=90)
+        check(p.returncode == 0, p.stderr[-2000:])
+        reps += json_reports(open(out + "2").read())
+    finally:
+        shutil.rmtree(d)
+    for mode in ("sample", "offcpu", "mutex", "heap"):
+        got = [r for r in reps if r.get("mode") == mode]
+        check(got, f"no {mode} report")
+        u = got[-1]["unwind"]
+        want = UNWIND_CPU | UNWIND_PROF | ({"inuse_stacks_lost"} if mode == "heap" else set())
+        check(set(u) == want, f"{mode}: unwind keys missing {sorted(want - set(u))}, extra {sorted(set(u) - want)}")
+        check(u["stack_bytes"] == 4096 and u["unwinders"] == 1, f"{mode}: {u}")
 
 
 def clangxx():

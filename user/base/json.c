@@ -100,6 +100,14 @@ void json_u64(struct json *j, const char *key, __u64 v)
 	fprintf(j->f, "%llu", (unsigned long long)v);
 }
 
+void json_u64s(struct json *j, const struct json_kv *kv, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		json_u64(j, kv[i].key, kv[i].v);
+}
+
 void json_i64(struct json *j, const char *key, long long v)
 {
 	prefix(j, key);

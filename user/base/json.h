@@ -4,6 +4,7 @@
 #define FNPROF_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <linux/types.h>
 
@@ -27,6 +28,16 @@ void json_i64(struct json *j, const char *key, long long v);
 void json_f64(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_null(struct json *j, const char *key);
+
+/* A key and its count: an object of counters is a table of these (json_u64s). */
+struct json_kv {
+	const char *key;
+	__u64 v;
+};
+
+/* Writes the n counters of kv, in order, into the object being written. */
+void json_u64s(struct json *j, const struct json_kv *kv, size_t n);
+#define JSON_U64S(j, kv) json_u64s((j), (kv), sizeof(kv) / sizeof((kv)[0]))
 /* Opens a report object with the keys every report starts with: mode, pid, interval_s. */
 void json_report_begin(struct json *j, FILE *f, const char *mode, long long pid, double interval_s);
 

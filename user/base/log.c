@@ -16,42 +16,33 @@ static void vlog(const char *prefix, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+/* Each level's body: its arguments on to vlog with its prefix (a `...` is passed on only as a va_list). */
+#define VLOG(prefix, fmt) do { \
+	va_list ap; \
+	va_start(ap, fmt); \
+	vlog(prefix, fmt, ap); \
+	va_end(ap); \
+} while (0)
+
 void log_err(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog("", fmt, ap);
-	va_end(ap);
+	VLOG("", fmt);
 }
 
 void log_warn(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog("warning: ", fmt, ap);
-	va_end(ap);
+	VLOG("warning: ", fmt);
 }
 
 void log_info(const char *fmt, ...)
 {
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog("", fmt, ap);
-	va_end(ap);
+	VLOG("", fmt);
 }
 
 void log_debug(const char *fmt, ...)
 {
-	va_list ap;
-
-	if (!log_verbose)
-		return;
-	va_start(ap, fmt);
-	vlog("debug: ", fmt, ap);
-	va_end(ap);
+	if (log_verbose)
+		VLOG("debug: ", fmt);
 }
 
 __attribute__((format(printf, 2, 0)))

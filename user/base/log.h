@@ -19,6 +19,13 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * A constant's digits in a string literal (its macro must be a plain number):
+ * a fixed message names the very constant the code uses, not a copy of it.
+ */
+#define LOG_STR_(x) #x
+#define LOG_STR(x) LOG_STR_(x)
+
 /* Routes libbpf's own messages: shown only with -v. */
 void log_setup_libbpf(void);
 

@@ -93,13 +93,6 @@ int symtab_off_to_vaddr(const struct symtab *st, __u64 off, __u64 *vaddr)
 	return -ENOENT;
 }
 
-/*
- * Limits on what one file may make fnprof allocate: a hostile file can point
- * millions of symbols at one huge name. The largest real programs have about
- * 2 million functions; their names fit in the string table they come from.
- */
-#define MAX_FUNCTIONS (8u << 20)
-#define MAX_NAME_LEN (64u << 10)
 
 struct loader {
 	size_t cap;          /* of st->syms */
@@ -125,7 +118,7 @@ static int add_sym(struct symtab *st, struct loader *l, const char *name, const 
 
 	if (!vaddr_to_off(st, s->st_value, &off))
 		return 0;
-	if (st->nr >= MAX_FUNCTIONS || len > MAX_NAME_LEN)
+	if (st->nr >= SYMTAB_MAX_FUNCTIONS || len > SYMTAB_MAX_NAME_LEN)
 		return -E2BIG;
 	if (ARRAY_RESERVE(st->syms, st->nr + 1, l->cap))
 		return -ENOMEM;

@@ -59,11 +59,20 @@ struct symtab {
 };
 
 /*
+ * Limits on what one file may make fnprof allocate: a hostile file can point
+ * millions of symbols at one huge name. The largest real programs have about
+ * 2 million functions; their names fit in the string table they come from.
+ */
+#define SYMTAB_MAX_FUNCTIONS (8u << 20)
+#define SYMTAB_MAX_NAME_LEN (64u << 10)
+
+/*
  * Reads the function symbols of the ELF file at path. 0 or -errno: -EINVAL
  * (not ELF, or cut short), -ENODEV (not a regular file: a FIFO, device or
  * directory is never read), -ESTALE (truncated or rewritten while it was
- * read: no SIGBUS, the file is not mapped), -E2BIG (more than 8M functions, a name over
- * 64 KiB, or names far beyond the size of their string table).
+ * read: no SIGBUS, the file is not mapped), -E2BIG (more than
+ * SYMTAB_MAX_FUNCTIONS functions, a name over SYMTAB_MAX_NAME_LEN bytes, or
+ * names far beyond the size of their string table).
  */
 int symtab_load(const char *path, struct symtab **out);
 

@@ -21,7 +21,7 @@
 
 struct proc_ent {
 	pid_t pid;
-	char comm[16];
+	char comm[FNPROF_COMM_LEN];
 	struct symbolizer *sym;   /* NULL: none held */
 	bool exited;
 	double refreshed;         /* when its mappings were read last (monotonic_s) */
@@ -320,17 +320,22 @@ void proctab_print_stats(const struct proctab *t, FILE *out)
 	fputc('\n', out);
 }
 
+static void stats_json(struct json *j, const struct proctab_stats *st)
+{
+	const struct json_kv kv[] = {
+		{ "seen", st->procs }, { "exited", st->exited }, { "symbolizers", st->symbolizers },
+		{ "objects", st->objects }, { "evicted", st->evicted }, { "forgotten", st->forgotten },
+	};
+
+	json_obj_begin(j, "processes");
+	JSON_U64S(j, kv);
+	json_obj_end(j);
+}
+
 void proctab_json_stats(const struct proctab *t, struct json *j)
 {
 	struct proctab_stats st;
 
 	proctab_stats(t, &st);
-	json_obj_begin(j, "processes");
-	json_u64(j, "seen", st.procs);
-	json_u64(j, "exited", st.exited);
-	json_u64(j, "symbolizers", st.symbolizers);
-	json_u64(j, "objects", st.objects);
-	json_u64(j, "evicted", st.evicted);
-	json_u64(j, "forgotten", st.forgotten);
-	json_obj_end(j);
+	stats_json(j, &st);
 }

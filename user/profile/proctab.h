@@ -20,7 +20,9 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#define PROCTAB_MAX_PROCS 8192        /* the kernel's table of processes seen (FNPROF_MAX_PROCS_SEEN) */
+#include "fnprof.h"
+
+#define PROCTAB_MAX_PROCS FNPROF_MAX_PROCS_SEEN   /* as many as the kernel's table of processes seen */
 #define PROCTAB_MAX_SYMBOLIZERS 512   /* processes with their mappings and symbols held at once */
 
 struct proctab;

@@ -14,7 +14,7 @@ int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *
 
 	if (!c->dwarf)
 		return 0;  /* the BPF object's own sizes: one page, one buffer */
-	return rb_reader_size(rb, bufs, want, 4096);
+	return rb_reader_size(rb, bufs, want, FNPROF_RB_MIN);
 }
 
 int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, const struct bpf_map *refs,

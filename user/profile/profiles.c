@@ -385,27 +385,16 @@ static void json_drops(struct json *j, const __u64 *d)
 	json_obj_end(j);
 }
 
-static void json_unwind(struct json *j, const struct prof *p, const __u64 *d)
+/* An event with no room in the ring buffer is counted with its frame-pointer stack (PDROP_DW_FP, PDROP_RINGBUF). */
+static void json_unwind(struct json *j, const struct profiles *ps, const struct prof *p, const __u64 *d)
 {
-	struct dwstack_stats st;
+	struct dwstack_json x = { .stack_bytes = ps->c.stack_bytes, .fp_fallback = d[PDROP_DW_FP],
+				  .ringbuf_full = d[PDROP_RINGBUF],
+				  .inuse_lost = p->src.live_fd >= 0 ? &p->inuse_lost : NULL };
 
 	json_str(j, "call_graph", p->src.dw ? "dwarf" : "fp");
-	if (!p->src.dw)
-		return;
-	dwstacks_stats(p->src.dw, &st);
-	json_obj_begin(j, "unwind");
-	json_u64(j, "samples", st.samples);
-	json_u64(j, "truncated", st.truncated);
-	json_u64(j, "lost", st.lost);
-	json_u64(j, "ids_lost", st.ids_lost);
-	json_u64(j, "ids_reused", st.ids_reused);
-	json_u64(j, "ids_held", st.ids_held);
-	if (p->src.live_fd >= 0)
-		json_u64(j, "inuse_stacks_lost", p->inuse_lost);
-	json_u64(j, "fp_fallback", d[PDROP_DW_FP]);
-	json_u64(j, "ringbuf_full", d[PDROP_RINGBUF]);
-	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
-	json_obj_end(j);
+	if (p->src.dw)
+		dwstacks_json(p->src.dw, j, &x);
 }
 
 static void print_json(struct profiles *ps, struct prof *p, FILE *out, const struct stack_rows *t, double span,
@@ -418,7 +407,7 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 	json_bool(&j, "total", total);
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
-	json_unwind(&j, p, d);
+	json_unwind(&j, ps, p, d);
 	if (desc->kind == PROF_HEAP)
 		json_u64(&j, "frees", d[PDROP_FREED]);
 	if (p->src.event_cost_ns) {

@@ -114,7 +114,8 @@ static int attach_events(struct sampler *s)
 
 /*
  * --call-graph dwarf/auto: a stack buffer per CPU, and a ring buffer for a
- * quarter second of samples on every CPU (at least 4 MiB), a power of two.
+ * quarter second of samples on every CPU (at least FNPROF_SAMPLES_RB_MIN),
+ * a power of two.
  */
 static int configure_dwarf(struct sampler *s)
 {
@@ -126,7 +127,7 @@ static int configure_dwarf(struct sampler *s)
 		return 0;
 	s->skel->rodata->dwarf = true;
 	s->skel->rodata->stack_bytes = s->o.stack_bytes;
-	return rb_reader_size(s->skel->maps.samples, s->skel->maps.bufs, want, 4 << 20);
+	return rb_reader_size(s->skel->maps.samples, s->skel->maps.bufs, want, FNPROF_SAMPLES_RB_MIN);
 }
 
 /* -a: a process's symbolizer and name, from the table of processes. */
@@ -330,22 +331,12 @@ static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t
 	fflush(out);
 }
 
-static void json_unwind(struct sampler *s, struct json *j)
+/* A sample with no room in the ring buffer is not counted (SDROP_RINGBUF): none falls back to frame pointers. */
+static void json_unwind(struct sampler *s, struct json *j, const __u64 *drops)
 {
-	struct dwstack_stats st;
+	struct dwstack_json x = { .stack_bytes = s->o.stack_bytes, .ringbuf_full = drops[SDROP_RINGBUF] };
 
-	dwstacks_stats(s->dw, &st);
-	json_obj_begin(j, "unwind");
-	json_u64(j, "stack_bytes", s->o.stack_bytes);
-	json_u64(j, "samples", st.samples);
-	json_u64(j, "truncated", st.truncated);
-	json_u64(j, "lost", st.lost);
-	json_u64(j, "cpu_ns", (__u64)(st.cpu_s * 1e9));
-	json_u64(j, "unwinders", st.unwinders);
-	json_u64(j, "unwinders_evicted", st.unwinders_evicted);
-	json_u64(j, "fp_fallback", st.fp_fallback);
-	json_u64(j, "sync_timeouts", st.sync_timeouts);
-	json_obj_end(j);
+	dwstacks_json(s->dw, j, &x);
 }
 
 static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t, double span,
@@ -367,7 +358,7 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 	json_obj_end(&j);
 	json_str(&j, "call_graph", s->dw ? "dwarf" : "fp");
 	if (s->dw)
-		json_unwind(s, &j);
+		json_unwind(s, &j, drops);
 	if (s->procs)
 		proctab_json_stats(s->procs, &j);
 	budget_json(symbolizer_budget(s->sym), &j);

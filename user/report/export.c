@@ -218,6 +218,23 @@ static void write_self(FILE *f, bool om)
 	fprintf(f, "fnprof_self_resident_memory_bytes %llu\n", self_rss_bytes());
 }
 
+/* One sample per outcome: a table of the outcomes' labels and counts. */
+static void write_outcomes(FILE *f, const struct http_stats *st)
+{
+	const struct {
+		const char *outcome;
+		unsigned long long n;
+	} rows[] = {
+		{ "served", st->served }, { "bad_request", st->bad_request }, { "not_found", st->not_found },
+		{ "too_large", st->too_large }, { "timeout", st->timeouts }, { "busy", st->busy },
+		{ "refused", st->refused }, { "hung_up", st->hung_up }, { "failed", st->failed },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		fprintf(f, "fnprof_http_requests_total{outcome=\"%s\"} %llu\n", rows[i].outcome, rows[i].n);
+}
+
 static void write_http(struct export *e, FILE *f, bool om)
 {
 	struct http_stats st;
@@ -225,15 +242,7 @@ static void write_http(struct export *e, FILE *f, bool om)
 	http_get_stats(e->http, &st);
 	metrics_family(f, om, "fnprof_http_requests_total", "counter",
 		       "Requests to fnprof's HTTP server, by outcome.");
-	fprintf(f, "fnprof_http_requests_total{outcome=\"served\"} %llu\n", st.served);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"bad_request\"} %llu\n", st.bad_request);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"not_found\"} %llu\n", st.not_found);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"too_large\"} %llu\n", st.too_large);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"timeout\"} %llu\n", st.timeouts);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"busy\"} %llu\n", st.busy);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"refused\"} %llu\n", st.refused);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"hung_up\"} %llu\n", st.hung_up);
-	fprintf(f, "fnprof_http_requests_total{outcome=\"failed\"} %llu\n", st.failed);
+	write_outcomes(f, &st);
 }
 
 /* OpenMetrics only when the scraper names it (Prometheus does, first); else the classic text format. */

@@ -25,6 +25,9 @@
 #include "report/http.h"
 #include "base/log.h"
 
+/* A request target's bytes, at most (its NUL included): longer ones are answered 414. */
+#define TARGET_SIZE 1024
+
 enum conn_state { CONN_FREE, CONN_READ, CONN_WAIT, CONN_WRITE, CONN_DRAIN };
 
 struct conn {
@@ -214,6 +217,20 @@ static void conn_error(struct conn *c, int status, const char *why)
 	conn_respond(c, status, NULL, body, body ? strlen(body) : 0);
 }
 
+/* A request over one of the limits: counted, and answered with the limit as the code has it. */
+__attribute__((format(printf, 4, 5)))
+static void conn_too_large(struct http_server *srv, struct conn *c, int status, const char *fmt, ...)
+{
+	char why[128];
+	va_list ap;
+
+	count(srv, &srv->stats.too_large);
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	conn_error(c, status, why);
+}
+
 static void conn_respond_with(struct conn *c, struct http_response *r)
 {
 	if (!r->status || (!r->body && r->len)) {
@@ -308,21 +325,19 @@ static int parse_request_line(const char *line, char *method, char *target, char
 	if (!copy_token(line, m, method, 8) || !copy_token(p + t + 1, v, version, 16) ||
 	    strncmp(version, "HTTP/1.", 7) || p[0] != '/')
 		return 400;
-	return copy_token(p, t, target, 1024) ? 0 : 414;
+	return copy_token(p, t, target, TARGET_SIZE) ? 0 : 414;
 }
 
 /* A complete request head is in c->buf: answer it (or hand it to the worker). */
 static void handle(struct http_server *srv, struct conn *c)
 {
-	char method[8], target[1024], version[16], accept[256], *query;
+	char method[8], target[TARGET_SIZE], version[16], accept[256], *query;
 	struct http_response resp = { 0 };
 	const struct http_route *rt;
 	int status = parse_request_line(c->buf, method, target, version);
 
-	if (status == 414) {
-		count(srv, &srv->stats.too_large);
-		return conn_error(c, 414, "request target longer than 1023 bytes\n");
-	}
+	if (status == 414)
+		return conn_too_large(srv, c, 414, "request target longer than %d bytes\n", TARGET_SIZE - 1);
 	if (status) {
 		count(srv, &srv->stats.bad_request);
 		return conn_error(c, 400, "malformed request line\n");
@@ -370,8 +385,7 @@ static void conn_read(struct http_server *srv, struct conn *c)
 	if (strstr(c->buf, "\r\n\r\n") || strstr(c->buf, "\n\n")) {
 		handle(srv, c);
 	} else if (c->len == HTTP_MAX_REQUEST) {
-		count(srv, &srv->stats.too_large);
-		conn_error(c, 431, "request larger than 8192 bytes\n");
+		conn_too_large(srv, c, 431, "request larger than %d bytes\n", HTTP_MAX_REQUEST);
 	}
 }
 

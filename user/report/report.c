@@ -6,11 +6,13 @@
 #include "base/fit.h"
 #include "base/hist.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "report/report.h"
 #include "base/sanitize.h"
 #include "report/slow_report.h"
 #include "trace/stats.h"
 #include "trace/steps.h"
+#include "trace/tracer.h"
 
 /*
  * A new field in struct fn_stats: compute its figure in fn_figures_compute()
@@ -24,7 +26,7 @@ _Static_assert(sizeof(struct fn_stats) == FN_STATS_WORDS * sizeof(__u64),
 static const struct {
 	const char *key, *text;
 } drop_kinds[DROP_NR] = {
-	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than 64 traced frames (not timed; "
+	[DROP_DEPTH] = { "returns_lost", "returns lost: calls nested deeper than " LOG_STR(FNPROF_MAX_DEPTH) " traced frames (not timed; "
 					 "with uretprobes the kernel does not report their return)" },
 	[DROP_NO_STATE] = { "no_thread_state", "calls not timed: their thread found no free thread state "
 					     "(more threads calling traced functions than --max-threads)" },
@@ -42,7 +44,7 @@ static const struct {
 	[DROP_GO_NOT_G] = { "go_not_on_goroutine", "calls not timed: a traced Go function ran off any goroutine's "
 					       "stack (cgo or assembly), where r14 does not hold the goroutine" },
 	[DROP_GO_STACKS] = { "go_stacks_full", "calls not timed: more live goroutines with traced calls at "
-					       "once than fnprof keeps (4096, or --max-threads if more)" },
+					       "once than fnprof keeps (" LOG_STR(TRACER_GOROUTINES_MIN) ", or --max-threads if more)" },
 	[DROP_DETACHED] = { "frames_detached", "calls open when the probes were taken out between bursts "
 					       "(--max-overhead): their returns were not seen, so they are neither "
 					       "timed nor counted" },

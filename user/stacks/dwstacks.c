@@ -16,6 +16,7 @@
 
 #include "base/array.h"
 #include "base/clock.h"
+#include "base/json.h"
 #include "stacks/dwstacks.h"
 #include "base/proc.h"
 #include "target/procmaps.h"
@@ -86,6 +87,8 @@ struct id_slot {
 
 /* Ids read from the map per batch: a bounded buffer, the lock taken once per batch. */
 #define REFS_BATCH 4096
+/* New ids since the last reading of the map, at least, for the next to come before DWSTACK_PRUNE_S. */
+#define PRUNE_SOONER_IDS 65536
 
 /* A record's stack follows its struct dwarf_sample, as on_sample's does. */
 _Static_assert(sizeof(struct prof_dwarf) == offsetof(struct prof_dwarf, user) + sizeof(struct dwarf_sample),
@@ -242,7 +245,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	if (size < sizeof(*s) || s->stack_len > size - sizeof(*s))
 		return 0;
 	/* A kernel thread has no user registers (ip 0): no unwinder for it. */
-	uw = !d->all ? d->uw : s->regs[16] ? unwinder_of(d, s->pid) : NULL;
+	uw = !d->all ? d->uw : s->regs[FNPROF_REG_IP] ? unwinder_of(d, s->pid) : NULL;
 	if (uw)
 		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
 	/*
@@ -530,12 +533,13 @@ static void pass_done(void *ctx)
 	}
 	/*
 	 * Ids are dropped every DWSTACK_PRUNE_S, after a report, or sooner when
-	 * more came since the last time than the map held then (and 65536): a
-	 * reading of the map costs no more than the ids that came meanwhile.
+	 * more came since the last time than the map held then (and
+	 * PRUNE_SOONER_IDS): a reading of the map costs no more than the ids
+	 * that came meanwhile.
 	 */
 	fresh = d->nr_ids - d->ids_pruned;
 	d->prune_due = d->refs.fd >= 0 && (now - d->last_prune >= DWSTACK_PRUNE_S ||
-					   ((d->prune_asked || (fresh > 65536 && fresh > d->ids_marked)) &&
+					   ((d->prune_asked || (fresh > PRUNE_SOONER_IDS && fresh > d->ids_marked)) &&
 					    now - d->last_prune >= DWSTACK_PRUNE_S / 8));
 }
 
@@ -706,4 +710,37 @@ void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
 	pthread_mutex_lock(&d->lock);
 	*out = d->st_copied;
 	pthread_mutex_unlock(&d->lock);
+}
+
+static void unwind_json(struct json *j, const struct dwstack_stats *st, const struct dwstack_json *x)
+{
+	const struct json_kv kv[] = {
+		{ "stack_bytes", x->stack_bytes },
+		{ "samples", st->samples },
+		{ "truncated", st->truncated },
+		{ "lost", st->lost },
+		{ "ids_lost", st->ids_lost },
+		{ "ids_reused", st->ids_reused },
+		{ "ids_held", st->ids_held },
+		{ "unwinders", st->unwinders },
+		{ "unwinders_evicted", st->unwinders_evicted },
+		{ "fp_fallback", st->fp_fallback + x->fp_fallback },
+		{ "ringbuf_full", x->ringbuf_full },
+		{ "sync_timeouts", st->sync_timeouts },
+		{ "cpu_ns", (__u64)(st->cpu_s * 1e9) },
+	};
+
+	json_obj_begin(j, "unwind");
+	JSON_U64S(j, kv);
+	if (x->inuse_lost)
+		json_u64(j, "inuse_stacks_lost", *x->inuse_lost);
+	json_obj_end(j);
+}
+
+void dwstacks_json(struct dwstacks *d, struct json *j, const struct dwstack_json *x)
+{
+	struct dwstack_stats st;
+
+	dwstacks_stats(d, &st);
+	unwind_json(j, &st, x);
 }

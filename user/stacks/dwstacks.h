@@ -106,4 +106,27 @@ int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);
  */
 void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out);
 
+struct json;
+
+/*
+ * What a profile's BPF side counted of its DWARF stacks, for the JSON
+ * `unwind` object: the bytes copied per stack; events counted with a
+ * frame-pointer stack instead of a copy (added to the unwinder's own
+ * fp_fallback); the times the ring buffer was full. inuse_lost: heap, the
+ * blocks in use whose stack is not known; NULL: no in-use view (key left out).
+ */
+struct dwstack_json {
+	unsigned int stack_bytes;
+	__u64 fp_fallback;
+	__u64 ringbuf_full;
+	const __u64 *inuse_lost;
+};
+
+/*
+ * Writes the `unwind` object of every profile (CPU, offcpu, mutex, heap):
+ * the same keys for all, 0 where a profile has nothing of the kind to count
+ * (the CPU profile's ids, a single process's unwinders evicted).
+ */
+void dwstacks_json(struct dwstacks *d, struct json *j, const struct dwstack_json *x);
+
 #endif /* FNPROF_DWSTACKS_H */

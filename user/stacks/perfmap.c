@@ -667,7 +667,7 @@ void perfmap_refresh(struct perfmap *pm, bool force)
 	else if (!owned_by_target(pm, &st))
 		refuse(pm, "not owned by the process's user");
 	else if (st.st_size > PERFMAP_MAX_BYTES)
-		refuse(pm, "larger than 64 MiB");
+		refuse(pm, "larger than " LOG_STR(PERFMAP_MAX_MIB) " MiB");
 	else
 		read_file(pm, fd, &st);
 	close(fd);

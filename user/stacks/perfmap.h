@@ -27,7 +27,8 @@
 #include <sys/types.h>
 #include <linux/types.h>
 
-#define PERFMAP_MAX_BYTES (64u << 20)
+#define PERFMAP_MAX_MIB 64
+#define PERFMAP_MAX_BYTES (PERFMAP_MAX_MIB * 1048576u)
 #define PERFMAP_MAX_LINE 4096
 #define PERFMAP_MAX_SYMS (1u << 20)
 #define PERFMAP_RECHECK_MS 200  /* a lookup that finds nothing looks at the file again at most this often */

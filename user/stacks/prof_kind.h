@@ -36,7 +36,7 @@ struct prof_conf {
 	char **cmd;                /* launch mode: the command (its libraries are found before they map) */
 	double max_overhead_pct;   /* --max-overhead, for the heap profile's probes; 0: none */
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied for kept events and unwound */
-	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per event (8..65536, x8) */
+	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per event (8..FNPROF_MAX_STACK_COPY, x8) */
 	size_t max_memory;         /* --max-memory: what the target makes the symbolizer hold (budget.h); 0: default */
 };
 

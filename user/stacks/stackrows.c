@@ -44,7 +44,7 @@ struct caller {
 
 struct thread_name {
 	__u32 tid;
-	char comm[16];  /* TASK_COMM_LEN */
+	char comm[FNPROF_COMM_LEN];
 };
 
 struct stackrows {

@@ -350,7 +350,7 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct unwinder *u = arg;
-	__u64 sp = u->s->regs[7];
+	__u64 sp = u->s->regs[FNPROF_REG_SP];
 	__u32 i;
 
 	if (addr < sp || addr - sp + sizeof(*result) > u->s->stack_len) {
@@ -461,7 +461,7 @@ static int walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, in
  */
 static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max)
 {
-	__u64 ip = s->regs[16];
+	__u64 ip = s->regs[FNPROF_REG_IP];
 	unsigned long mark = sigbus_guard_begin();
 	int err;
 
@@ -494,7 +494,7 @@ bool unwinder_has_objects(const struct unwinder *u)
 
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
 {
-	__u64 ip = s->regs[16];
+	__u64 ip = s->regs[FNPROF_REG_IP];
 	int err;
 
 	*truncated = false;
@@ -504,7 +504,7 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 	/* Why walks stop short, for -v: the first few only, there is one per sample. */
 	if (err && u->n < max && u->nr_logged++ < 10)
 		log_debug("unwinding: stopped after %d frames at ip %llx sp %llx: %s", u->n, (unsigned long long)ip,
-			  (unsigned long long)s->regs[7], dwfl_errmsg(-1));
+			  (unsigned long long)s->regs[FNPROF_REG_SP], dwfl_errmsg(-1));
 	if (!u->n)
 		ips[u->n++] = ip;
 	*truncated = u->ran_off && u->n < max;

@@ -152,10 +152,6 @@ static bool taken(const struct anon_range *r, size_t n, __u64 start, __u64 end)
 	return lo > 0 && r[lo - 1].end > start;
 }
 
-/* At most this many ranges of no file kept from before: a runtime that maps and unmaps code for hours. */
-#define KEPT_MAX 4096
-/* And of files: each keeps its object's symbols and DWARF loaded (plug-ins loaded and unloaded for hours). */
-#define KEPT_FILES_MAX 256
 
 /* The ranges of no file old had, where nothing of the n ranges now lies (r, sorted). */
 static int keep_anon(struct procmaps *pm, const struct procmaps *old, const struct anon_range *r, size_t nr)
@@ -169,7 +165,7 @@ static int keep_anon(struct procmaps *pm, const struct procmaps *old, const stru
 	if (!a)
 		return -ENOMEM;
 	pm->anon = a;
-	for (i = 0; i < old->nr_anon && pm->nr_anon < n + KEPT_MAX; i++)
+	for (i = 0; i < old->nr_anon && pm->nr_anon < n + PROCMAPS_KEPT_MAX; i++)
 		if (!taken(r, nr, old->anon[i].start, old->anon[i].end))
 			pm->anon[pm->nr_anon++] = old->anon[i];
 	if (pm->nr_anon > n)
@@ -183,7 +179,7 @@ static int keep_files(struct procmaps *pm, const struct procmaps *old, const str
 	size_t i, cap = pm->nr, n = pm->nr, kept = 0;
 	int err = 0;
 
-	for (i = 0; i < old->nr && kept < KEPT_FILES_MAX && !err; i++) {
+	for (i = 0; i < old->nr && kept < PROCMAPS_KEPT_FILES_MAX && !err; i++) {
 		const struct mapping *m = &old->maps[i];
 
 		if (!m->exec || taken(r, nr, m->start, m->end))

@@ -41,6 +41,11 @@ struct procmaps {
 int procmaps_load(pid_t pid, struct procmaps **out);
 void procmaps_free(struct procmaps *pm);
 
+/* At most this many ranges of no file kept from before: a runtime that maps and unmaps code for hours. */
+#define PROCMAPS_KEPT_MAX 4096
+/* And of files: each keeps its object's symbols and DWARF loaded (plug-ins loaded and unloaded for hours). */
+#define PROCMAPS_KEPT_FILES_MAX 256
+
 /*
  * Adds to pm the executable mappings old had and pm lacks, where nothing in
  * pm lies now, so that samples taken before they went keep their names:
@@ -48,8 +53,8 @@ void procmaps_free(struct procmaps *pm);
  *   milliseconds before it exits (V8 5 ms before its maps vanish, here); the
  *   perf map still names it;
  * - a library dlclose'd since (plug-ins), whose file still names it.
- * At most 4096 ranges of no file and 256 file mappings at a time (each
- * keeps its object loaded). 0, or -ENOMEM (pm then holds its own mappings,
+ * At most PROCMAPS_KEPT_MAX ranges of no file and PROCMAPS_KEPT_FILES_MAX
+ * file mappings at a time. 0, or -ENOMEM (pm then holds its own mappings,
  * and perhaps some of old's).
  */
 int procmaps_keep_unmapped(struct procmaps *pm, const struct procmaps *old);

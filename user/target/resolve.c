@@ -101,6 +101,20 @@ int find_in_path(const char *cmd, char *buf, size_t size)
 	return -ENOENT;
 }
 
+static void log_symtab_error(const char *path, int err)
+{
+	if (err == -E2BIG)
+		log_err("failed to read symbols of %s: more than %uM functions, a name over %u KiB, or names far beyond "
+			"its string table: not a sane ELF file, not read", path, SYMTAB_MAX_FUNCTIONS >> 20,
+			SYMTAB_MAX_NAME_LEN >> 10);
+	else
+		log_err("failed to read symbols of %s: %s", path,
+			err == -EINVAL ? "not an ELF file"
+			: err == -ENODEV ? "not a regular file (fnprof never reads a FIFO, device or directory)"
+			: err == -ESTALE ? "it was truncated or rewritten while fnprof read it; try again"
+			: strerror(-err));
+}
+
 static struct symtab *load_object(struct resolver *r, const char *path, const char *open_path)
 {
 	struct obj_cache *c = &r->cache;
@@ -112,18 +126,12 @@ static struct symtab *load_object(struct resolver *r, const char *path, const ch
 		if (!strcmp(c->e[i].path, path))
 			return c->e[i].st;
 	if (c->nr == sizeof(c->e) / sizeof(c->e[0])) {
-		log_err("too many objects in -f patterns (at most 64)");
+		log_err("too many objects in -f patterns (at most %zu)", sizeof(c->e) / sizeof(c->e[0]));
 		return NULL;
 	}
 	err = symtab_load_target(open_path, path, r->pid, &st);
 	if (err) {
-		log_err("failed to read symbols of %s: %s", path,
-			err == -EINVAL ? "not an ELF file"
-			: err == -ENODEV ? "not a regular file (fnprof never reads a FIFO, device or directory)"
-			: err == -ESTALE ? "it was truncated or rewritten while fnprof read it; try again"
-			: err == -E2BIG ? "more than 8M functions, a name over 64 KiB, or names far beyond its "
-					  "string table: not a sane ELF file, not read"
-			: strerror(-err));
+		log_symtab_error(path, err);
 		return NULL;
 	}
 	if (st->debug_file)
@@ -264,20 +272,27 @@ static bool is_elf(const char *path)
 	return elf;
 }
 
-/* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
-static int find_system_lib(const char *name, char *buf, size_t size)
+/* The ELF file name with the first of n suffixes that names one in the system directories, into buf. */
+static int find_lib_suffixed(const char *name, const char *const *suffixes, size_t n, char *buf, size_t size)
 {
-	static const char *const suffixes[] = { "", ".so", ".so.6", ".so.1", ".so.0", ".so.2" };
 	char file[PATH_MAX + 8];
 	size_t i;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+	for (i = 0; i < n; i++) {
 		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
 		/* Not /usr/lib/python3.11, a directory, for "python3.11". */
 		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
 			return 0;
 	}
 	return -ENOENT;
+}
+
+/* Launch mode fallback: a library named so in the system directories ("libm" -> libm.so.6). */
+static int find_system_lib(const char *name, char *buf, size_t size)
+{
+	static const char *const suffixes[] = { "", ".so", ".so.6", ".so.1", ".so.0", ".so.2" };
+
+	return find_lib_suffixed(name, suffixes, sizeof(suffixes) / sizeof(suffixes[0]), buf, size);
 }
 
 /* Keeps fd open for the whole run: open_path becomes /proc/FNPROF_PID/fd/N, which names that very file. */
@@ -299,15 +314,8 @@ static int find_host_lib(const char *name, char *buf, size_t size)
 	/* Sonames first: the unversioned .so is the development symlink, or a linker script. */
 	static const char *const suffixes[] = { "", ".so.6", ".so.1", ".so.0", ".so.2", ".so.3", ".so.4", ".so.5",
 						".so" };
-	char file[PATH_MAX + 8];
-	size_t i;
 
-	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		snprintf(file, sizeof(file), "%s%s", name, suffixes[i]);
-		if (locate_needed(file, NULL, "", buf, size) && is_elf(buf))
-			return 0;
-	}
-	return -ENOENT;
+	return find_lib_suffixed(name, suffixes, sizeof(suffixes) / sizeof(suffixes[0]), buf, size);
 }
 
 /*

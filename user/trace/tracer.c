@@ -21,6 +21,10 @@
 #include "trace/uprobe_warm.h"
 #include "trace/uprobes.h"
 
+/* --slow's ring buffer: room for a burst of slow calls, ~160 records of 25 KiB (struct slow_call). */
+#define SLOW_RB_BYTES (4 << 20)
+_Static_assert(FNPROF_RB_SIZE_OK(SLOW_RB_BYTES), "a ring buffer's size: a power of two, at least a page");
+
 struct tracer {
 	struct trace_bpf *skel;    /* the uprobe programs, and the maps */
 	struct trace_bpf *sched;   /* the tracepoint programs, on the same maps (NULL: in skel) */
@@ -297,9 +301,8 @@ static int setup(struct trace_bpf *skel, void *arg)
 		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
 	if (!err && t->slow_ns)
 		err = bpf_map__set_max_entries(skel->maps.tslow, t->nr_threads);
-	/* A burst of slow calls: ~160 records of 25 KiB. */
 	if (!err && t->slow_ns)
-		err = bpf_map__set_max_entries(skel->maps.slow_calls, 4 << 20);
+		err = bpf_map__set_max_entries(skel->maps.slow_calls, SLOW_RB_BYTES);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
 	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);

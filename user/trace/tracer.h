@@ -24,7 +24,7 @@ struct tracer;
 struct traced_proc {
 	pid_t pid, ppid;            /* pid 0: slot not used (yet) */
 	unsigned long long delay_ns; /* fork to its probes in place; calls before are not seen */
-	char comm[16];              /* system-wide --by: its name at its first call ("" if unknown) */
+	char comm[FNPROF_COMM_LEN]; /* system-wide --by: its name at its first call ("" if unknown) */
 	unsigned long long cgroup_id; /* and its cgroup v2 id (0 if unknown) */
 };
 
