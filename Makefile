@@ -28,7 +28,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser
 LDLIBS := -lbpf -ldw -lelf -lz -lm
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
+BPF_HDRS := $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 # user/ holds main.c and opts.c on top of folders by layer (docs/architecture.md).

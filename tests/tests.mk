@@ -106,6 +106,9 @@ fnprof-asan: $(ASAN_OBJS)
 # A process exiting between two pages of its maps: the test wraps getline to kill it there.
 $(TEST_BIN)/unit/test_procmaps: UNIT_LDFLAGS := -Wl,--wrap=getline -Wl,--wrap=__getdelim
 
+# The figures of a call, the BPF side's arithmetic in plain C.
+$(TEST_BIN)/unit/test_figures: bpf/figures.h bpf/trace.bpf.h bpf/fnprof.h
+
 $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_BIN)/unit
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -Itests/unit $< $(ASAN_LIB_OBJS) $(LDLIBS) $(UNIT_LDFLAGS) -o $@
