@@ -350,12 +350,23 @@ static __always_inline __u64 switched_out(void *ctx, bool preempt, struct task_s
 	return now;
 }
 
-/* Tests (FNPROF_TEST_HIDE_SWITCH_IN=N): every Nth switch back in inside a call goes as if not reported. */
+#ifdef FNPROF_TEST_HOOKS
+/*
+ * Tests only (fnprof-test, FNPROF_TEST_HIDE_SWITCH_IN=N): every Nth switch
+ * back in inside a call goes as if sched_switch had not reported it, to
+ * check its recovery (switched_in_late).
+ */
 const volatile __u32 hide_switch_in = 0;
 
 static __always_inline bool switch_in_hidden(struct cpu_thread *cpu, const struct thread_state *ts)
 {
 	return hide_switch_in && cpu && ts && ts->out_ns && ++cpu->hidden % hide_switch_in == 0;
 }
+#else
+static __always_inline bool switch_in_hidden(struct cpu_thread *cpu, const struct thread_state *ts)
+{
+	return false;
+}
+#endif
 
 #endif /* FNPROF_SCHED_BPF_H */
