@@ -28,7 +28,7 @@ ALL_CFLAGS := $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -I$(OUTPUT) -Ibpf -Iuser
 LDLIBS := -lbpf -ldw -lelf -lz -lm
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_HDRS := bpf/fnprof.h $(wildcard bpf/*.bpf.h) vmlinux/$(ARCH)/vmlinux.h
+BPF_HDRS := $(wildcard bpf/*.h) vmlinux/$(ARCH)/vmlinux.h
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 # user/ holds main.c and opts.c on top of folders by layer (docs/architecture.md).
@@ -76,10 +76,11 @@ $(OUTPUT):
 PROF_BPF := $(OUTPUT)/heap.bpf.o $(OUTPUT)/mutex.bpf.o $(OUTPUT)/offcpu.bpf.o
 $(PROF_BPF): BPF_CPU := -mcpu=v3
 
+BPF_CC = $(CLANG) -g -O2 -Wall -target bpf $(BPF_CPU) -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
+
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -Wall -target bpf $(BPF_CPU) -D__TARGET_ARCH_$(ARCH) \
-		-Ivmlinux/$(ARCH) -Ibpf -c $< -o $@.tmp
+	$(Q)$(BPF_CC) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
@@ -149,4 +150,4 @@ vmlinux:
 include tests/tests.mk
 
 clean:
-	$(Q)rm -rf $(OUTPUT) $(OUTPUT)-asan fnprof fnprof-asan tests/bin
+	$(Q)rm -rf $(OUTPUT) $(OUTPUT)-asan $(OUTPUT)-test fnprof fnprof-asan fnprof-test tests/bin

@@ -384,9 +384,7 @@ static __always_inline void go_close(struct go_stack *gs, __u32 k, __u64 now)
 	account(f->slot, f->id, &c, f);
 	if (k > 0) {
 		parent = &gs->frames[frame_idx(k - 1)];
-		parent->child_wall += c.wall;
-		parent->child_calls++;
-		parent->desc_calls += 1 + f->desc_calls;
+		call_to_caller(parent, f, &c);
 	}
 	if (k + 1 < gs->depth)
 		count_drops(DROP_ABANDONED, gs->depth - k - 1);

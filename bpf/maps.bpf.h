@@ -1,7 +1,45 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Map helpers every BPF program of fnprof's uses. */
+/* Map helpers every BPF program of fnprof's uses, and the kinds of map that recur among them. */
 #ifndef FNPROF_MAPS_BPF_H
 #define FNPROF_MAPS_BPF_H
+
+/*
+ * An array of value_type whose length user space sets between open and load
+ * (bpf_map__set_max_entries): one entry per thread state, per function, per CPU.
+ */
+#define SIZED_ARRAY(name, value_type)					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_ARRAY);			\
+		__uint(max_entries, 1);	/* set by user space */		\
+		__type(key, __u32);					\
+		__type(value, value_type);				\
+	} name SEC(".maps")
+
+/* The free indexes of a pool (thread states, statistics slots), put in by user space; sized by it. */
+#define FREE_INDEXES(name)						\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_QUEUE);			\
+		__uint(max_entries, 1);	/* set by user space */		\
+		__type(value, __u32);					\
+	} name SEC(".maps")
+
+/* nr per-CPU __u64 counters (drops, events) that percpu_add() bumps and user space sums and shows. */
+#define PERCPU_COUNTERS(name, nr)					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);		\
+		__uint(max_entries, nr);				\
+		__type(key, __u32);					\
+		__type(value, __u64);					\
+	} name SEC(".maps")
+
+/* The stack map of an object that takes stacks (bpf_get_stackid): sized once, in fnprof.h. */
+#define STACK_MAP(name)							\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_STACK_TRACE);			\
+		__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);		\
+		__uint(key_size, sizeof(__u32));			\
+		__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));	\
+	} name SEC(".maps")
 
 /*
  * Adds n to counter key of map, a per-CPU array of __u64 (the drop and

@@ -19,12 +19,7 @@ const volatile bool per_thread = false;
 const volatile bool dwarf = false;
 const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
+STACK_MAP(stacks);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -33,12 +28,7 @@ struct {
 	__type(value, struct prof_val);
 } counts SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PDROP_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} pdrops SEC(".maps");
+PERCPU_COUNTERS(pdrops, PDROP_NR);
 
 static __always_inline void pbump(__u32 idx)
 {
@@ -98,12 +88,7 @@ struct pdw_buf {
 	__u32 busy;               /* a record is being made in it (see pdw_claim) */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);   /* the number of CPUs, set by user space */
-	__type(key, __u32);
-	__type(value, struct pdw_buf);
-} pdw_bufs SEC(".maps");
+SIZED_ARRAY(pdw_bufs, struct pdw_buf);   /* one per CPU */
 
 /*
  * This CPU's buffer, claimed for one record, or NULL. A uprobe program runs

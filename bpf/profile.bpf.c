@@ -25,12 +25,7 @@ const volatile bool per_thread = false;
 const volatile bool dwarf = false;        /* --call-graph dwarf: copy registers and stack */
 const volatile __u32 stack_bytes = FNPROF_DEFAULT_STACK_COPY;  /* how much of the user stack, a multiple of 8 */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, FNPROF_STACK_MAP_ENTRIES);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, FNPROF_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
+STACK_MAP(stacks);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -63,12 +58,7 @@ struct sample_buf {
 	__u8 stack[FNPROF_MAX_STACK_COPY + FNPROF_STACK_SLACK];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);  /* the number of CPUs, set by user space */
-	__type(key, __u32);
-	__type(value, struct sample_buf);
-} bufs SEC(".maps");
+SIZED_ARRAY(bufs, struct sample_buf);   /* one per CPU */
 
 /* [SDROP_*], plus the total of samples seen at SDROP_NR. */
 struct {

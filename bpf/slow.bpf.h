@@ -17,6 +17,7 @@
 #define FNPROF_SLOW_BPF_H
 
 #include "fnprof.h"
+#include "maps.bpf.h"
 #include "trace.bpf.h"
 #include "ustack.bpf.h"
 
@@ -48,41 +49,24 @@ struct thread_slow {
 };
 
 /* With --slow, each thread state's, at the same index (else one unused entry). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);   /* set by user space */
-	__type(key, __u32);
-	__type(value, struct thread_slow);
-} tslow SEC(".maps");
+SIZED_ARRAY(tslow, struct thread_slow);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, FNPROF_RB_MIN);   /* set by user space */
 } slow_calls SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, SLOWDROP_NR);
-	__type(key, __u32);
-	__type(value, __u64);
-} slow_drops SEC(".maps");
+PERCPU_COUNTERS(slow_drops, SLOWDROP_NR);
 
 static __always_inline void slow_count(__u32 reason)
 {
 	percpu_add(&slow_drops, reason, 1);
 }
 
-static __always_inline struct thread_slow *thread_slow(const struct thread_state *ts)
-{
-	__u32 idx = ts->idx;
-
-	return bpf_map_lookup_elem(&tslow, &idx);
-}
-
 /* A new call in frame d (f): no block yet; behind a uretprobe, its return address is kept. */
 static __always_inline void slow_enter(struct thread_state *ts, __u32 d, const struct fn_frame *f)
 {
-	struct thread_slow *s = thread_slow(ts);
+	struct thread_slow *s = thread_entry(&tslow, ts);
 	struct slow_frame *sf;
 
 	if (!s)
@@ -158,7 +142,7 @@ static __always_inline __u32 slow_free_slot(const struct thread_state *ts, const
  */
 static __always_inline void slow_block_begin(void *ctx, struct task_struct *prev, struct thread_state *ts)
 {
-	struct thread_slow *s = thread_slow(ts);
+	struct thread_slow *s = thread_entry(&tslow, ts);
 	struct slow_stack *cap;
 	struct pt_regs *r;
 	long n;
@@ -183,7 +167,7 @@ static __always_inline void slow_block_begin(void *ctx, struct task_struct *prev
 /* sched_switch: the thread comes back after blocking dt ns; the open calls' longest blocks. */
 static __always_inline void slow_block_end(struct thread_state *ts, __u64 dt)
 {
-	struct thread_slow *s = thread_slow(ts);
+	struct thread_slow *s = thread_entry(&tslow, ts);
 	struct slow_frame *sf;
 	__u32 i;
 
@@ -242,7 +226,7 @@ static __always_inline void slow_stacks(struct slow_call *r, struct pt_regs *reg
 static __always_inline void slow_emit(struct pt_regs *regs, const struct thread_state *ts, __u32 k,
 				      const struct fn_frame *f, const struct slow_figures *c)
 {
-	struct thread_slow *s = thread_slow(ts);
+	struct thread_slow *s = thread_entry(&tslow, ts);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct slow_call *r;
 

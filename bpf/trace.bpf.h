@@ -109,7 +109,7 @@ struct thread_ref {
 struct cpu_thread {
 	__u64 regs;
 	__u32 idx1;
-	__u32 hidden;        /* tests: switches back in counted towards hide_switch_in */
+	__u32 hidden;        /* fnprof-test only: switches back in counted towards hide_switch_in (sched.bpf.h) */
 };
 
 /* Per-thread state, in a pool indexed by thread_ref. */

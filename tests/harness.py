@@ -15,6 +15,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "tests", "bin")
 FNPROF = os.environ.get("FNPROF", os.path.join(ROOT, "fnprof"))
+# The test build: fnprof with the hooks that only tests use (FNPROF_TEST_*; tests/tests.mk).
+FNPROF_TEST = os.path.join(ROOT, "fnprof-test")
 
 
 class Skip(Exception):
@@ -42,19 +44,26 @@ def target(name):
     return path
 
 
-def run_fnprof(args, timeout=60, env=None, stdin=None):
-    """Runs fnprof to completion; returns the CompletedProcess (text, both streams)."""
-    return subprocess.run([FNPROF] + list(args), capture_output=True, text=True,
+def run_fnprof(args, timeout=60, env=None, stdin=None, exe=None):
+    """Runs fnprof (or exe) to completion; returns the CompletedProcess (text, both streams)."""
+    return subprocess.run([exe or FNPROF] + list(args), capture_output=True, text=True,
                           timeout=timeout, env=env, stdin=stdin)
 
 
-def traced(args, *cmd, timeout=180, env=None):
+def fnprof_test():
+    """fnprof-test's path (for a test that sets a test hook), checked to be built."""
+    check(os.path.exists(FNPROF_TEST), f"{FNPROF_TEST} not built (run make test-build)")
+    return FNPROF_TEST
+
+
+def traced(args, *cmd, timeout=180, env=None, exe=None):
     """Launch mode with --json: (final report, process result); fnprof must exit 0. The report goes
     to a file (-o): the result's stdout is the command's alone, to compare with an untraced run's."""
     d = tempfile.mkdtemp()
     try:
         out = os.path.join(d, "report.json")
-        p = run_fnprof(list(args) + ["--json", "-o", out, "--"] + [str(c) for c in cmd], timeout=timeout, env=env)
+        p = run_fnprof(list(args) + ["--json", "-o", out, "--"] + [str(c) for c in cmd], timeout=timeout, env=env,
+                       exe=exe)
         check(p.returncode == 0, f"fnprof exit {p.returncode}:\n{p.stderr[-3000:]}")
         with open(out) as f:
             return final_report(f.read()), p

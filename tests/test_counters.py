@@ -7,12 +7,12 @@ import os
 import subprocess
 import time
 
-from harness import FNPROF, Skip, check, final_report, func, run_fnprof, target, truth
+from harness import FNPROF, Skip, check, final_report, fnprof_test, func, run_fnprof, target, truth
 
 
-def counters_of(args, *cmd, taskset=None, env=None):
+def counters_of(args, *cmd, taskset=None, env=None, exe=None):
     prefix = ["taskset", "-c", taskset] if taskset else []
-    p = subprocess.run(prefix + [FNPROF] + list(args) + ["--json", "--"]
+    p = subprocess.run(prefix + [exe or FNPROF] + list(args) + ["--json", "--"]
                        + [str(c) for c in cmd], capture_output=True, text=True, timeout=120, env=env)
     check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
     return final_report(p.stdout), p
@@ -35,14 +35,14 @@ def test_page_faults_per_call():
     check(abs(f["counters"]["minor-faults"]["per_call"] - 64) <= 1, "minor faults")
 
 
-def test_other_process_faults_do_not_leak(env=None):
+def test_other_process_faults_do_not_leak(env=None, exe=None):
     # A neighbour faulting pages as fast as it can, on the same CPU as the traced thread.
     hammer = subprocess.Popen(["taskset", "-c", "0", target("work"), "hammer", "64"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         check("ready" in hammer.stdout.readline(), "hammer did not start")
         rep, _ = counters_of(["-e", "page-faults", "-f", "touch_pages"],
-                             target("work"), "pages", 16, 3000, taskset="0", env=env)
+                             target("work"), "pages", 16, 3000, taskset="0", env=env, exe=exe)
     finally:
         hammer.kill()
         hammer.wait()
@@ -58,7 +58,7 @@ def test_other_process_faults_do_not_leak_through_unseen_switches():
     # was off it are not the thread's. Without the share taken at the late switch in, 24-29 a call.
     if not os.path.exists("/proc/self/schedstat"):
         raise Skip("no CONFIG_SCHED_INFO: switches back in not seen are not recovered")
-    test_other_process_faults_do_not_leak(dict(os.environ, FNPROF_TEST_HIDE_SWITCH_IN="2"))
+    test_other_process_faults_do_not_leak(dict(os.environ, FNPROF_TEST_HIDE_SWITCH_IN="2"), exe=fnprof_test())
 
 
 def test_nested_self_counts():

@@ -14,7 +14,7 @@ import time
 
 from harness import (FNPROF, Skip, Target, check, check_no_drops, final_report, func, json_reports, run_fnprof,
                      target, truth, wait_for, within)
-from harness import traced
+from harness import FNPROF_TEST, fnprof_test, traced
 
 PROBE_SLACK_NS = 30000
 
@@ -123,7 +123,7 @@ def test_switches_in_unseen_recovered():
     if not os.path.exists("/proc/self/schedstat"):
         raise Skip("no CONFIG_SCHED_INFO: switches back in not seen are not recovered")
     env = dict(os.environ, FNPROF_TEST_HIDE_SWITCH_IN="4")
-    rep, p = traced(["-f", "spin_us"], target("work"), "threads", 8, 3000, env=env)
+    rep, p = traced(["-f", "spin_us"], target("work"), "threads", 8, 3000, env=env, exe=fnprof_test())
     t, f = truth(p.stderr, "spin_us"), func(rep, "spin_us")
     ivcsw, unseen = f["context_switches"]["involuntary"], rep["dropped"]["switches_in_unseen"]
     check(ivcsw >= 40, f"{ivcsw} preemptions: too few for every 4th to go unreported")
@@ -131,6 +131,18 @@ def test_switches_in_unseen_recovered():
     check(within(f["oncpu_ns"]["avg"], t["cpu_avg_ns"], rel=0.1, abs_=PROBE_SLACK_NS),
           f"oncpu avg {f['oncpu_ns']['avg']:.0f} vs truth cpu {t['cpu_avg_ns']:.0f}; {unseen} unseen")
     check_wall(f, t, "threads")
+
+
+def test_hooks_only_in_the_test_build():
+    # The hooks that tests set (FNPROF_TEST_*) are compiled into the test build fnprof-test alone:
+    # fnprof reads no such variable and its trace object has no hook. fnprof-test has both, or the
+    # tests that set one would test nothing.
+    for exe, built_in in ((FNPROF, False), (fnprof_test(), True)):
+        with open(exe, "rb") as f:
+            data = f.read()
+        for word in (b"FNPROF_TEST", b"hide_switch_in"):
+            check((word in data) == built_in, f"{exe}: {word.decode()} {'missing' if built_in else 'built in'}")
+    check(FNPROF != FNPROF_TEST, "the tests run the test build as fnprof")
 
 
 def test_thread_states_reused_after_exit():

@@ -22,7 +22,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 ASAN_OBJS := $(patsubst user/%.c,$(OUTPUT)-asan/%.o,$(USER_SRCS))
 ASAN_LIB_OBJS := $(filter-out $(OUTPUT)-asan/main.o,$(ASAN_OBJS))
 
-$(TEST_BIN) $(TEST_BIN)/unit $(OUTPUT)-asan:
+$(TEST_BIN) $(TEST_BIN)/unit $(OUTPUT)-asan $(OUTPUT)-test:
 	$(Q)mkdir -p $@
 
 # Targets: frame pointers on (so that the entry is an emulated push %rbp), -O2.
@@ -103,8 +103,38 @@ fnprof-asan: $(ASAN_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $^ $(LDLIBS) -o $@
 
+# fnprof-test: fnprof with the hooks that only tests use (FNPROF_TEST_HOOKS, e.g. FNPROF_TEST_HIDE_SWITCH_IN),
+# which the production build leaves out. The same objects, but those that load the trace object, built
+# against a variant of it with the hooks (its skeleton under $(OUTPUT)-test, found first).
+HOOK_SRCS := user/trace/tracer.c user/trace/trace_load.c
+HOOK_OBJS := $(patsubst user/%.c,$(OUTPUT)-test/%.o,$(HOOK_SRCS))
+TEST_HOOK_OBJS := $(filter-out $(patsubst user/%.c,$(OUTPUT)/%.o,$(HOOK_SRCS)),$(USER_OBJS)) $(HOOK_OBJS)
+
+$(OUTPUT)-test/trace.bpf.o: bpf/trace.bpf.c $(BPF_HDRS) | $(OUTPUT)-test
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFNPROF_TEST_HOOKS -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)-test/trace.skel.h: $(OUTPUT)-test/trace.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name trace_bpf > $@
+
+$(HOOK_OBJS): $(OUTPUT)-test/%.o: user/%.c $(OUTPUT)-test/trace.skel.h $(SKELS)
+	$(call msg,CC-TEST,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -DFNPROF_TEST_HOOKS -I$(OUTPUT)-test $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(HOOK_OBJS:.o=.d)
+
+fnprof-test: $(TEST_HOOK_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 # A process exiting between two pages of its maps: the test wraps getline to kill it there.
 $(TEST_BIN)/unit/test_procmaps: UNIT_LDFLAGS := -Wl,--wrap=getline -Wl,--wrap=__getdelim
+
+# The figures of a call, the BPF side's arithmetic in plain C.
+$(TEST_BIN)/unit/test_figures: bpf/figures.h bpf/trace.bpf.h bpf/fnprof.h
 
 $(TEST_BIN)/unit/%: tests/unit/%.c tests/unit/unit.h $(ASAN_LIB_OBJS) | $(TEST_BIN)/unit
 	$(call msg,CC,$@)
@@ -164,7 +194,7 @@ $(DEBIAN_NGINX): | $(TEST_BIN)
 	else echo "warning: cannot download Debian's nginx: its tests will be skipped"; fi
 test-deps: $(DEBIAN_NGINX)
 
-test-build: fnprof fnprof-asan $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(FUZZERS)
+test-build: fnprof fnprof-asan fnprof-test $(TARGET_PROGS) $(TARGET_LIBS) $(UNIT_BINS) $(FUZZERS)
 
 # Unit and integration tests run from one harness, which prints "N passed, N failed".
 # The build is a second make: GO is looked up when a Makefile is read, and in

@@ -234,13 +234,30 @@ struct setup_args {
 	const struct events *evs;
 };
 
+#ifdef FNPROF_TEST_HOOKS
+/*
+ * Hooks for the tests, in the test build fnprof-test only (tests/tests.mk):
+ * FNPROF_TEST_HIDE_SWITCH_IN=N has every Nth switch back in inside a call go
+ * as if sched_switch had not reported it. fnprof itself reads no such variable.
+ */
+static void test_hooks(struct trace_bpf *skel)
+{
+	const char *env = getenv("FNPROF_TEST_HIDE_SWITCH_IN");
+
+	skel->rodata->hide_switch_in = env ? (__u32)atoi(env) : 0;
+}
+#else
+static void test_hooks(struct trace_bpf *skel)
+{
+}
+#endif
+
 /* Between open and load, for each instance trace_load() makes. */
 static int setup(struct trace_bpf *skel, void *arg)
 {
 	const struct setup_args *a = arg;
 	struct tracer *t = a->t;
 	int err, slots = a->evs ? a->evs->nr_slots : 0;
-	const char *env;
 
 	skel->rodata->target_tgid = t->pid;
 	/*
@@ -279,8 +296,7 @@ static int setup(struct trace_bpf *skel, void *arg)
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
-	env = getenv("FNPROF_TEST_HIDE_SWITCH_IN");  /* tests: switches back in that sched_switch "missed" */
-	skel->rodata->hide_switch_in = env ? (__u32)atoi(env) : 0;
+	test_hooks(skel);
 	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
 			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
 	skel->rodata->slow_ns = t->slow_ns;
