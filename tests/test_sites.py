@@ -89,6 +89,24 @@ def test_branch_into_the_skipped_bytes_keeps_the_probe_at_entry():
         check(p.stdout == want, f"{fn}: the target's output changed")
 
 
+def test_nopw_then_push_probed_where_this_kernel_emulates():
+    # Issue 34: what the kernel emulates is probed on it (--version -v lists it), not read off a
+    # table for one kernel. `nopw 0x0(%rax,%rax,1); push %rbp`: the probe on the nopw where the
+    # kernel emulates it (6.16 on), on the push where it single-steps it (6.1). Every call counted.
+    p = run_fnprof(["--version", "-v"])
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("  uprobe emulates nopw")]
+    check(p.returncode == 0 and len(line) == 1, f"--version -v: {p.stdout[-1500:]}")
+    check(line[0].endswith(": yes") or line[0].endswith(": no (Linux 6.16)"), line[0])
+    want = ("emulated-nop", 0) if line[0].endswith(": yes") else ("emulated", 6)
+    rows = {name: (site, skip) for site, skip, _, name in listed("-f", "site_nopw_push", "--", target("sites"),
+                                                                   "nopw", "10")}
+    check(rows.get("site_nopw_push") == want, f"{rows}, want {want} ({line[0].strip()})")
+    rep, p = traced(["-f", "site_nopw_push"], target("sites"), "nopw", 3000)
+    f = func(rep, "site_nopw_push")
+    check((f["site"], f["entry_skip_bytes"]) == want, f"traced: {f['site']} {f['entry_skip_bytes']}")
+    check(f["calls"] == truth(p.stderr, "nopw")["calls"], f"{f['calls']} calls of 3000")
+
+
 def test_deflate_right_in_each_launch():
     # Issue 22: deflate() of Debian's libz on 256 bytes (3-4 us), timed by its caller. The truth
     # is the same deflate in a private copy of libz (another inode: no probe), called in turn

@@ -27,6 +27,7 @@
 #include "elf/gobin.h"
 #include "report/heatmap.h"
 #include "target/launch.h"
+#include "target/kfeatures.h"
 #include "elf/debuginfo.h"
 #include "base/log.h"
 #include "opts.h"
@@ -914,6 +915,8 @@ int main(int argc, char **argv)
 		return err;
 	if (o.version) {
 		version_print(stdout, o.verbose);
+		if (o.verbose)
+			kfeatures_print(stdout);  /* what this kernel offers, found on it */
 		return EXIT_OK;
 	}
 	log_verbose = o.verbose;
