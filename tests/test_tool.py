@@ -48,6 +48,8 @@ def test_version():
     # Every kernel fnprof runs on (5.10 on) has these: a probe that says otherwise is broken.
     for name in ("uprobe emulates push %rbp", "uprobe emulates jmp", "ring buffers"):
         check(feats[name] == "yes", f"{name}: {feats[name]}")
+    # And no kernel up to 6.18 emulates endbr64: a probe that says it does saw no single step at all.
+    check(feats["uprobe emulates endbr64"] == "no (no kernel does)", f"endbr64: {feats['uprobe emulates endbr64']}")
 
 
 def test_make_install_destdir_prefix():
