@@ -384,7 +384,8 @@ __asm__(".text\n"
 	CALIB_FN(fnprof_calib_jcc, "\tjne 1f\n1:" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_jmp, "\tjmp 1f\n1:" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_call, "\tcall 1f\n\tret\n1:\tret\n")
-	CALIB_FN(fnprof_calib_nop, "\t.byte 0x0f,0x1f,0x40,0x00\n" PUSH_POP_RET)
+	/* A one-byte nop: every kernel emulates it (3.15 on), as it does any nop it gives SITE_NOP. */
+	CALIB_FN(fnprof_calib_nop, "\tnop\n" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_tail_jmp, "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tjmp fnprof_calib_tail_callee\n")
