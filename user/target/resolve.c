@@ -1241,6 +1241,8 @@ int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *o
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	/* What the kernel emulates (place_entry), found before any object is loaded: its children are forks. */
+	insnprobe_here();
 	if (r.system) {
 		/* No process: no main executable; the objects are opened as the host sees them. */
 		for (i = 0; i < o->nr_funcs && !err; i++)
