@@ -366,35 +366,28 @@ static void cache_write(const struct uprobe_insns *u)
 		unlink(tmp);
 }
 
-static struct uprobe_insns here;
-static double here_ms;
-
 const struct uprobe_insns *insnprobe_here(void)
 {
+	static struct uprobe_insns here;
 	static bool done;
-	double t0 = monotonic_s();
+	double t0 = monotonic_s(), ms;
 	int err;
 
 	if (done)
 		return &here;
 	done = true;
 	if (cache_read(&here)) {
-		here_ms = (monotonic_s() - t0) * 1e3;
-		log_debug("what the kernel emulates for a uprobe: as this boot's first run found (%s)", CACHE_FILE);
+		log_debug("what the kernel emulates for a uprobe: as this boot's first run found (%s, %.2f ms)",
+			  CACHE_FILE, (monotonic_s() - t0) * 1e3);
 		return &here;
 	}
-	err = insnprobe_run(&here, &here_ms);
+	err = insnprobe_run(&here, &ms);
 	if (err)
 		log_debug("what the kernel emulates for a uprobe is not known (%s): assumed as on every kernel",
 			  strerror(-err));
 	else
-		log_debug("what the kernel emulates for a uprobe, probed in %.1f ms", here_ms);
+		log_debug("what the kernel emulates for a uprobe, probed in %.1f ms", ms);
 	if (here.probed)
 		cache_write(&here);
 	return &here;
-}
-
-double insnprobe_cost_ms(void)
-{
-	return here_ms;
 }

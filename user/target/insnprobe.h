@@ -37,7 +37,4 @@ int insnprobe_run(struct uprobe_insns *u, double *ms);
  */
 const struct uprobe_insns *insnprobe_here(void);
 
-/* The wall time the first insnprobe_here() took, in ms (0 before it ran). */
-double insnprobe_cost_ms(void);
-
 #endif /* FNPROF_INSNPROBE_H */

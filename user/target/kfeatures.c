@@ -60,19 +60,33 @@ static bool has_field(const struct btf *btf, const char *type, const char *name)
 	return false;
 }
 
+/*
+ * Whether libbpf's probes can tell anything: they load a program or make a
+ * map, and read a refusal (no privilege) as "no", or a helper as "yes".
+ * 0, or -EPERM when a kprobe program or an array, which every kernel has,
+ * cannot be made.
+ */
+static int bpf_usable(void)
+{
+	static int usable = 1;
+
+	if (usable == 1)
+		usable = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) == 1 &&
+				 libbpf_probe_bpf_map_type(BPF_MAP_TYPE_ARRAY, NULL) == 1 ? 0 : -EPERM;
+	return usable;
+}
+
 /* 1 when the kernel has feature f, 0 when not, -errno when that cannot be told. */
 static int has(const struct feature *f, const struct btf *btf, int btf_err)
 {
 	char fn[128];
 
-	switch (f->by) {
-	case BY_HELPER:
+	if ((f->by == BY_HELPER || f->by == BY_MAP) && bpf_usable())
+		return bpf_usable();
+	if (f->by == BY_HELPER)
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, f->id, NULL);
-	case BY_MAP:
+	if (f->by == BY_MAP)
 		return libbpf_probe_bpf_map_type(f->id, NULL);
-	default:
-		break;
-	}
 	if (!btf)
 		return btf_err;
 	if (f->by == BY_ENUM_VAL)
