@@ -110,6 +110,34 @@ def test_nopw_then_push_probed_where_this_kernel_emulates():
     check(f["calls"] == truth(p.stderr, "nopw")["calls"], f"{f['calls']} calls of 3000")
 
 
+def test_what_the_kernel_emulates_is_probed_once_per_boot():
+    # Issue 34: the probe takes tens of ms and leaves uprobe releases behind it: the first run of
+    # a boot keeps its answer (root's, in /run), later runs read it; a file not fnprof's own
+    # (another key, garbage) is probed over, never believed.
+    path = "/run/fnprof/uprobe-insns"
+    args = ["-v", "--list", "-f", "site_nopw_push", "--", target("sites"), "nopw", "1"]
+
+    def source():
+        p = run_fnprof(args)
+        check(p.returncode == 0, p.stderr[-1500:])
+        said = [ln for ln in p.stderr.splitlines() if "what the kernel emulates for a uprobe" in ln]
+        check(len(said) == 1, p.stderr[-1500:])
+        return "kept" if "first run found" in said[0] else "probed" if "probed in" in said[0] else said[0]
+
+    if os.path.exists(path):
+        os.unlink(path)
+    check(source() == "probed", "no kept answer: probed")
+    st = os.stat(path)
+    check(st.st_uid == 0 and st.st_mode & 0o777 == 0o600, f"{path}: mode {st.st_mode:o}, uid {st.st_uid}")
+    check(os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700, "the directory is root's alone")
+    check(source() == "kept", "the second run probed again")
+    size = st.st_size
+    with open(path, "r+b") as f:
+        f.write(b"another boot id " + b"\xff" * (size - 16))
+    check(source() == "probed", "a foreign answer was believed")
+    check(source() == "kept", "the new answer was not kept")
+
+
 def test_deflate_right_in_each_launch():
     # Issue 22: deflate() of Debian's libz on 256 bytes (3-4 us), timed by its caller. The truth
     # is the same deflate in a private copy of libz (another inode: no probe), called in turn

@@ -332,6 +332,7 @@ static bool cache_read(struct uprobe_insns *u)
 	struct cached c, want = { .key = "" };
 	int fd = open(CACHE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
+	unsigned int i;
 	bool ok;
 
 	if (fd < 0)
@@ -340,6 +341,8 @@ static bool cache_read(struct uprobe_insns *u)
 	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
 	     read(fd, &c, sizeof(c)) == sizeof(c) && !strncmp(c.key, want.key, sizeof(c.key)) && c.u.probed;
 	close(fd);
+	for (i = 0; ok && i < ARCH_INSNS_MAX; i++)
+		ok = c.u.how[i] >= INSN_UNKNOWN && c.u.how[i] <= INSN_OPTIMIZED;
 	if (ok)
 		*u = c.u;
 	return ok;
