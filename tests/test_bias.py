@@ -55,7 +55,11 @@ def test_endbr64_entry_not_single_stepped():
     f = func(rep, "tiny_push")
     check(f["calls"] == 20000, f"calls {f['calls']}")
     check(f["site"] == "emulated" and f["entry_skip_bytes"] == 4, f"site {f['site']}: the probe stayed on the endbr64")
-    check(f["raw_wall_ns"]["avg"] < 3000, f"raw {f['raw_wall_ns']['avg']:.0f} ns: single-stepped")
+    # An emulated probe's cost, by this host's calibration (not a constant: a step costs 4 us on one
+    # host, 15 on another, and an emulated probe a tenth of that); a step would be several times more.
+    emul = rep["calibration"]["emulated"]["bias_ns"]
+    check(f["raw_wall_ns"]["avg"] < 3 * emul, f"raw {f['raw_wall_ns']['avg']:.0f} ns, an emulated probe calibrated "
+          f"at {emul:.0f}: single-stepped")
     check(f["wall_ns"]["avg"] < 300 + 200, f"2 ns function reads {f['wall_ns']['avg']:.0f} ns")
     dis = subprocess.run(["objdump", "-d", target("work_cet")], capture_output=True, text=True).stdout
     check("endbr64" in dis.split("<tiny_push>:")[1][:200], "the target was not built with endbr64")
@@ -159,7 +163,8 @@ def test_calibration_and_overhead_reported():
     check(site in cal and cal[site]["bias_ns"] > 0 and cal[site]["cost_ns"] >= cal[site]["bias_ns"], str(cal))
     others = [k for k in cal if k != site]
     check(all(cal[k]["cost_ns"] is None and cal[k]["bias_ns"] is None for k in others), str(cal))
-    check(rep["overhead"]["probe_ns"] > 5000 * 500, f"overhead {rep['overhead']}")
+    # At least half of what this host's calibration says the 5000 calls' probes cost.
+    check(rep["overhead"]["probe_ns"] > 5000 * 0.5 * cal[site]["cost_ns"], f"overhead {rep['overhead']}, {cal[site]}")
     check(rep["overhead"]["pct_of_process_cpu"] > 5, "a 2 ns function traced 5000 times costs > 5%")
     p = run_fnprof(["-f", "tiny", "--", target("work"), "count", "5000"])
     check("probe overhead:" in p.stderr and "warning: tracing costs" in p.stderr, p.stderr[-1500:])

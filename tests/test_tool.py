@@ -29,9 +29,27 @@ def test_version():
     # -v adds the libbpf fnprof runs with and the kernel, as a bug report needs them.
     p = run_fnprof(["--version", "-v"])
     lines = p.stdout.splitlines()
-    check(p.returncode == 0 and len(lines) == 3, p.stdout)
+    check(p.returncode == 0 and len(lines) > 4 and lines[3] == "kernel features:", p.stdout)
     check(re.match(r"libbpf v?\d+\.\d+", lines[1]), lines[1])
     check(lines[2].split()[2] == os.uname().release, f"{lines[2]!r} vs {os.uname().release}")
+    # Issue 34: then what this kernel offers, found on it: one line per feature, yes, no with the
+    # first kernel that has it (or the option it needs), or unknown with why.
+    feats = {}
+    for ln in lines[4:]:
+        m = re.fullmatch(r"  (.+): (yes|no \((?:Linux \d+\.\d+|CONFIG_\w+|no kernel does|.*; Linux \d+\.\d+)\)"
+                         r"|unknown \(.+\))", ln)
+        check(m or re.fullmatch(r"  \(the uprobe instructions were probed in \d+\.\d ms\)", ln), f"{ln!r}")
+        if m:
+            feats[m.group(1)] = m.group(2)
+    for name in ("uprobe emulates push %rbp", "uprobe emulates nopw 0x0(%rax,%rax,1)", "uprobe optimizes the 5-byte nop",
+                 "uprobe_multi links", "uretprobe system call", "uprobe sessions", "bpf_loop", "task storage maps",
+                 "ring buffers", "BTF uprobes_state.head_tramps"):
+        check(name in feats, f"{name} not listed: {p.stdout}")
+    # Every kernel fnprof runs on (5.10 on) has these: a probe that says otherwise is broken.
+    for name in ("uprobe emulates push %rbp", "uprobe emulates jmp", "ring buffers"):
+        check(feats[name] == "yes", f"{name}: {feats[name]}")
+    # And no kernel up to 6.18 emulates endbr64: a probe that says it does saw no single step at all.
+    check(feats["uprobe emulates endbr64"] == "no (no kernel does)", f"endbr64: {feats['uprobe emulates endbr64']}")
 
 
 def test_make_install_destdir_prefix():

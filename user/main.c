@@ -20,6 +20,7 @@
 #include "format/outfile.h"
 #include "opts.h"
 #include "run.h"
+#include "target/kfeatures.h"
 #include "trace/events.h"
 #include "trace/steps.h"
 #include "trace/uprobe_warm.h"
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 		return err;
 	if (o.version) {
 		version_print(stdout, o.verbose);
+		if (o.verbose)
+			kfeatures_print(stdout);  /* what this kernel offers, found on it */
 		return EXIT_OK;
 	}
 	log_verbose = o.verbose;

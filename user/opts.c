@@ -139,7 +139,7 @@ static const char usage_text[] =
 "      --heap-rate BYTES  mean bytes between heap samples (default 512K: 524288)\n"
 "\n"
 "  -v, --verbose          show libbpf's messages and debug output\n"
-"      --version          print fnprof's version (with -v: libbpf's and the kernel's too)\n"
+"      --version          print fnprof's version (with -v: libbpf's, the kernel's and its features)\n"
 "  -h, --help             show this help\n"
 "\n"
 "Examples:\n"

@@ -39,6 +39,9 @@ static size_t read_object(void *ctx, __u64 vaddr, void *buf, size_t len)
 	return len;
 }
 
+/* A kernel not probed: what every kernel emulates is assumed. */
+static const struct uprobe_insns unprobed;
+
 /* The byte-level questions, asked at every offset (what probe placement asks of a site). */
 static void each_offset(const uint8_t *code, size_t size)
 {
@@ -46,10 +49,11 @@ static void each_offset(const uint8_t *code, size_t size)
 	bool on_ret;
 
 	for (off = 0; off < size && off < 512; off++) {
-		site_kind_of(code + off, size - off);
+		site_kind_of(code + off, size - off, NULL);
+		site_kind_of(code + off, size - off, &unprobed);
 		arch_branch_delta(code + off, size - off);
 	}
-	arch_pair_offset(code, size, BASE, 0, &on_ret);
+	arch_pair_offset(code, size, BASE, 0, NULL, &on_ret);
 }
 
 /* What resolve.c asks of a function's code: exits, their kinds, leaf or not, where the entry goes. */
@@ -68,9 +72,9 @@ static void whole_function(const struct code_part *parts, size_t nr, bool keep_a
 		arch_exit_kind(a, exits[i], &target);
 	free(exits);
 	arch_is_leaf(a);
-	skip = arch_entry_skip(a, keep_args, read_object, o);
-	arch_entry_skip(a, keep_args, NULL, NULL);
-	arch_pair_offset(parts[0].code, parts[0].size, parts[0].vaddr, skip, &on_ret);
+	skip = arch_entry_skip(a, keep_args, NULL, read_object, o);
+	arch_entry_skip(a, keep_args, &unprobed, NULL, NULL);
+	arch_pair_offset(parts[0].code, parts[0].size, parts[0].vaddr, skip, &unprobed, &on_ret);
 	arch_code_free(a);
 }
 

@@ -10,6 +10,8 @@
  *   table   site_table(i % 2): a switch whose case 1 lands on the cmp before the ja
  *   tableok site_table_ok(i % 2): the same switch, every case after the ja
  *   far     site_jcc_far(0): xor; test; je -- the je taken, to a ret 32 bytes on (a 2 ns function)
+ *   nopw    site_nopw_push(i): nopw 0x0(%rax,%rax,1); push %rbp -- the probe on the nop where the
+ *           kernel emulates it (6.16 on), else on the push (issue 34)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +25,14 @@ long site_loop(long x);
 long site_table(long x);
 long site_table_ok(long x);
 long site_jcc_far(long x);
+long site_nopw_push(long x);
 
 __asm__(".text\n"
 	FN(site_jcc_tiny) "\txor %eax,%eax\n\ttest %rdi,%rdi\n\tje 1f\n\tlea 1(%rdi),%rax\n1:\tret\n" END(site_jcc_tiny)
 	FN(site_jcc_far) "\txor %eax,%eax\n\ttest %rdi,%rdi\n\tje 1f\n\tlea 1(%rdi),%rax\n\t.fill 32,1,0x90\n1:\tret\n"
 	END(site_jcc_far)
+	FN(site_nopw_push) "\t.byte 0x66,0x0f,0x1f,0x44,0x00,0x00\n\tpush %rbp\n\tmov %rsp,%rbp\n"
+	"\tlea 1(%rdi),%rax\n\tpop %rbp\n\tret\n" END(site_nopw_push)
 	FN(site_loop) "\tmov %rdi,%rax\n1:\tsub $1,%rax\n\tjne 1b\n\tret\n" END(site_loop)
 	/* case 0: the ret; case 1: the cmp again, with %eax an address now (> 2): out by the ja. */
 	FN(site_table) "\tmov %edi,%eax\n2:\tcmp $2,%eax\n\tja 9f\n\tlea site_cases(%rip),%rdx\n"
@@ -55,8 +60,10 @@ int main(int argc, char **argv)
 		fn = site_table_ok;
 	else if (argc == 3 && !strcmp(argv[1], "far"))
 		fn = site_jcc_far;
+	else if (argc == 3 && !strcmp(argv[1], "nopw"))
+		fn = site_nopw_push;
 	if (!fn || !n) {
-		fprintf(stderr, "usage: sites tiny|loop|table|tableok|far N\n");
+		fprintf(stderr, "usage: sites tiny|loop|table|tableok|far|nopw N\n");
 		return 2;
 	}
 	for (i = 0; i < n; i++)

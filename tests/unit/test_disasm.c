@@ -162,7 +162,7 @@ static size_t skip_args(const unsigned char *code, size_t size, const unsigned c
 {
 	struct code_part parts[2] = { { code, size, BASE }, { cold, cold_size, BASE + 0x100 } };
 	struct arch_code *a = arch_code_new(parts, cold ? 2 : 1);
-	size_t skip = arch_entry_skip(a, keep_args, read_table, NULL);
+	size_t skip = arch_entry_skip(a, keep_args, NULL, read_table, NULL);
 
 	arch_code_free(a);
 	return skip;
@@ -261,14 +261,14 @@ static void entry_goes_to_the_first_emulated_instruction(void)
 	static const unsigned char loop[] = { 0x48, 0x89, 0xf8, 0x48, 0x83, 0xe8, 0x01, 0x75, 0xfa, 0xc3 };
 
 	CHECK(skip_of(go, sizeof(go), NULL, 0) == 4);
-	CHECK(site_kind_of(go + 4, sizeof(go) - 4) == SITE_JCC);
+	CHECK(site_kind_of(go + 4, sizeof(go) - 4, NULL) == SITE_JCC);
 	CHECK(skip_of(test_je, sizeof(test_je), NULL, 0) == 3);
 	CHECK(skip_of(tail, sizeof(tail), NULL, 0) == 2);
-	CHECK(site_kind_of(tail + 2, sizeof(tail) - 2) == SITE_JMP);
+	CHECK(site_kind_of(tail + 2, sizeof(tail) - 2, NULL) == SITE_JMP);
 	CHECK(skip_of(call, sizeof(call), NULL, 0) == 3);
-	CHECK(site_kind_of(call + 3, sizeof(call) - 3) == SITE_CALL);
+	CHECK(site_kind_of(call + 3, sizeof(call) - 3, NULL) == SITE_CALL);
 	CHECK(skip_of(nop, sizeof(nop), NULL, 0) == 3);
-	CHECK(site_kind_of(nop + 3, sizeof(nop) - 3) == SITE_NOP);
+	CHECK(site_kind_of(nop + 3, sizeof(nop) - 3, NULL) == SITE_NOP);
 	CHECK(skip_of(sub_rsp, sizeof(sub_rsp), NULL, 0) == 0);
 	CHECK(skip_of(sys, sizeof(sys), NULL, 0) == 0);
 	CHECK(skip_of(loop, sizeof(loop), NULL, 0) == 0);
@@ -303,11 +303,11 @@ static void site_kinds_follow_the_kernel(void)
 	static const unsigned char j66[] = { 0x66, 0x74, 0x00 }, xchg[] = { 0x41, 0x90 }, pause[] = { 0xf3, 0x90 };
 	static const unsigned char nopw[] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 }, jcc32[] = { 0x0f, 0x84, 0, 0, 0, 0 };
 
-	CHECK(site_kind_of(j66, sizeof(j66)) == SITE_STEPPED);
-	CHECK(site_kind_of(xchg, sizeof(xchg)) == SITE_STEPPED);
-	CHECK(site_kind_of(pause, sizeof(pause)) == SITE_NOP);
-	CHECK(site_kind_of(nopw, sizeof(nopw)) == SITE_NOP);
-	CHECK(site_kind_of(jcc32, sizeof(jcc32)) == SITE_JCC);
+	CHECK(site_kind_of(j66, sizeof(j66), NULL) == SITE_STEPPED);
+	CHECK(site_kind_of(xchg, sizeof(xchg), NULL) == SITE_STEPPED);
+	CHECK(site_kind_of(pause, sizeof(pause), NULL) == SITE_NOP);
+	CHECK(site_kind_of(nopw, sizeof(nopw), NULL) == SITE_NOP);
+	CHECK(site_kind_of(jcc32, sizeof(jcc32), NULL) == SITE_JCC);
 }
 
 /* Where an emulated branch lands, from the site: je +0x24, jne rel32 back, jmp, call (a hint prefix); else 0. */
@@ -368,7 +368,7 @@ static void jump_table_not_found(void)
 
 	table_at = BASE + 0x1000;
 	CHECK(skip_of(f, sizeof(f), NULL, 0) == 0);
-	CHECK(a && arch_entry_skip(a, false, NULL, NULL) == 0);
+	CHECK(a && arch_entry_skip(a, false, NULL, NULL, NULL) == 0);
 	arch_code_free(a);
 	table_at = 0;
 }
@@ -403,14 +403,59 @@ static void pair_twin_on_a_second_stepped_instruction(void)
 	static const unsigned char lea_ret[] = { 0x48, 0x8d, 0x44, 0x3f, 0x01, 0xc3 };
 	bool on_ret = true;
 
-	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 0, &on_ret) == 9 && !on_ret);
-	CHECK(arch_pair_offset(lea_ret, sizeof(lea_ret), BASE, 0, &on_ret) == 5 && on_ret);
-	CHECK(arch_pair_offset(sys, sizeof(sys), BASE, 0, &on_ret) == 0);
-	CHECK(arch_pair_offset(push2, sizeof(push2), BASE, 0, &on_ret) == 0);
-	CHECK(arch_pair_offset(branch, sizeof(branch), BASE, 0, &on_ret) == 0);
-	CHECK(arch_pair_offset(loop, sizeof(loop), BASE, 0, &on_ret) == 0);
+	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 0, NULL, &on_ret) == 9 && !on_ret);
+	CHECK(arch_pair_offset(lea_ret, sizeof(lea_ret), BASE, 0, NULL, &on_ret) == 5 && on_ret);
+	CHECK(arch_pair_offset(sys, sizeof(sys), BASE, 0, NULL, &on_ret) == 0);
+	CHECK(arch_pair_offset(push2, sizeof(push2), BASE, 0, NULL, &on_ret) == 0);
+	CHECK(arch_pair_offset(branch, sizeof(branch), BASE, 0, NULL, &on_ret) == 0);
+	CHECK(arch_pair_offset(loop, sizeof(loop), BASE, 0, NULL, &on_ret) == 0);
 	/* A site further in (past an endbr64, say): offsets from the function's start. */
-	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 9, &on_ret) == 14 && on_ret);
+	CHECK(arch_pair_offset(nop, sizeof(nop), BASE, 9, NULL, &on_ret) == 14 && on_ret);
+}
+
+/* The form of arch_insns whose name holds what, or -1. */
+static int form_named(const char *what)
+{
+	unsigned int i;
+
+	for (i = 0; i < arch_nr_insns; i++)
+		if (strstr(arch_insns[i].name, what))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Issue 34: the site follows what the running kernel was found to emulate.
+ * `nopw; push %rbp`: on the nopw where the kernel emulates it (6.16 on, or
+ * u NULL: as the newest kernel), on the push where it single-steps the nopw
+ * (6.1), and where nothing could be probed (what every kernel emulates).
+ * A 5-byte nop not optimized is an emulated nop, or a stepped one.
+ */
+static void site_follows_the_probed_kernel(void)
+{
+	static const unsigned char code[] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x55, 0x48, 0x89, 0xe5,
+					      0x5d, 0xc3 };
+	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3 };
+	struct code_part part = { code, sizeof(code), BASE };
+	struct uprobe_insns k61 = { .probed = true }, k616 = { .probed = true }, unprobed = { .probed = false };
+	int nopw = form_named("nopw"), nopl = form_named("nopl"), opt = form_named("5-byte nop");
+	struct arch_code *a = arch_code_new(&part, 1);
+	unsigned int i;
+
+	CHECK(a && nopw >= 0 && nopl >= 0 && opt >= 0);
+	for (i = 0; i < arch_nr_insns; i++)
+		k61.how[i] = k616.how[i] = INSN_EMULATED;
+	k61.how[nopw] = k61.how[nopl] = k61.how[opt] = INSN_STEPPED;
+	k616.how[opt] = INSN_EMULATED;
+	CHECK(site_kind_of(code, sizeof(code), NULL) == SITE_NOP && arch_entry_skip(a, false, NULL, NULL, NULL) == 0);
+	CHECK(site_kind_of(code, sizeof(code), &k616) == SITE_NOP && arch_entry_skip(a, false, &k616, NULL, NULL) == 0);
+	CHECK(site_kind_of(code, sizeof(code), &k61) == SITE_STEPPED);
+	CHECK(arch_entry_skip(a, false, &k61, NULL, NULL) == 6 && site_kind_of(code + 6, 6, &k61) == SITE_EMULATED);
+	CHECK(arch_entry_skip(a, false, &unprobed, NULL, NULL) == 6);
+	CHECK(site_kind_of(nop5, sizeof(nop5), NULL) == SITE_NOP5);
+	CHECK(site_kind_of(nop5, sizeof(nop5), &k616) == SITE_NOP);
+	CHECK(site_kind_of(nop5, sizeof(nop5), &k61) == SITE_STEPPED);
+	arch_code_free(a);
 }
 
 int main(void)
@@ -418,6 +463,7 @@ int main(void)
 	RUN(jump_table_is_not_an_exit);
 	RUN(entry_goes_to_the_first_emulated_instruction);
 	RUN(site_kinds_follow_the_kernel);
+	RUN(site_follows_the_probed_kernel);
 	RUN(branch_deltas);
 	RUN(leaves);
 	RUN(entry_keeps_the_arguments_when_asked);

@@ -14,11 +14,49 @@
 
 #include "target/probe.h"
 
-/* The kind of probe site that a function's first bytes make (insn: len bytes of its code). */
-enum site_kind site_kind_of(const unsigned char *insn, size_t len);
+/* What the running kernel does with a uprobe on an instruction (kfeatures.c finds it). */
+enum insn_how {
+	INSN_UNKNOWN,     /* not found (the probe could not run, or the hit was not seen) */
+	INSN_REFUSED,     /* the attach fails */
+	INSN_STEPPED,     /* single-stepped out of line */
+	INSN_EMULATED,    /* emulated in the trap */
+	INSN_OPTIMIZED,   /* replaced by a call after the first hit (the 5-byte nop) */
+};
 
 /*
- * Where the branch at insn (a site of kind SITE_JCC, SITE_JMP or SITE_CALL)
+ * The instruction forms whose handling changed from one kernel to another,
+ * each with a function of fnprof's own that starts with it (for the probe):
+ * name ("emulates push %rbp", what the kernel does to it without a single
+ * step), the first kernel that does ("none"), and
+ * whether every kernel fnprof runs on does (what is assumed when the probe
+ * cannot run).
+ */
+struct arch_insn {
+	const char *name;
+	void (*fn)(void);
+	const char *since;
+	bool old;
+};
+#define ARCH_INSNS_MAX 16
+extern const struct arch_insn arch_insns[];
+extern const unsigned int arch_nr_insns;
+
+/* What the running kernel was found to do with each form of arch_insns (probed false: nothing found). */
+struct uprobe_insns {
+	bool probed;
+	enum insn_how how[ARCH_INSNS_MAX];
+};
+
+/*
+ * The kind of probe site that a function's first bytes make (insn: len
+ * bytes of its code) on the kernel u describes: an instruction it does not
+ * emulate is SITE_STEPPED. u NULL: as on the newest kernel.
+ */
+enum site_kind site_kind_of(const unsigned char *insn, size_t len, const struct uprobe_insns *u);
+
+/*
+ * Where the branch at insn (a jcc, jmp or call with a relative target, a
+ * site of kind SITE_JCC, SITE_JMP or SITE_CALL where the kernel emulates it)
  * goes when taken, in bytes from insn; 0 for any other instruction.
  */
 __s32 arch_branch_delta(const unsigned char *insn, size_t len);
@@ -79,9 +117,10 @@ typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
 
 /*
  * Bytes at the start of a function that its entry probe may skip, so that
- * the probe lands on an instruction the kernel emulates or optimizes (push,
- * nop, jcc, jmp, call; ~0.8 us a hit here) instead of one it must single-
- * step (~10 us): the first such instruction of the entry block, when every
+ * the probe lands on an instruction the kernel u describes emulates or
+ * optimizes (push, nop, jcc, jmp, call, as site_kind_of says) instead of one
+ * it must single-step (about ten times the cost, as the calibration
+ * measures): the first such instruction of the entry block, when every
  * instruction before it goes straight on, leaves the stack pointer, the
  * caller's frame and r14 alone (Go's `cmp 0x10(%r14),%rsp` before its
  * `jbe`; `test %rdi,%rdi` before a `je`; an endbr64), and no branch of the
@@ -91,7 +130,8 @@ typedef size_t (*arch_read_fn)(void *ctx, __u64 vaddr, void *buf, size_t len);
  * nor may they write an argument register (a probe that reads the call's
  * arguments). 0 when none, or when the code does not decode cleanly.
  */
-size_t arch_entry_skip(struct arch_code *a, bool keep_args, arch_read_fn read, void *ctx);
+size_t arch_entry_skip(struct arch_code *a, bool keep_args, const struct uprobe_insns *u, arch_read_fn read,
+		       void *ctx);
 /*
  * Where a single-stepped entry's twin goes (SITE_PAIR): the instruction
  * after the one at site (the entry probe's place), when the site's goes on
@@ -101,7 +141,8 @@ size_t arch_entry_skip(struct arch_code *a, bool keep_args, arch_read_fn read, v
  * from the function's start, or 0; *on_ret: the twin is on a ret (whose
  * step costs otherwise: SITE_PAIR_RET).
  */
-size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site, bool *on_ret);
+size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site,
+			const struct uprobe_insns *u, bool *on_ret);
 
 /*
  * fnprof's own empty functions for the calibration, written in assembly so
@@ -132,6 +173,9 @@ extern const unsigned int arch_calib_ret_offset;
 void fnprof_calib_tail_jmp(void);
 void fnprof_calib_tail_callee(void);
 extern const unsigned int arch_calib_jmp_offset;
+
+/* What the kernel's system call functions are named with (BTF, kallsyms): "__x64_sys_". */
+extern const char arch_syscall_prefix[];
 
 /* The system's library directories for this architecture, ':'-separated, searched first. */
 extern const char arch_lib_dirs[];

@@ -73,6 +73,8 @@ static cs_err open_x86(csh *h)
 #define cs_insn_group cs_api.insn_group
 #define cs_regs_access cs_api.regs_access
 
+const char arch_syscall_prefix[] = "__x64_sys_";
+
 const char arch_lib_dirs[] = "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64";
 
 /* Legacy prefixes the kernel's decoder takes before an opcode (REX aside). */
@@ -83,13 +85,14 @@ static bool legacy_prefix(unsigned char b)
 }
 
 /*
- * What the kernel (arch/x86/kernel/uprobes.c) does with a probe on the
- * instruction at insn: push %reg is emulated; so are nop (0x90, 0x0f 0x1f,
- * whatever their prefixes), jcc, jmp and call with a relative target, which
- * it refuses with a 0x66 prefix; the 5-byte nop is optimized into a call;
- * anything else is single-stepped out of line. Measured on 6.18 here: a push,
- * jcc, jmp, call or nop costs 0.8-0.9 us a hit, a 5-byte nop 0.5, a
- * single step 9-13.
+ * What the newest kernel (arch/x86/kernel/uprobes.c, 6.18) does with a
+ * probe on the instruction at insn: push %reg is emulated; so are nop (0x90,
+ * 0x0f 0x1f, whatever their prefixes), jcc, jmp and call with a relative
+ * target, which it refuses with a 0x66 prefix; the 5-byte nop is optimized
+ * into a call; anything else is single-stepped out of line. Older kernels
+ * emulate less (arch_insns below): site_kind_of follows what the running
+ * one was found to do. A hit on an emulated instruction costs about a tenth
+ * of a single step (the calibration measures both).
  */
 /* Past insn's legacy prefixes (at most 14): the index of what follows; *p66 if one was 0x66. */
 static size_t skip_prefixes(const unsigned char *insn, size_t len, bool *p66)
@@ -101,7 +104,8 @@ static size_t skip_prefixes(const unsigned char *insn, size_t len, bool *p66)
 	return i;
 }
 
-enum site_kind site_kind_of(const unsigned char *insn, size_t len)
+/* The kind of site insn makes on the newest kernel (arch/x86/kernel/uprobes.c, 6.18). */
+static enum site_kind kind_newest(const unsigned char *insn, size_t len)
 {
 	static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 	bool p66 = false, rex = false;
@@ -133,6 +137,106 @@ enum site_kind site_kind_of(const unsigned char *insn, size_t len)
 	return insn[i] == 0xe8 ? SITE_CALL : SITE_STEPPED;
 }
 
+/*
+ * The instruction forms whose handling the kernel changed over the years:
+ * which of them it emulates is probed on the running kernel (kfeatures.c),
+ * each through a function of fnprof's own that starts with it (below).
+ */
+enum x86_form { F_PUSH, F_PUSH_REX, F_NOP90, F_NOP66, F_NOPL, F_NOPW, F_NOP5, F_ENDBR, F_JCC, F_JMP, F_CALL, F_NR };
+
+void fnprof_insn_push(void);
+void fnprof_insn_push_rex(void);
+void fnprof_insn_nop90(void);
+void fnprof_insn_nop66(void);
+void fnprof_insn_nopl(void);
+void fnprof_insn_nopw(void);
+void fnprof_insn_nop5(void);
+void fnprof_insn_endbr(void);
+void fnprof_insn_jcc(void);
+void fnprof_insn_jmp(void);
+void fnprof_insn_call(void);
+
+/*
+ * since: the first kernel that runs the form without a single step; old:
+ * every kernel fnprof runs on does (5.10, what is assumed when the probe
+ * could not run). Push: 4.17 (push_setup_xol_ops); nop, jmp, jcc, call:
+ * 3.15 (branch_setup_xol_ops); xchg %ax,%ax was refused (-ENOTSUPP, the
+ * attach fails) until 6.2 ("Allow to probe a NOP instruction with 0x66
+ * prefix", in the stable kernels of 2023 too); nopl and nopw (0f 1f) are
+ * single-stepped until 6.16 ("Add support to emulate NOP instructions");
+ * the 5-byte nop is optimized into a call from 6.18; endbr64 is stepped.
+ */
+const struct arch_insn arch_insns[] = {
+	[F_PUSH] = { "emulates push %rbp", fnprof_insn_push, "4.17", true },
+	[F_PUSH_REX] = { "emulates push %r12", fnprof_insn_push_rex, "4.17", true },
+	[F_NOP90] = { "emulates nop", fnprof_insn_nop90, "3.15", true },
+	[F_NOP66] = { "emulates xchg %ax,%ax", fnprof_insn_nop66, "6.2", false },
+	[F_NOPL] = { "emulates nopl 0x0(%rax)", fnprof_insn_nopl, "6.16", false },
+	[F_NOPW] = { "emulates nopw 0x0(%rax,%rax,1)", fnprof_insn_nopw, "6.16", false },
+	[F_NOP5] = { "optimizes the 5-byte nop", fnprof_insn_nop5, "6.18", false },
+	[F_ENDBR] = { "emulates endbr64", fnprof_insn_endbr, "none", false },
+	[F_JCC] = { "emulates jcc", fnprof_insn_jcc, "3.15", true },
+	[F_JMP] = { "emulates jmp", fnprof_insn_jmp, "3.15", true },
+	[F_CALL] = { "emulates call", fnprof_insn_call, "3.15", true },
+};
+const unsigned int arch_nr_insns = F_NR;
+_Static_assert(F_NR <= ARCH_INSNS_MAX, "struct uprobe_insns holds every form");
+
+/* The form of an instruction of kind k (kind_newest) at insn, or -1: one no kernel runs without a step. */
+static int form_of(const unsigned char *insn, size_t len, enum site_kind k)
+{
+	static const unsigned char endbr64[] = { 0xf3, 0x0f, 0x1e, 0xfa };
+	bool p66 = false;
+	size_t i;
+
+	switch (k) {
+	case SITE_EMULATED:
+		return insn[0] == 0x41 ? F_PUSH_REX : F_PUSH;
+	case SITE_NOP5:
+		return F_NOP5;
+	case SITE_NOP:
+		i = skip_prefixes(insn, len, &p66);
+		if (insn[i] == 0x90)
+			return p66 ? F_NOP66 : F_NOP90;
+		return p66 ? F_NOPW : F_NOPL;
+	case SITE_JCC:
+		return F_JCC;
+	case SITE_JMP:
+		return F_JMP;
+	case SITE_CALL:
+		return F_CALL;
+	default:
+		return len >= sizeof(endbr64) && !memcmp(insn, endbr64, sizeof(endbr64)) ? F_ENDBR : -1;
+	}
+}
+
+/* How this kernel takes form f: as probed, or as every kernel does when the probe could not tell. */
+static enum insn_how form_how(int f, const struct uprobe_insns *u)
+{
+	if (u->probed && u->how[f] != INSN_UNKNOWN)
+		return u->how[f];
+	return arch_insns[f].old ? INSN_EMULATED : INSN_STEPPED;
+}
+
+enum site_kind site_kind_of(const unsigned char *insn, size_t len, const struct uprobe_insns *u)
+{
+	enum site_kind k = kind_newest(insn, len);
+	int f = form_of(insn, len, k);
+	enum insn_how how;
+
+	if (!u || f < 0)
+		return k;
+	how = form_how(f, u);
+	/* A 5-byte nop the kernel does not optimize is a nopl like any other. */
+	if (f == F_NOP5 && how != INSN_OPTIMIZED) {
+		how = form_how(F_NOPL, u);
+		k = SITE_NOP;
+	}
+	if (how != INSN_EMULATED && how != INSN_OPTIMIZED)
+		return SITE_STEPPED;
+	return f == F_ENDBR ? SITE_NOP : k;
+}
+
 static __s32 rel32_at(const unsigned char *p)
 {
 	__s32 v;
@@ -143,7 +247,7 @@ static __s32 rel32_at(const unsigned char *p)
 
 __s32 arch_branch_delta(const unsigned char *insn, size_t len)
 {
-	enum site_kind k = site_kind_of(insn, len);
+	enum site_kind k = kind_newest(insn, len);
 	bool p66 = false;
 	size_t i;
 
@@ -236,13 +340,14 @@ static bool twin_ok(csh h, const cs_insn *in)
 	return false;
 }
 
-size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site, bool *on_ret)
+size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size_t site,
+			const struct uprobe_insns *u, bool *on_ret)
 {
 	size_t n, i, off = 0, at = 0;
 	cs_insn *in;
 	csh h;
 
-	if (site >= len || site_kind_of(code + site, len - site) != SITE_STEPPED)
+	if (site >= len || site_kind_of(code + site, len - site, u) != SITE_STEPPED)
 		return 0;
 	in = decode_all(&h, code, len, vaddr, &n);
 	if (!in)
@@ -259,7 +364,7 @@ size_t arch_pair_offset(const unsigned char *code, size_t len, __u64 vaddr, size
 	    (twin_ok(h, &in[i + 1]) || (in[i + 1].id == X86_INS_RET && in[i + 1].size == 1))) {
 		*on_ret = in[i + 1].id == X86_INS_RET;
 		at = site + in[i].size;
-		if (site_kind_of(code + at, len - at) != SITE_STEPPED || branch_to(h, in, n, vaddr + at))
+		if (site_kind_of(code + at, len - at, u) != SITE_STEPPED || branch_to(h, in, n, vaddr + at))
 			at = 0;
 	}
 	decode_free(&h, in, n);
@@ -279,11 +384,32 @@ __asm__(".text\n"
 	CALIB_FN(fnprof_calib_jcc, "\tjne 1f\n1:" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_jmp, "\tjmp 1f\n1:" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_call, "\tcall 1f\n\tret\n1:\tret\n")
-	CALIB_FN(fnprof_calib_nop, "\t.byte 0x0f,0x1f,0x40,0x00\n" PUSH_POP_RET)
+	/* A one-byte nop: every kernel emulates it (3.15 on), as it does any nop it gives SITE_NOP. */
+	CALIB_FN(fnprof_calib_nop, "\tnop\n" PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_ret, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_entry_only, PUSH_POP_RET)
 	CALIB_FN(fnprof_calib_tail_jmp, "\tpush %rbp\n\tmov %rsp,%rbp\n\tpop %rbp\n\tjmp fnprof_calib_tail_callee\n")
 	CALIB_FN(fnprof_calib_tail_callee, "\tret\n"));
+
+/*
+ * The forms of arch_insns, one function each that starts with it and
+ * returns. 16-byte aligned: the 5-byte nop is optimized only when it does
+ * not cross a page.
+ */
+#define INSN_FN(name, body) ".p2align 4\n" CALIB_FN(name, body)
+
+__asm__(".text\n"
+	INSN_FN(fnprof_insn_push, "\tpush %rbp\n\tpop %rbp\n\tret\n")
+	INSN_FN(fnprof_insn_push_rex, "\tpush %r12\n\tpop %r12\n\tret\n")
+	INSN_FN(fnprof_insn_nop90, "\t.byte 0x90\n\tret\n")
+	INSN_FN(fnprof_insn_nop66, "\t.byte 0x66,0x90\n\tret\n")
+	INSN_FN(fnprof_insn_nopl, "\t.byte 0x0f,0x1f,0x40,0x00\n\tret\n")
+	INSN_FN(fnprof_insn_nopw, "\t.byte 0x66,0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
+	INSN_FN(fnprof_insn_nop5, "\t.byte 0x0f,0x1f,0x44,0x00,0x00\n\tret\n")
+	INSN_FN(fnprof_insn_endbr, "\t.byte 0xf3,0x0f,0x1e,0xfa\n\tret\n")
+	INSN_FN(fnprof_insn_jcc, "\tjne 1f\n1:\tret\n")
+	INSN_FN(fnprof_insn_jmp, "\tjmp 1f\n1:\tret\n")
+	INSN_FN(fnprof_insn_call, "\tcall 1f\n\tret\n1:\tret\n"));
 
 /* The ret of PUSH_POP_RET: 1 + 3 + 1 bytes in; fnprof_calib_tail_jmp's jmp is where that ret is. */
 const unsigned int arch_calib_ret_offset = 5;
@@ -816,7 +942,7 @@ static bool entry_skippable(csh h, const cs_insn *in, bool keep_args)
  * entry_skippable: its offset, or 0. Only the block is decoded here: the
  * whole function is, and must decode cleanly, when a site is found.
  */
-static size_t first_emulated(const struct code_part *p, bool keep_args)
+static size_t first_emulated(const struct code_part *p, bool keep_args, const struct uprobe_insns *u)
 {
 	size_t n = 0, i, off = 0, site = 0;
 	cs_insn *in = NULL;
@@ -826,7 +952,7 @@ static size_t first_emulated(const struct code_part *p, bool keep_args)
 		return 0;
 	n = cs_disasm(h, p->code, p->size, p->vaddr, ENTRY_BLOCK_MAX, &in);
 	for (i = 0; i < n; off += in[i++].size) {
-		if (site_kind_of(p->code + off, p->size - off) != SITE_STEPPED) {
+		if (site_kind_of(p->code + off, p->size - off, u) != SITE_STEPPED) {
 			site = off;
 			break;
 		}
@@ -889,13 +1015,14 @@ static bool lands_in(const struct code *c, __u64 lo, __u64 hi, arch_read_fn read
 	return false;
 }
 
-size_t arch_entry_skip(struct arch_code *a, bool keep_args, arch_read_fn read, void *ctx)
+size_t arch_entry_skip(struct arch_code *a, bool keep_args, const struct uprobe_insns *u, arch_read_fn read,
+		       void *ctx)
 {
 	const struct code_part *p = &a->parts[0];
 	const struct code *c;
 	size_t site;
 
-	if (!p->size || site_kind_of(p->code, p->size) != SITE_STEPPED || !(site = first_emulated(p, keep_args)))
+	if (!p->size || site_kind_of(p->code, p->size, u) != SITE_STEPPED || !(site = first_emulated(p, keep_args, u)))
 		return 0;
 	c = walked(a);
 	return c && !lands_in(c, p->vaddr, p->vaddr + site, read, ctx) ? site : 0;

@@ -22,8 +22,10 @@ enum exit_mode {
 /*
  * How the kernel handles a uprobe on the instruction of the entry probe's
  * site: it decides what the probe costs inside the measured interval. The
- * kernel emulates push, nop, jcc, jmp and call in the trap (no single step);
- * each is a kind of its own since each is priced on its own.
+ * newest kernels emulate push, nop, jcc, jmp and call in the trap (no single
+ * step); each is a kind of its own since each is priced on its own. What
+ * the running kernel emulates is found on it (target/insnprobe.h): an
+ * instruction it steps is SITE_STEPPED there.
  */
 enum site_kind {
 	SITE_EMULATED,   /* push %reg: emulated in the trap, no single step */

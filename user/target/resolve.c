@@ -18,6 +18,7 @@
 #include "base/proc.h"
 #include "target/procmaps.h"
 #include "target/resolve.h"
+#include "target/insnprobe.h"
 #include "base/safeopen.h"
 #include "base/sanitize.h"
 #include "elf/symbols.h"
@@ -588,18 +589,20 @@ static void place_entry(struct resolver *r, struct probe *p, struct fn_code *fc)
 	const unsigned char *code = fc->nr ? fc->parts[0].code : head;
 	ssize_t n = fc->nr ? (ssize_t)fc->parts[0].size : -1;
 	int fd = code_fd(r, p->open_path);
+	const struct uprobe_insns *u = insnprobe_here();   /* what this kernel emulates */
 
 	if (!fc->nr && fd >= 0)
 		n = pread(fd, head, sizeof(head), p->offset);
-	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, r->o->reads_args, read_object, &fc->obj) : 0;
-	p->kind = n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip) :
-		  site_kind_of(code, 0);
-	p->branch_delta = n > (ssize_t)p->entry_skip ? arch_branch_delta(code + p->entry_skip, n - p->entry_skip) : 0;
+	p->entry_skip = fc->nr ? arch_entry_skip(fc->arch, r->o->reads_args, u, read_object, &fc->obj) : 0;
+	p->kind = n > (ssize_t)p->entry_skip ? site_kind_of(code + p->entry_skip, n - p->entry_skip, u) :
+		  site_kind_of(code, 0, u);
+	p->branch_delta = n > (ssize_t)p->entry_skip && p->kind != SITE_STEPPED ?
+			  arch_branch_delta(code + p->entry_skip, n - p->entry_skip) : 0;
 	if (p->entry_skip)
 		log_debug("%s: entry probe %u bytes in, on an instruction the kernel emulates (%s)", p->name,
 			  p->entry_skip, site_kind_name(p->kind));
 	/* A twin for a single-stepped entry, if the function allows one (used or not: pair_entry). */
-	p->pair_off = fc->nr ? arch_pair_offset(code, n, p->addr, p->entry_skip, &p->pair_ret) : 0;
+	p->pair_off = fc->nr ? arch_pair_offset(code, n, p->addr, p->entry_skip, u, &p->pair_ret) : 0;
 }
 
 /*
@@ -1246,6 +1249,8 @@ int resolve_probes(const struct resolve_conf *o, pid_t pid, struct probe_list *o
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
+	/* What the kernel emulates (place_entry), found before any object is loaded: its children are forks. */
+	insnprobe_here();
 	if (r.system) {
 		/* No process: no main executable; the objects are opened as the host sees them. */
 		for (i = 0; i < o->nr_funcs && !err; i++)

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the running kernel offers fnprof, found on it (not read off its
+ * version number): the instructions it emulates for a uprobe
+ * (insnprobe.h), the 5-byte-nop optimization, uprobe_multi links, the
+ * uretprobe system call, uprobe sessions, bpf_loop, task storage, ring
+ * buffers and the BTF fields fnprof's BPF programs read. `fnprof --version
+ * -v` lists them.
+ */
+#ifndef FNPROF_KFEATURES_H
+#define FNPROF_KFEATURES_H
+
+#include <stdio.h>
+
+/*
+ * One line per feature to f: "  NAME: yes", "  NAME: no (Linux X)" (the
+ * first kernel that has it, or the kernel option it needs), or "  NAME:
+ * unknown (why)". Costs ~10 ms (the kernel's BTF is read).
+ */
+void kfeatures_print(FILE *f);
+
+#endif /* FNPROF_KFEATURES_H */
