@@ -14,6 +14,7 @@
 #include "opts.h"
 #include "format/outfile.h"
 #include "target/resolve.h"
+#include "trace/tracer.h"
 #include "stacks/prof_kind.h"
 
 /* The help text gives the default stack copy in words. */
@@ -58,9 +59,12 @@ static const char usage_text[] =
 "                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
 "      --max-threads N    threads traced at once: a thread holds a state (~8.5 KiB of kernel\n"
-"                         memory) from its first traced call until it exits (default: 512, or\n"
-"                         twice the target's threads at the start; system-wide 4096); in a Go\n"
-"                         program also the goroutines whose calls are kept at once (at least 4096)\n"
+"                         memory) from its first traced call until it exits (default: "
+			 LOG_STR(TRACER_THREADS_DEFAULT) ", or\n"
+"                         twice the target's threads at the start; system-wide "
+			 LOG_STR(TRACER_THREADS_SYSTEM) "); in a Go\n"
+"                         program also the goroutines whose calls are kept at once (at least "
+			 LOG_STR(TRACER_GOROUTINES_MIN) ")\n"
 "\n"
 "Functions (-f is repeatable):\n"
 "  -f, --func NAME        a function of the main executable ('parse_*' globs work)\n"
