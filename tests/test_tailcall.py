@@ -14,8 +14,12 @@ US = 200
 
 
 def near_truth(f, t, what):
-    got, want = f["wall_ns"]["avg"], t["wall_avg_ns"]
-    check(abs(got - want) <= 0.15 * want + 40000, f"{what}: wall avg {got:.0f} ns vs truth {want:.0f}")
+    """The calls' time against the target's own. On CPU where the target measured its thread's CPU
+    time: a loaded machine's waits for a CPU land outside the traced window too (between the
+    target's clock and the probe), which a wall average of a few hundred calls cannot absorb."""
+    key, truth_key = ("oncpu_ns", "cpu_avg_ns") if "cpu_avg_ns" in t else ("wall_ns", "wall_avg_ns")
+    got, want = f[key]["avg"], t[truth_key]
+    check(abs(got - want) <= 0.15 * want + 40000, f"{what}: {key} avg {got:.0f} ns vs truth {want:.0f}")
 
 
 def tail_jmp(fn, prog="tailcall"):
@@ -80,7 +84,7 @@ def test_indirect_tail_call_reported_untimed():
     rep, p = traced(["--exit", "ret", "-f", "tail_indirect"], target("tailcall"), "indirect", US, 300)
     f = func(rep, "tail_indirect")
     check(f["calls"] == 300 and f["tail_exits_untimed"] == 300, f"{f['calls']} calls, {f['tail_exits_untimed']} untimed")
-    check(f["wall_ns"]["avg"] < US * 1000 / 2, f"avg {f['wall_ns']['avg']}: ends at the jmp")
+    check(f["oncpu_ns"]["avg"] < US * 1000 / 2, f"on-CPU avg {f['oncpu_ns']['avg']}: ends at the jmp")
     check_no_drops(rep["dropped"], f["calls"], f["context_switches"]["involuntary"])
     text = run_fnprof(["--exit", "ret", "-f", "tail_indirect", "--", target("tailcall"), "indirect", "50", "20"]).stderr
     check("tail_indirect: 20 of 20 calls left by a tail call to an unknown function" in text, text[-2000:])

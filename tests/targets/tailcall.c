@@ -4,7 +4,8 @@
  * for --exit=ret: their time goes on in the callee until it returns. The
  * driver times each call of the traced function itself, callee included,
  * and prints the ground truth to stderr as
- *   truth NAME calls=N wall_avg_ns=X
+ *   truth NAME calls=N wall_avg_ns=X cpu_avg_ns=Y
+ * (Y: the thread's CPU time, which a loaded machine's waits for a CPU leave out)
  *
  * Usage: tailcall MODE US N
  *   c US N         N calls of c_tail(US): spins 10 us, then `return callee(US)`, which gcc -O2
@@ -235,13 +236,15 @@ __asm__(".text\n"
 static void run_escapes(bool late, unsigned int us, long n)
 {
 	static volatile long i, done;
-	static volatile unsigned long long sum, w0;
+	static volatile unsigned long long sum, w0, cpu, c0;
 
 	for (i = 0; i < n; i++) {
 		escape = i & 1;
 		w0 = clock_ns();
+		c0 = cpu_ns();
 		if (!setjmp(escape_env)) {
 			call_fn(late ? tail_late : tail_abandon, us);
+			cpu += cpu_ns() - c0;
 			sum += clock_ns() - w0;
 			done++;
 		}
@@ -253,8 +256,9 @@ static void run_escapes(bool late, unsigned int us, long n)
 			call_fn(callee, 20);
 	}
 	printf("%ld calls of %s\n", n, late ? "tail_late" : "tail_abandon");
-	fprintf(stderr, "truth %s calls=%ld wall_avg_ns=%.1f abandoned=%ld\n", late ? "tail_late" : "tail_abandon",
-		(long)done, done ? (double)sum / done : 0.0, n - done);
+	fprintf(stderr, "truth %s calls=%ld wall_avg_ns=%.1f cpu_avg_ns=%.1f abandoned=%ld\n",
+		late ? "tail_late" : "tail_abandon", (long)done, done ? (double)sum / done : 0.0,
+		done ? (double)cpu / done : 0.0, n - done);
 }
 
 /* caller, cboth: the traced calls' CPU time, and less what the callee's probe took of it inside them. */
@@ -320,7 +324,7 @@ int main(int argc, char **argv)
 		{ "indirect", "tail_indirect", tail_indirect },
 		{ "other", "callee", callee },
 	};
-	unsigned long long sum = 0, w0;
+	unsigned long long sum = 0, cpu = 0, w0, c0;
 	unsigned int us;
 	long i, n, k;
 
@@ -351,13 +355,16 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < n; i++) {
 		w0 = clock_ns();
+		c0 = cpu_ns();
 		modes[k].fn(us);
+		cpu += cpu_ns() - c0;
 		sum += clock_ns() - w0;
 		/* both: the callee from another caller, between the traced calls. */
 		if (k == 3)
 			callee(20);
 	}
 	printf("%ld calls of %s\n", n, modes[k].name);
-	fprintf(stderr, "truth %s calls=%ld wall_avg_ns=%.1f\n", modes[k].name, n, n ? (double)sum / n : 0.0);
+	fprintf(stderr, "truth %s calls=%ld wall_avg_ns=%.1f cpu_avg_ns=%.1f\n", modes[k].name, n,
+		n ? (double)sum / n : 0.0, n ? (double)cpu / n : 0.0);
 	return 0;
 }
