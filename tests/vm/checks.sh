@@ -314,7 +314,8 @@ run_checks() {
 
 # The logs the next steps need (issue 34): what the verifier says, what calibration measures.
 run_diag() {
-	for cmd in "-v -f spin_us -- $B/work spin 20 10" "-v -- $B/burn 1" "--calibrate" \
+	for cmd in "-v -f spin_us -- $B/work spin 20 10" "-v -- $B/burn 1" "-v --profile offcpu -- $B/offcpu 0.2" \
+		"-v --profile mutex -- $B/mutex 0.2" "-v --profile heap -- $B/heap 0 0.1" "--calibrate" \
 		"--list -f k_* -- $V/sitekinds 1" "--version -v"; do
 		echo "DIAG-BEGIN fnprof $cmd"
 		# shellcheck disable=SC2086
