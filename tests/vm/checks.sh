@@ -47,6 +47,9 @@ failed() {
 	reason=$msg
 }
 
+# Whether process PID still runs: an exited child stays a zombie until waited for, and kill -0 finds it.
+alive() { [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z ' "/proc/$1/stat"; }
+
 ok() { verdict=PASS reason="$*"; }
 bad() { verdict=FAIL reason="$*"; }
 
@@ -76,12 +79,13 @@ check_trace_pid() {
 	$B/work gate 300 <"$T/gate" >"$T/$name.out" 2>"$T/$name.truth" &
 	pid=$!
 	exec 3>"$T/gate"
+	wait_line "$T/$name.out" ready $pid >/dev/null
 	off=$("$F" --list -f outer -p $pid | awk 'NR == 2 { print $3 }')
 	fpbg -p $pid -f outer -f inner --json -o "$T/$name.json" &
 	fpid=$!
 	i=0
 	while [ "$(code_byte $pid "$(readlink /proc/$pid/exe)" $((off)))" != " cc" ] && [ $i -lt 600 ] &&
-		kill -0 $fpid 2>/dev/null; do
+		alive $fpid; do
 		sleep 0.2
 		i=$((i + 1))
 	done
@@ -162,7 +166,7 @@ check_all() {
 # The last line of FILE that matches PATTERN, waited for up to 120 s while process PID lives.
 wait_line() {
 	i=0
-	until grep -q "$2" "$1" 2>/dev/null || [ $i -ge 600 ] || ! kill -0 "$3" 2>/dev/null; do
+	until grep -q "$2" "$1" 2>/dev/null || [ $i -ge 600 ] || ! alive "$3"; do
 		sleep 0.2
 		i=$((i + 1))
 	done
@@ -193,8 +197,8 @@ check_listen() {
 	url=$(wait_line "$T/$name.err" "serving http://" $fpid | sed -n 's/.*\(http:[^ ]*metrics\).*/\1/p')
 	wait_line "$T/$name.err" "truth fleet_call" $fpid >/dev/null
 	i=0
-	while [ -n "$url" ] && [ $i -lt 50 ] && kill -0 $fpid 2>/dev/null; do
-		wget -q -T 10 -O "$T/$name.prom" "$url" 2>/dev/null
+	while [ -n "$url" ] && [ $i -lt 50 ] && alive $fpid; do
+		timeout 20 wget -q -O "$T/$name.prom" "$url" 2>/dev/null  # (busybox 1.35 wget -T crashes)
 		n=$(sed -n 's/^fnprof_calls_total{.*function="fleet_call".*} \([0-9]*\)$/\1/p' "$T/$name.prom")
 		[ "$n" = 200 ] && break
 		sleep 0.2
@@ -244,28 +248,24 @@ check_heap() {
 }
 
 # --slow: every sleeping call of handle kept (or counted as dropped), with its caller's stack and the
-# stack it blocked in. A sleep is 5 ms off the CPU; under TCG part or all of it may be a wait in the
-# run queue (the timer fired before the thread got back to sleep): off-CPU time, not blocked time, says
-# which calls slept. One sleep in 30 may show less than 4.5 ms off the CPU: a run on 6.1 in about five
-# did (29 of 30, nothing dropped or unseen; not understood: TCG's clock is suspect). It shows in the reason.
+# stack it blocked in. The sleeping calls are told by that stack (wait_for_disk), not by their times:
+# under single-threaded TCG guest time runs on while a vCPU waits its turn, and a 5 ms sleep read
+# 1 ms blocked and 4 ms on the CPU once. One sleep may not block at all (its timer fired while the
+# thread waited in the run queue, before it went to sleep): one of 30 may be missing.
 check_slow() {
 	fp -f handle --slow 1ms --json -o "$T/$name.json" -- $B/slowcall >"$T/$name.out"
 	[ $rc -eq 0 ] || { failed; return; }
 	want=$(truth "$T/$name.out" slow sleeps)
 	r=$(last "$T/$name.json" trace)
 	lost=$(echo "$r" | jq '.slow_calls_dropped + .dropped.switches_in_unseen')
-	s=$(echo "$r" | jq '[.slow_calls[] | select(.function == "handle" and .blocked_ns + .runq_ns >= 4500000)]')
-	n=$(echo "$s" | jq length)
-	nb=$(echo "$s" | jq '[.[] | select(.blocked_ns >= 4500000)] | length')
+	n=$(echo "$r" | jq '[.slow_calls[] | select(.function == "handle" and
+		((.blocked_stack // []) | index("wait_for_disk")))] | length')
+	kept=$(echo "$r" | jq '.slow_calls | length')
 	stacks=$(echo "$r" | jq '[.slow_calls[] | select(.stack[0] == "handle" and (.stack | index("serve_loop")) and
 		(.stack | index("main")) and .wall_ns >= 1000000)] | length')
-	kept=$(echo "$r" | jq '.slow_calls | length')
-	bstacks=$(echo "$s" | jq '[.[] | select(.blocked_ns < 4500000 or
-		((.blocked_stack // []) | index("wait_for_disk")))] | length')
-	why="$n sleeping calls kept ($nb blocked), $lost dropped or unseen, of $want sleeps; $stacks of $kept with"
-	why="$why the caller's stack, $bstacks of $n with the blocked stack"
-	[ -n "$want" ] && [ "$n" -gt 0 ] && [ "$nb" -le "$want" ] && [ $((n + lost + 1)) -ge "$want" ] &&
-		[ "$stacks" = "$kept" ] && [ "$bstacks" = "$n" ] && ok "$why" || bad "$why"
+	why="$n sleeping calls kept, $lost dropped or unseen, of $want sleeps; $stacks of $kept with the caller's stack"
+	[ -n "$want" ] && [ "$n" -gt 0 ] && [ "$n" -le "$want" ] && [ $((n + lost + 1)) -ge "$want" ] &&
+		[ "$stacks" = "$kept" ] && ok "$why" || bad "$why"
 }
 
 check_go() {
