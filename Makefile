@@ -56,6 +56,8 @@ DEBIAN_PKGS := clang llvm make gcc g++ libbpf-dev bpftool libelf-dev zlib1g-dev 
 # browser that renders the --svg pictures, and mandoc to lint the man page.
 TEST_PKGS := python3 binutils util-linux golang-go libclang-rt-14-dev debuginfod curl iproute2 prometheus chromium \
 	mandoc
+# make vmtest: QEMU and its BIOS, the guest's busybox and jq, cpio for its initramfs, the archive keys.
+TEST_PKGS += qemu-system-x86 seabios busybox-static jq cpio debian-archive-keyring
 # Node for the JIT test (tests/test_jit.py), unless one is installed already (Debian 12's is v18).
 TEST_PKGS += $(if $(shell command -v node 2>/dev/null),,nodejs)
 # The peers that make bench compares fnprof with.
