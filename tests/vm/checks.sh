@@ -119,7 +119,7 @@ check_nop_entry() {
 	[ -s "$T/sites.json" ] || { bad "no sites run to read"; return; }
 	s=$(fget "$T/sites.json" trace k_nopw '"\(.site) +\(.entry_skip_bytes)"')
 	case "$(arg nop):$s" in
-	emulated:"emulated-nop +0" | stepped:"emulated +6") ok "k_nopw probed at $s (nop $(arg nop) here)" ;;
+	emulated:"emulated-nop +0" | stepped:"emulated +"[1-9]*) ok "k_nopw probed at $s (nop $(arg nop) here)" ;;
 	*) bad "k_nopw probed at $s, but this kernel's nop is $(arg nop)" ;;
 	esac
 }
