@@ -92,11 +92,11 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 static __always_inline bool send_sample(struct bpf_perf_event_data *ctx, __u32 pid)
 {
 	struct pt_regs copy;
-	const struct pt_regs *r = ustack_user_regs(&copy);
+	const struct pt_regs *r;
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
 
-	if (!r)
+	if (!ustack_user_regs(&copy, &r))
 		return false;
 	if (!b)
 		return true;

@@ -66,18 +66,23 @@ static __always_inline void pending_returns(struct task_struct *t, struct dwarf_
 }
 
 /*
- * The current thread's user registers: bpf_task_pt_regs' (kernel 5.15,
- * commit dd6e10fbd9fb "bpf: Add bpf_task_pt_regs() helper"), or before it a
- * copy into *buf of those saved on its kernel stack. The choice is made at
- * load time, from the kernel's own list of helpers (its BTF): the verifier
- * drops the other branch, so that a kernel without the helper never sees
- * its call. NULL when there are none (a kernel thread, on an older kernel).
+ * The current thread's user registers into *r: bpf_task_pt_regs' (kernel
+ * 5.15, commit dd6e10fbd9fb "bpf: Add bpf_task_pt_regs() helper"), or before
+ * it a copy into *buf of those saved on its kernel stack. The choice is made
+ * at load time, from the kernel's own list of helpers (its BTF): the
+ * verifier drops the other branch, so that a kernel without the helper never
+ * sees its call. False when there are none (a kernel thread, before 5.15):
+ * a constant true with the helper, so that the caller's check costs nothing
+ * there either.
  */
-static __always_inline const struct pt_regs *ustack_user_regs(struct pt_regs *buf)
+static __always_inline bool ustack_user_regs(struct pt_regs *buf, const struct pt_regs **r)
 {
-	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs))
-		return (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	return arch_saved_user_regs((struct task_struct *)bpf_get_current_task(), buf) ? buf : NULL;
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+		*r = (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		return true;
+	}
+	*r = buf;
+	return arch_saved_user_regs((struct task_struct *)bpf_get_current_task(), buf);
 }
 
 /*
