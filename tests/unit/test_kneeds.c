@@ -17,8 +17,8 @@
 
 /* Debian 11's 5.10: ring buffers, none of the rest. */
 static const unsigned int has_5_10 = HAS(RINGBUF);
-/* Ubuntu 22.04's 5.15: everything but bpf_loop. */
-static const unsigned int has_5_15 = ALL & ~HAS(LOOP);
+/* Ubuntu 22.04's 5.15: everything but bpf_loop and sched_switch's prev_state. */
+static const unsigned int has_5_15 = ALL & ~(HAS(LOOP) | HAS(SWITCH_STATE));
 
 static void a_kernel_with_everything_refuses_nothing(void)
 {
@@ -49,16 +49,17 @@ static void tracing_on_5_10_names_all_it_lacks_newest_first(void)
 	CHECK(strstr(msg, "; sampling (--sample) runs on it"));
 }
 
-/* 5.15: tracing lacks bpf_loop alone; the profiles run. */
-static void on_5_15_only_bpf_loop_is_missing(void)
+/* 5.15: tracing lacks bpf_loop alone, the offcpu profile sched_switch's prev_state; the rest runs. */
+static void on_5_15_tracing_lacks_bpf_loop_alone(void)
 {
 	char msg[512];
 
 	CHECK(kneeds_refusal(MODE(TRACE), has_5_15, "5.15.0-91-generic", msg, sizeof(msg)) == KMODE_TRACE);
 	CHECK(!strcmp(msg, "tracing (-f) needs what this kernel (5.15.0-91-generic) lacks: bpf_loop (Linux 5.17); "
 			   "sampling (--sample) runs on it"));
-	CHECK(kneeds_refusal(MODE(SAMPLE) | MODE(OFFCPU) | MODE(MUTEX) | MODE(HEAP), has_5_15, "5.15", msg,
-			     sizeof(msg)) == -1);
+	CHECK(kneeds_refusal(MODE(OFFCPU), has_5_15, "5.15", msg, sizeof(msg)) == KMODE_OFFCPU);
+	CHECK(strstr(msg, "lacks: sched_switch's prev_state argument (Linux 5.18);"));
+	CHECK(kneeds_refusal(MODE(SAMPLE) | MODE(MUTEX) | MODE(HEAP), has_5_15, "5.15", msg, sizeof(msg)) == -1);
 }
 
 /* What has fallbacks in the BPF programs needs nothing more than ring buffers: sampling and heap on 5.10. */
@@ -95,7 +96,8 @@ static void a_short_buffer_is_cut_not_overrun(void)
 static void each_mode_needs_what_its_table_says(void)
 {
 	CHECK(kneeds_of(KMODE_SAMPLE) == HAS(RINGBUF));
-	CHECK(kneeds_of(KMODE_TRACE) == ALL);
+	CHECK(kneeds_of(KMODE_TRACE) == (ALL & ~HAS(SWITCH_STATE)));  /* its sched_switch takes three arguments */
+	CHECK(kneeds_of(KMODE_OFFCPU) & HAS(SWITCH_STATE));
 	CHECK(kneeds_of(KMODE_NR) == 0);
 }
 
@@ -103,7 +105,7 @@ int main(void)
 {
 	RUN(a_kernel_with_everything_refuses_nothing);
 	RUN(tracing_on_5_10_names_all_it_lacks_newest_first);
-	RUN(on_5_15_only_bpf_loop_is_missing);
+	RUN(on_5_15_tracing_lacks_bpf_loop_alone);
 	RUN(sampling_and_heap_run_on_5_10);
 	RUN(no_hint_where_sampling_cannot_run);
 	RUN(a_short_buffer_is_cut_not_overrun);

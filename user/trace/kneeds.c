@@ -6,13 +6,14 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
 #include "trace/kneeds.h"
 
-/* How a need is asked for: libbpf's probe of a helper or a map type, or a program of ours. */
-enum ask_by { BY_HELPER, BY_MAP, BY_INSN };
+/* How a need is asked for: libbpf's probe of a helper or a map type, or a probe of ours. */
+enum ask_by { BY_HELPER, BY_MAP, BY_ATOMICS, BY_SWITCH_ARG };
 
 /* The one table: each need, how to ask for it, the first kernel with it (oldest first). */
 static const struct need {
@@ -24,10 +25,11 @@ static const struct need {
 	[KNEED_RINGBUF] = { "ring buffers", BY_MAP, BPF_MAP_TYPE_RINGBUF, "5.8" },
 	[KNEED_TASK_STORAGE] = { "task storage maps", BY_MAP, BPF_MAP_TYPE_TASK_STORAGE, "5.11" },
 	[KNEED_TASK_BTF] = { "bpf_get_current_task_btf", BY_HELPER, BPF_FUNC_get_current_task_btf, "5.11" },
-	[KNEED_ATOMICS] = { "BPF_FETCH atomics", BY_INSN, 0, "5.12" },
+	[KNEED_ATOMICS] = { "BPF_FETCH atomics", BY_ATOMICS, 0, "5.12" },
 	[KNEED_TASK_PT_REGS] = { "bpf_task_pt_regs", BY_HELPER, BPF_FUNC_task_pt_regs, "5.15" },
 	[KNEED_ATTACH_COOKIE] = { "bpf_get_attach_cookie", BY_HELPER, BPF_FUNC_get_attach_cookie, "5.15" },
 	[KNEED_LOOP] = { "bpf_loop", BY_HELPER, BPF_FUNC_loop, "5.17" },
+	[KNEED_SWITCH_STATE] = { "sched_switch's prev_state argument", BY_SWITCH_ARG, 0, "5.18" },
 };
 
 #define NEED(x) (1U << KNEED_##x)
@@ -41,7 +43,7 @@ static const struct mode {
 						  NEED(TASK_PT_REGS) | NEED(ATTACH_COOKIE) | NEED(LOOP) },
 	[KMODE_SAMPLE] = { "sampling (--sample)", NEED(RINGBUF) },
 	[KMODE_OFFCPU] = { "the offcpu profile", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) |
-						 NEED(TASK_PT_REGS) },
+						 NEED(TASK_PT_REGS) | NEED(SWITCH_STATE) },
 	[KMODE_MUTEX] = { "the mutex profile", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) |
 						NEED(TASK_PT_REGS) },
 	[KMODE_HEAP] = { "the heap profile", NEED(RINGBUF) },
@@ -78,6 +80,30 @@ static int probe_atomics(void)
 	return errno == EINVAL ? 0 : -errno;
 }
 
+/*
+ * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
+ * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
+ * sched_switch event"), 0 when not, -errno when it cannot be told. Its
+ * prototype in the kernel's BTF: the tracepoint's data, then its arguments.
+ */
+static int probe_switch_state(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, r = -ENOENT;
+
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t))
+		r = btf_vlen(t) >= 5;
+	btf__free(btf);
+	return r;
+}
+
 /* 1 when the kernel has need n, 0 when not, -errno when it cannot be told. */
 static int probe_one(enum kneed n)
 {
@@ -86,8 +112,10 @@ static int probe_one(enum kneed n)
 		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, needs[n].id, NULL);
 	case BY_MAP:
 		return libbpf_probe_bpf_map_type(needs[n].id, NULL);
-	default:
+	case BY_ATOMICS:
 		return probe_atomics();
+	default:
+		return probe_switch_state();
 	}
 }
 

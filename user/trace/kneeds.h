@@ -23,6 +23,7 @@ enum kneed {
 	KNEED_TASK_PT_REGS,     /* bpf_task_pt_regs */
 	KNEED_ATTACH_COOKIE,    /* bpf_get_attach_cookie */
 	KNEED_LOOP,             /* bpf_loop */
+	KNEED_SWITCH_STATE,     /* sched_switch's prev_state argument (tp_btf) */
 	KNEED_NR,
 };
 
@@ -43,7 +44,8 @@ unsigned int kneeds_of(enum kmode mode);
  * Of want (a kneed set), those the running kernel has, and in *unknown
  * those it could not be asked about (no privilege, say: not refused, the
  * load will tell). libbpf's probes: a small program or map each, ~0.2 ms in
- * all once the kernel's BPF is warm.
+ * all once the kernel's BPF is warm; a tracepoint's arguments are read from
+ * the kernel's BTF (~10 ms more, the offcpu profile's only).
  */
 unsigned int kneeds_probe(unsigned int want, unsigned int *unknown);
 
