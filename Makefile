@@ -72,9 +72,9 @@ all: fnprof
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
-# The profiles' objects claim a per-CPU buffer with an atomic fetch-and-add
-# whose value they read (bpf/prof.bpf.h): BPF_FETCH, instruction set v3
-# (kernel 5.12; fnprof needs 5.14 for task state anyway).
+# The profiles' objects claim a per-CPU buffer with a 32-bit atomic add
+# (bpf/prof.bpf.h), instruction set v3 (ALU32, kernel 5.1). Not a fetch-and-add
+# (BPF_FETCH, 5.12): the heap profile loads on 5.10.
 PROF_BPF := $(OUTPUT)/heap.bpf.o $(OUTPUT)/mutex.bpf.o $(OUTPUT)/offcpu.bpf.o
 $(PROF_BPF): BPF_CPU := -mcpu=v3
 

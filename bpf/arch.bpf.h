@@ -40,6 +40,34 @@
 #define ARCH_SYSCALL_ARG2(regs) BPF_CORE_READ(regs, si)
 #define ARCH_SYSCALL_ARG3(regs) BPF_CORE_READ(regs, dx)
 
+/*
+ * Before bpf_task_pt_regs (kernel 5.15): a task's user registers are where
+ * the kernel saved them on entry, at the top of its kernel stack
+ * (task_pt_regs in arch/x86/include/asm/processor.h: task->stack +
+ * THREAD_SIZE - TOP_OF_KERNEL_STACK_PADDING, the padding 0 on x86-64 until
+ * FRED, 6.9). THREAD_SIZE is 16 KiB, 32 with KASAN (THREAD_SIZE_ORDER in
+ * page_64_types.h): the first whose copy holds user registers is the one:
+ * code and stack segments of privilege 3 (RPL), an instruction and a stack
+ * pointer in user space (the lower half), a test that a stack's middle
+ * rarely passes. False when neither does (a kernel thread's are zeroes).
+ */
+#define ARCH_KSTACK_SIZES { 16384, 32768 }
+static __always_inline bool arch_saved_user_regs(struct task_struct *t, struct pt_regs *buf)
+{
+	const __u64 sizes[] = ARCH_KSTACK_SIZES;
+	__u64 top = (__u64)BPF_CORE_READ(t, stack);
+	int i;
+
+	for (i = 0; top && i < 2; i++) {
+		if (bpf_probe_read_kernel(buf, sizeof(*buf), (void *)(top + sizes[i] - sizeof(*buf))))
+			continue;
+		if ((BPF_CORE_READ(buf, cs) & 3) == 3 && (BPF_CORE_READ(buf, ss) & 3) == 3 && (__s64)buf->ip > 0 &&
+		    (__s64)buf->sp > 0)
+			return true;
+	}
+	return false;
+}
+
 #else
 #error "fnprof: bpf/arch.bpf.h has no block for this architecture"
 #endif

@@ -105,7 +105,14 @@ static __always_inline struct pdw_buf *pdw_claim(void)
 
 	if (!b)
 		return NULL;
-	if (__sync_fetch_and_add(&b->busy, 1)) {
+	/*
+	 * An add, then a look, not a fetch-and-add: the kernels before 5.12
+	 * refuse BPF_FETCH anywhere in a program. Of two claims at once, the
+	 * second to add sees 2, and so may the first: both back off (counted),
+	 * never both hold it. x86's locked add orders the look after it.
+	 */
+	__sync_fetch_and_add(&b->busy, 1);
+	if (*(volatile __u32 *)&b->busy != 1) {
 		__sync_fetch_and_add(&b->busy, -1);
 		return NULL;
 	}

@@ -83,20 +83,30 @@ static __always_inline __s32 stack_id(struct bpf_perf_event_data *ctx, __u64 fla
 	return id;
 }
 
-/* --call-graph dwarf: the registers and the stack copy to user space, which unwinds and counts. */
-static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 pid)
+/*
+ * --call-graph dwarf: the registers and the stack copy to user space, which
+ * unwinds and counts. False when the thread has no user registers to send
+ * (before kernel 5.15: ustack_user_regs): the caller counts the sample with
+ * its frame-pointer stack instead.
+ */
+static __always_inline bool send_sample(struct bpf_perf_event_data *ctx, __u32 pid)
 {
-	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs copy;
+	const struct pt_regs *r;
 	__u32 cpu = bpf_get_smp_processor_id(), len;
 	struct sample_buf *b = bpf_map_lookup_elem(&bufs, &cpu);
+
+	if (!ustack_user_regs(&copy, &r))
+		return false;
 	if (!b)
-		return;
+		return true;
 	len = ustack_fill(&b->hdr, b->stack, r, stack_bytes, FNPROF_MAX_STACK_COPY);
 	b->hdr.pid = pid;
 	b->hdr.kstack = stack_id(ctx, 0, SDROP_KSTACK);
 	b->hdr.ufp = all_procs ? stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK) : -1;
 	if (bpf_ringbuf_output(&samples, b, sizeof(b->hdr) + len, rb_wakeup(&samples)))
 		bump(SDROP_RINGBUF);
+	return true;
 }
 
 /* -a: the process's name, the first time it is sampled (the group leader's: the thread's may differ). */
@@ -107,7 +117,7 @@ static __always_inline void note_proc(__u32 tgid)
 
 	if (bpf_map_lookup_elem(&procs, &tgid))
 		return;
-	task = bpf_get_current_task_btf();
+	task = (struct task_struct *)bpf_get_current_task();  /* not _btf (5.11): read with probes either way */
 	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
 	bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST);
 }
@@ -132,10 +142,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (all_procs)
 		note_proc(tgid);
 	bump(SDROP_NR);
-	if (dwarf) {
-		send_sample(ctx, tgid);
+	if (dwarf && send_sample(ctx, tgid))
 		return 0;
-	}
 	key.pid = all_procs ? tgid : 0;
 	key.tid = per_thread ? (__u32)pid_tgid : 0;
 	key.ustack = stack_id(ctx, BPF_F_USER_STACK, SDROP_USTACK);

@@ -66,6 +66,26 @@ static __always_inline void pending_returns(struct task_struct *t, struct dwarf_
 }
 
 /*
+ * The current thread's user registers into *r: bpf_task_pt_regs' (kernel
+ * 5.15, commit dd6e10fbd9fb "bpf: Add bpf_task_pt_regs() helper"), or before
+ * it a copy into *buf of those saved on its kernel stack. The choice is made
+ * at load time, from the kernel's own list of helpers (its BTF): the
+ * verifier drops the other branch, so that a kernel without the helper never
+ * sees its call. False when there are none (a kernel thread, before 5.15):
+ * a constant true with the helper, so that the caller's check costs nothing
+ * there either.
+ */
+static __always_inline bool ustack_user_regs(struct pt_regs *buf, const struct pt_regs **r)
+{
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+		*r = (const struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		return true;
+	}
+	*r = buf;
+	return arch_saved_user_regs((struct task_struct *)bpf_get_current_task(), buf);
+}
+
+/*
  * The header of current thread's sample h (registers r, its tid, pending
  * returns) and up to want bytes of its user stack into stack (max +
  * FNPROF_STACK_SLACK bytes). Returns the bytes copied, h->stack_len: in a register, so that the
@@ -78,7 +98,8 @@ static __always_inline __u32 ustack_fill(struct dwarf_sample *h, __u8 *stack, co
 
 	ustack_regs(h->regs, r);
 	h->tid = (__u32)bpf_get_current_pid_tgid();
-	pending_returns(bpf_get_current_task_btf(), h);
+	/* Read with probes either way: the plain pointer costs the same and works before 5.11. */
+	pending_returns((struct task_struct *)bpf_get_current_task(), h);
 	len = ustack_copy(stack, r->sp, want, max);
 	if (len > max)
 		len = max;

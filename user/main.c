@@ -20,10 +20,30 @@
 #include "format/outfile.h"
 #include "opts.h"
 #include "run.h"
+#include "stacks/prof_kind.h"
 #include "target/kfeatures.h"
 #include "trace/events.h"
+#include "trace/kneeds.h"
 #include "trace/steps.h"
 #include "trace/uprobe_warm.h"
+
+/* What the kernel is asked to run (kneeds.h): the modes of o. */
+static unsigned int kernel_modes(const struct opts *o)
+{
+	unsigned int m = 0;
+
+	if (o->nr_funcs || o->calibrate)
+		m |= 1U << KMODE_TRACE;
+	if (o->sample)
+		m |= 1U << KMODE_SAMPLE;
+	if (o->profiles & 1U << PROF_OFFCPU)
+		m |= 1U << KMODE_OFFCPU;
+	if (o->profiles & 1U << PROF_MUTEX)
+		m |= 1U << KMODE_MUTEX;
+	if (o->profiles & 1U << PROF_HEAP)
+		m |= 1U << KMODE_HEAP;
+	return m;
+}
 
 int main(int argc, char **argv)
 {
@@ -61,9 +81,12 @@ int main(int argc, char **argv)
 	/* --list needs no privileges, but never runs setuid either: it reads files and starts commands. */
 	if (o.list ? check_not_setuid() : check_system())
 		return EXIT_FAIL;
-	steps_mark("checks");
 	if (o.list_events)
 		return events_list(stdout);
+	/* Before any set-up: a mode this kernel cannot run is refused in one line, not by the verifier. */
+	if (!o.list && kneeds_check(kernel_modes(&o)))
+		return EXIT_FAIL;
+	steps_mark("checks");
 	if (o.calibrate)
 		return run_calibration();
 	err = run_all(&r);

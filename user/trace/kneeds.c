@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "base/log.h"
+#include "trace/kneeds.h"
+
+/* How a need is asked for: libbpf's probe of a helper or a map type, or a probe of ours. */
+enum ask_by { BY_HELPER, BY_MAP, BY_ATOMICS, BY_SWITCH_ARG };
+
+/* The one table: each need, how to ask for it, the first kernel with it (oldest first). */
+static const struct need {
+	const char *name;
+	enum ask_by by;
+	int id;                 /* BY_HELPER: BPF_FUNC_*; BY_MAP: BPF_MAP_TYPE_* */
+	const char *since;
+} needs[KNEED_NR] = {
+	[KNEED_RINGBUF] = { "ring buffers", BY_MAP, BPF_MAP_TYPE_RINGBUF, "5.8" },
+	[KNEED_TASK_STORAGE] = { "task storage maps", BY_MAP, BPF_MAP_TYPE_TASK_STORAGE, "5.11" },
+	[KNEED_TASK_BTF] = { "bpf_get_current_task_btf", BY_HELPER, BPF_FUNC_get_current_task_btf, "5.11" },
+	[KNEED_ATOMICS] = { "BPF_FETCH atomics", BY_ATOMICS, 0, "5.12" },
+	[KNEED_TASK_PT_REGS] = { "bpf_task_pt_regs", BY_HELPER, BPF_FUNC_task_pt_regs, "5.15" },
+	[KNEED_ATTACH_COOKIE] = { "bpf_get_attach_cookie", BY_HELPER, BPF_FUNC_get_attach_cookie, "5.15" },
+	[KNEED_LOOP] = { "bpf_loop", BY_HELPER, BPF_FUNC_loop, "5.17" },
+	[KNEED_SWITCH_STATE] = { "sched_switch's prev_state argument", BY_SWITCH_ARG, 0, "5.18" },
+};
+
+#define NEED(x) (1U << KNEED_##x)
+
+/* What each mode's BPF object calls or creates, from the helpers it calls (llvm-objdump -d | grep call). */
+static const struct mode {
+	const char *name;
+	unsigned int needs;
+} modes[KMODE_NR] = {
+	[KMODE_TRACE] = { "tracing (-f)", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) | NEED(ATOMICS) |
+						  NEED(TASK_PT_REGS) | NEED(ATTACH_COOKIE) | NEED(LOOP) },
+	[KMODE_SAMPLE] = { "sampling (--sample)", NEED(RINGBUF) },
+	[KMODE_OFFCPU] = { "the offcpu profile", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) |
+						 NEED(TASK_PT_REGS) | NEED(SWITCH_STATE) },
+	[KMODE_MUTEX] = { "the mutex profile", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) |
+						NEED(TASK_PT_REGS) },
+	[KMODE_HEAP] = { "the heap profile", NEED(RINGBUF) },
+};
+
+unsigned int kneeds_of(enum kmode mode)
+{
+	return mode < KMODE_NR ? modes[mode].needs : 0;
+}
+
+/*
+ * 1 when the kernel takes an atomic fetch-and-add (BPF_ATOMIC with
+ * BPF_FETCH, 5.12), 0 when it refuses it, -errno when it cannot be told.
+ * Before 5.12 the verifier refuses any such instruction, even unreached.
+ */
+static int probe_atomics(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 0 },
+		{ .code = BPF_STX | BPF_MEM | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_1, .off = -8 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_10, .src_reg = BPF_REG_1, .off = -8,
+		  .imm = BPF_ADD | BPF_FETCH },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "fnprof_atomics", "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == EINVAL ? 0 : -errno;
+}
+
+/*
+ * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
+ * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
+ * sched_switch event"), 0 when not, -errno when it cannot be told. Its
+ * prototype in the kernel's BTF: the tracepoint's data, then its arguments.
+ */
+static int probe_switch_state(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, r = -ENOENT;
+
+	if (!btf)
+		return -errno;
+	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(btf, t->type);
+	if (t && btf_is_func_proto(t))
+		r = btf_vlen(t) >= 5;
+	btf__free(btf);
+	return r;
+}
+
+/* 1 when the kernel has need n, 0 when not, -errno when it cannot be told. */
+static int probe_one(enum kneed n)
+{
+	switch (needs[n].by) {
+	case BY_HELPER:
+		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, needs[n].id, NULL);
+	case BY_MAP:
+		return libbpf_probe_bpf_map_type(needs[n].id, NULL);
+	case BY_ATOMICS:
+		return probe_atomics();
+	default:
+		return probe_switch_state();
+	}
+}
+
+unsigned int kneeds_probe(unsigned int want, unsigned int *unknown)
+{
+	unsigned int has = 0;
+	int n, r;
+
+	*unknown = 0;
+	for (n = 0; n < KNEED_NR; n++) {
+		if (!(want & 1U << n))
+			continue;
+		r = probe_one(n);
+		if (r > 0)
+			has |= 1U << n;
+		else if (r < 0)
+			*unknown |= 1U << n;
+		if (r < 0)
+			log_debug("cannot tell whether the kernel has %s: %s", needs[n].name, strerror(-r));
+	}
+	return has;
+}
+
+/* Appends the needs of lack, newest first: "bpf_loop (Linux 5.17), bpf_get_attach_cookie (5.15)". */
+static void list_lacking(unsigned int lack, char *msg, size_t size)
+{
+	size_t len = strlen(msg);
+	bool first = true;
+	int n;
+
+	for (n = KNEED_NR - 1; n >= 0 && len < size; n--) {
+		if (!(lack & 1U << n))
+			continue;
+		snprintf(msg + len, size - len, "%s%s (%s%s)", first ? "" : ", ", needs[n].name,
+			 first ? "Linux " : "", needs[n].since);
+		len += strlen(msg + len);
+		first = false;
+	}
+}
+
+int kneeds_refusal(unsigned int modes_set, unsigned int has, const char *release, char *msg, size_t size)
+{
+	unsigned int lack;
+	size_t len;
+	int m;
+
+	for (m = 0; m < KMODE_NR; m++) {
+		lack = modes_set & 1U << m ? modes[m].needs & ~has : 0;
+		if (!lack)
+			continue;
+		snprintf(msg, size, "%s needs what this kernel (%s) lacks: ", modes[m].name, release);
+		list_lacking(lack, msg, size);
+		len = strlen(msg);
+		if (m != KMODE_SAMPLE && !(modes[KMODE_SAMPLE].needs & ~has))
+			snprintf(msg + len, size - len, "; sampling (--sample) runs on it");
+		return m;
+	}
+	return -1;
+}
+
+int kneeds_check(unsigned int modes_set)
+{
+	unsigned int want = 0, unknown, has;
+	struct utsname u;
+	char msg[512];
+	int m;
+
+	for (m = 0; m < KMODE_NR; m++)
+		if (modes_set & 1U << m)
+			want |= modes[m].needs;
+	want |= modes[KMODE_SAMPLE].needs;  /* for the hint */
+	has = kneeds_probe(want, &unknown);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	/* What could not be asked about is not refused: the load will tell. */
+	if (kneeds_refusal(modes_set, has | unknown, u.release, msg, sizeof(msg)) < 0)
+		return 0;
+	log_err("%s", msg);
+	return -ENOTSUP;
+}
