@@ -53,6 +53,8 @@ struct dwstack_stats {
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
 	__u64 fp_fallback;  /* -a: samples of a process gone before it could be unwound: frame-pointer stacks */
 	__u64 sync_timeouts;  /* reports that did not wait for the unwinder, behind by over RB_SYNC_MAX_S */
+	/* The frames above the leaves, by how they were found (unwind.h): CFI, frame pointer, code's epilogue. */
+	__u64 frames_cfi, frames_fp, frames_epilogue;
 };
 
 /*
