@@ -724,6 +724,12 @@ void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
 	pthread_mutex_unlock(&d->lock);
 }
 
+void dwstacks_print_frames(const struct dwstack_stats *st, FILE *out)
+{
+	fprintf(out, "; frames above the leaves: %llu by CFI, %llu by frame pointer, %llu by the code's epilogue\n", (unsigned long long)st->frames_cfi, (unsigned long long)st->frames_fp,
+		(unsigned long long)st->frames_epilogue);
+}
+
 static void unwind_json(struct json *j, const struct dwstack_stats *st, const struct dwstack_json *x)
 {
 	const struct json_kv kv[] = {

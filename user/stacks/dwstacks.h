@@ -17,6 +17,7 @@
 #define FNPROF_DWSTACKS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
@@ -107,6 +108,13 @@ int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);
  * made, and under -a a report takes a while).
  */
 void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out);
+
+/*
+ * The end of the unwinding line (its printer writes the rest): how the
+ * frames above the leaves were found (CFI; frame pointer or the code's
+ * epilogue where there is none: unwind.h), and the newline.
+ */
+void dwstacks_print_frames(const struct dwstack_stats *st, FILE *out);
 
 struct json;
 
