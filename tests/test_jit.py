@@ -162,7 +162,7 @@ def test_dwarf_through_jit_frames_to_main():
     d = tempfile.mkdtemp()
     try:
         folded = os.path.join(d, "cpu.folded")
-        rep, p = sample_launched(["-F", "199", "--call-graph", "dwarf", "--folded", folded],
+        rep, p = sample_launched(["-F", "499", "--call-graph", "dwarf", "--folded", folded],
                                  [target("jit_nofp"), 2, "frames"], d)
         remove_map(json.dumps(rep))
         chain = ["main", "jitfn_frame [compiled]", "jitfn_tramp [compiled]", "c_spin"]
