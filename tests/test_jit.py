@@ -5,6 +5,7 @@ in its perf map, a stale name first and then "jitfn_spin [compiled]" for the sam
 later line must win); it spends all its time there. tests/targets/busy.js (Node, with
 --perf-basic-prof) calls a recursive fib in a loop: nearly all its CPU is in fib's JIT code.
 """
+import glob
 import json
 import os
 import re
@@ -134,3 +135,90 @@ def test_node_fib_named_dwarf():
 def test_node_fib_named_fp():
     """The same with --call-graph fp."""
     check_node_fib("fp")
+
+
+def folded_counts(path):
+    """[(frames root first, count)] of a folded stacks file."""
+    out = []
+    for line in open(path):
+        stack, n = line.rstrip("\n").rsplit(" ", 1)
+        out.append((stack.split(";"), int(n)))
+    return out
+
+
+def user_frames(frames):
+    """The user part of a folded stack (kernel frames end in _[k])."""
+    return [f for f in frames if not f.endswith("_[k]")]
+
+
+def test_dwarf_through_jit_frames_to_main():
+    """Mixed unwinding (issue 35): under --call-graph dwarf, code without CFI is stepped over by its
+    epilogue or its frame pointer, then CFI again. jit_nofp (C without frame pointers, as CPython
+    -O2) calls JIT code that keeps a frame pointer (jitfn_frame), which calls a trampoline made as
+    Python 3.12's -X perf makes them (jitfn_tramp: no frame pointer, no CFI), which calls c_spin.
+    Before: libdwfl followed rbp from the trampoline, and the stack read main;jitfn_tramp;c_spin
+    (jitfn_frame lost) in all 514 samples of c_spin. At least 80% of the samples in each function
+    must have the whole chain up to main, and the unwinding counts each way of finding frames."""
+    d = tempfile.mkdtemp()
+    try:
+        folded = os.path.join(d, "cpu.folded")
+        rep, p = sample_launched(["-F", "499", "--call-graph", "dwarf", "--folded", folded],
+                                 [target("jit_nofp"), 2, "frames"], d)
+        remove_map(json.dumps(rep))
+        chain = ["main", "jitfn_frame [compiled]", "jitfn_tramp [compiled]", "c_spin"]
+        stacks = [(user_frames(f), n) for f, n in folded_counts(folded)]
+        for depth in (2, 4):  # samples in jitfn_frame's own loop, then in c_spin under both
+            leaf = chain[depth - 1]
+            mine = [(f, n) for f, n in stacks if f[-1] == leaf]
+            total = sum(n for _, n in mine)
+            whole = sum(n for f, n in mine if f[-depth:] == chain[:depth])
+            check(total >= 20, f"only {total} samples in {leaf}: {stacks[:5]}")
+            check(whole >= 0.8 * total, f"{whole} of {total} samples in {leaf} have {';'.join(chain[:depth])}: "
+                  f"{sorted(mine, key=lambda x: -x[1])[:3]}")
+        u = rep["unwind"]
+        check(u["frames_cfi"] > 0 and u["frames_fp"] > 0 and u["frames_epilogue"] > 0, f"unwind: {u}")
+    finally:
+        shutil.rmtree(d)
+
+
+def python_with_perf_trampolines():
+    """A Python 3.12 or later that runs -X perf: on PATH, or installed by pyenv (whose shims
+    fail for a version not selected), or None."""
+    found = [shutil.which(f"python3.{v}") for v in (12, 13)]
+    found += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3.1[2-9]")))
+    for py in filter(None, found):
+        if subprocess.run([py, "-X", "perf", "-c", "pass"], capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+def test_python312_perf_trampolines_reach_main():
+    """Python 3.12 -X perf (issue 35): its trampolines have neither CFI nor a frame pointer
+    (sub $8,%rsp; call *%rcx; add $8,%rsp; ret), and an interpreter built -O2 keeps none either.
+    Before: every stack through py::crunch ended at it (0 of 349 samples reached Py_RunMain). At
+    least 80% of the samples in py::crunch must have py::<module> and Py_RunMain above them
+    (python's main tail-calls Py_BytesMain: main itself is on no stack, with or without JIT)."""
+    py = python_with_perf_trampolines()
+    if not py:
+        raise Skip("no Python 3.12 or later with -X perf here (on PATH or under ~/.pyenv/versions)")
+    d = tempfile.mkdtemp()
+    try:
+        script = os.path.join(d, "pyhot.py")
+        with open(script, "w") as f:
+            f.write("import sys, time\n"
+                    "def crunch(n):\n    s = 0\n    for i in range(n):\n        s += i * i % 7\n    return s\n"
+                    "end = time.time() + float(sys.argv[1])\n"
+                    "while time.time() < end:\n    crunch(100000)\n")
+        folded = os.path.join(d, "cpu.folded")
+        rep, p = sample_launched(["-F", "199", "--call-graph", "dwarf", "--folded", folded],
+                                 [py, "-X", "perf", script, 2], d)
+        remove_map(json.dumps(rep))
+        mine = [(f, n) for f, n in folded_counts(folded) if any(x.startswith("py::crunch:") for x in f)]
+        total = sum(n for _, n in mine)
+        whole = sum(n for f, n in mine if "Py_RunMain" in f and any(x.startswith("py::<module>:") for x in f))
+        check(total >= 100, f"only {total} samples in py::crunch")
+        check(whole >= 0.8 * total, f"{whole} of {total} samples in py::crunch reach Py_RunMain: "
+              f"{sorted(mine, key=lambda x: -x[1])[:2]}")
+        check(rep["unwind"]["frames_epilogue"] > 0, f"unwind: {rep['unwind']}")
+    finally:
+        shutil.rmtree(d)

@@ -169,7 +169,7 @@ def test_offcpu_dwarf_copy_too_short_is_counted_and_fp_is_said():
 # The JSON `unwind` keys, a contract: what the CPU profile wrote before one writer served all, and
 # what the others wrote (the heap's inuse_stacks_lost apart: it has an in-use view, they have none).
 UNWIND_CPU = {"stack_bytes", "samples", "truncated", "lost", "cpu_ns", "unwinders", "unwinders_evicted",
-              "fp_fallback", "sync_timeouts"}
+              "fp_fallback", "sync_timeouts", "frames_cfi", "frames_fp", "frames_epilogue"}
 UNWIND_PROF = {"samples", "truncated", "lost", "ids_lost", "ids_reused", "ids_held", "fp_fallback",
                "ringbuf_full", "cpu_ns"}
 

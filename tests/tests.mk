@@ -10,7 +10,8 @@ TARGET_PROGS := $(patsubst tests/targets/%.c,$(TEST_BIN)/%,$(TARGET_PROG_SRCS)) 
 	$(patsubst tests/targets/%.cpp,$(TEST_BIN)/%,$(wildcard tests/targets/*.cpp))
 
 # The same programs as production builds them: no frame pointers, -O2, with DWARF (tests split it off).
-NOFP_PROGS := $(TEST_BIN)/work_nofp $(TEST_BIN)/burn_nofp
+# jit_nofp: its JIT code keeps frame pointers, its C code not, as in CPython built -O2 with -X perf.
+NOFP_PROGS := $(TEST_BIN)/work_nofp $(TEST_BIN)/burn_nofp $(TEST_BIN)/jit_nofp
 TARGET_PROGS += $(NOFP_PROGS)
 # As -fcf-protection builds (Ubuntu's and Fedora's default) make them: every function starts with endbr64.
 CET_PROGS := $(TEST_BIN)/work_cet
@@ -156,7 +157,7 @@ $(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/target/arch_x86.c user/base/l
 		user/base/log.c -lbpf -ldl -o $@
 
 # The DWARF unwinder on arbitrary stack copies, and the perf map reader on arbitrary text.
-FUZZ_UNWIND_SRCS := user/stacks/unwind.c user/target/procmaps.c \
+FUZZ_UNWIND_SRCS := user/stacks/unwind.c user/stacks/framestep.c user/target/procmaps.c \
 	$(addprefix user/base/,fileidx.c safeopen.c sigbus.c array.c log.c proc.c sanitize.c)
 $(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/stacks/unwind.h bpf/fnprof.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)

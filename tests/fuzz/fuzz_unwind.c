@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		u = unwinder_new(getpid(), NULL);
 	if (!u || size < HDR || !(s = sample_of(data, size)))
 		return 0;
-	unwinder_unwind(u, s, ips, 128, &truncated);
+	unwinder_unwind(u, s, ips, 128, &truncated, NULL);
 	free(s);
 	return 0;
 }

@@ -10,8 +10,13 @@
  * 0.6 s before it exits (as V8 tears its code space down at exit, 5 ms there).
  * With "sled" (the map the test's, as nowrite) the code is 1 MiB of nops run
  * through, so that samples land on ever new addresses (ever new stacks).
+ * With "frames" (named as with "write") main calls JIT code that keeps a
+ * frame pointer (as Node's, HotSpot's with PreserveFramePointer): it spins,
+ * then calls a trampoline as Python 3.12's -X perf makes them (no frame
+ * pointer, no CFI), which calls back into C (c_spin): a walk from c_spin
+ * goes from code with CFI through both kinds without, back to main's CFI.
  *
- * Usage: jit SECONDS write|nowrite|memfd|unmap|sled
+ * Usage: jit SECONDS write|nowrite|memfd|unmap|sled|frames
  * Prints "ready pid=PID code=ADDR size=SIZE" (its own pid: in a pid namespace,
  * the namespace's), then "truth jit loops=N" at the end.
  */
@@ -28,8 +33,23 @@
 
 /* mov %rdi,%rax; 1: dec %rax; jnz 1b; ret; then int3 up to CODE_SIZE. */
 static const unsigned char spin_code[] = { 0x48, 0x89, 0xf8, 0x48, 0xff, 0xc8, 0x75, 0xfb, 0xc3 };
+/* jitfn_frame(n, tramp, fn): push %rbp; mov %rsp,%rbp; mov %rdi,%rax; 1: dec %rax; jnz 1b; call *%rsi; pop %rbp; ret */
+static const unsigned char frame_code[] = { 0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48, 0xff,
+					    0xc8, 0x75, 0xfb, 0xff, 0xd6, 0x5d, 0xc3 };
+/* jitfn_tramp(n, tramp, fn), at TRAMP_OFF: sub $8,%rsp; call *%rdx; add $8,%rsp; ret (Python 3.12's, with %rdx) */
+static const unsigned char tramp_code[] = { 0x48, 0x83, 0xec, 0x08, 0xff, 0xd2, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+#define TRAMP_OFF 32
 
-static int write_map(void *code)
+/* Called from the JIT code: a frame with CFI above one without. A quarter of n: about the JIT loop's time. */
+static __attribute__((noinline)) void c_spin(unsigned long n)
+{
+	volatile unsigned long i;
+
+	for (i = 0; i < n / 4; i++)
+		;
+}
+
+static int write_map(void *code, bool frames)
 {
 	char path[64];
 	FILE *f;
@@ -39,18 +59,27 @@ static int write_map(void *code)
 	if (!f)
 		return -1;
 	fprintf(f, "%lx %x stale_name\n", (unsigned long)code, CODE_SIZE);
-	fprintf(f, "%lx %x jitfn_spin [compiled]\n", (unsigned long)code, CODE_SIZE);
+	if (frames) {
+		fprintf(f, "%lx %x jitfn_frame [compiled]\n", (unsigned long)code, TRAMP_OFF);
+		fprintf(f, "%lx %x jitfn_tramp [compiled]\n", (unsigned long)code + TRAMP_OFF, CODE_SIZE - TRAMP_OFF);
+	} else {
+		fprintf(f, "%lx %x jitfn_spin [compiled]\n", (unsigned long)code, CODE_SIZE);
+	}
 	return fclose(f);
 }
 
-/* Executable code: an anonymous mapping, or a memfd's (with memfd), holding the spin loop. */
-static unsigned char *map_code(int memfd)
+/* Executable code: an anonymous mapping, or a memfd's (with memfd), holding the spin loop (frames: frame_code). */
+static unsigned char *map_code(int memfd, bool frames)
 {
 	unsigned char page[4096], *code;
 	int fd = -1;
 
 	memset(page, 0xcc, sizeof(page));
-	memcpy(page, spin_code, sizeof(spin_code));
+	if (frames) {
+		memcpy(page, frame_code, sizeof(frame_code));
+		memcpy(page + TRAMP_OFF, tramp_code, sizeof(tramp_code));
+	} else
+		memcpy(page, spin_code, sizeof(spin_code));
 	if (memfd) {
 		fd = memfd_create("jit", MFD_CLOEXEC);
 		if (fd < 0 || write(fd, page, sizeof(page)) != sizeof(page))
@@ -95,27 +124,29 @@ int main(int argc, char **argv)
 {
 	unsigned long loops = 0;
 	unsigned char *code;
-	bool sled;
+	bool sled, frames;
 	double end;
-	void (*spin)(unsigned long);
+	void (*spin)(unsigned long, void *, void (*)(unsigned long));
 
 	if (argc != 3 || (strcmp(argv[2], "write") && strcmp(argv[2], "nowrite") && strcmp(argv[2], "memfd") &&
-			  strcmp(argv[2], "unmap") && strcmp(argv[2], "sled"))) {
-		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd|unmap|sled\n");
+			  strcmp(argv[2], "unmap") && strcmp(argv[2], "sled") && strcmp(argv[2], "frames"))) {
+		fprintf(stderr, "usage: jit SECONDS write|nowrite|memfd|unmap|sled|frames\n");
 		return 2;
 	}
 	sled = !strcmp(argv[2], "sled");
-	code = sled ? map_sled() : map_code(!strcmp(argv[2], "memfd"));
-	if (!code || (strcmp(argv[2], "nowrite") && !sled && write_map(code))) {
+	frames = !strcmp(argv[2], "frames");
+	code = sled ? map_sled() : map_code(!strcmp(argv[2], "memfd"), frames);
+	if (!code || (strcmp(argv[2], "nowrite") && !sled && write_map(code, frames))) {
 		perror("jit");
 		return 1;
 	}
-	spin = (void (*)(unsigned long))(void *)code;
+	/* The spin loops ignore all but their first argument: only frame_code calls on. */
+	spin = (void (*)(unsigned long, void *, void (*)(unsigned long)))(void *)code;
 	printf("ready pid=%d code=%lx size=%d\n", getpid(), (unsigned long)code, sled ? SLED_SIZE : CODE_SIZE);
 	fflush(stdout);
 	end = now_s() + atof(argv[1]);
 	while (now_s() < end) {
-		spin(sled ? 1 : 1000000);
+		spin(sled ? 1 : 1000000, code + TRAMP_OFF, c_spin);
 		loops++;
 	}
 	printf("truth jit loops=%lu\n", loops);

@@ -269,9 +269,10 @@ static void print_unwind(const struct prof *p, FILE *out, const __u64 *d)
 	dwstacks_stats(p->src.dw, &st);
 	fprintf(out, "stacks: unwound with DWARF CFI: %llu, %llu cut short by the copy's end, %llu lost (table full), "
 		     "%llu not found by id; %llu with frame pointers instead; ring buffer full %llu times; "
-		     "unwinding used %.1f ms of CPU\n", (unsigned long long)st.samples, (unsigned long long)st.truncated,
+		     "unwinding used %.1f ms of CPU", (unsigned long long)st.samples, (unsigned long long)st.truncated,
 		(unsigned long long)st.lost, (unsigned long long)st.ids_lost, (unsigned long long)d[PDROP_DW_FP],
 		(unsigned long long)d[PDROP_RINGBUF], st.cpu_s * 1e3);
+	dwstacks_print_frames(&st, out);
 	if (p->src.live_fd >= 0 || st.ids_reused)
 		fprintf(out, "stacks of blocks in use: %llu not known ([stack lost]); ids given twice: %llu (their stacks "
 			     "forgotten); stacks kept by id: %llu\n", (unsigned long long)p->inuse_lost,

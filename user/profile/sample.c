@@ -293,9 +293,10 @@ static void print_unwind_stats(struct sampler *s, FILE *out)
 
 	dwstacks_stats(s->dw, &st);
 	fprintf(out, "stacks: unwound with DWARF CFI from %u-byte stack copies: %llu samples, %llu cut short by the "
-		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU\n", s->o.stack_bytes,
+		     "copy's end%s, %llu lost (table full); unwinding used %.1f ms of CPU", s->o.stack_bytes,
 		(unsigned long long)st.samples, (unsigned long long)st.truncated,
 		st.truncated ? " (--call-graph dwarf,SIZE copies more)" : "", (unsigned long long)st.lost, st.cpu_s * 1e3);
+	dwstacks_print_frames(&st, out);
 	if (s->procs)
 		fprintf(out, "unwinders: %llu processes hold one (at most %d), %llu given up for the cap; "
 			     "%llu samples of processes gone before they could be unwound kept frame-pointer stacks\n",

@@ -73,7 +73,7 @@ static int user_frames(struct slow *s, const struct slow_stack *st, __u64 lead, 
 		ips[n++] = lead;
 	/* One frame more than fits: it tells whether the stack went on. */
 	if (st->user.stack_len <= FNPROF_SLOW_STACK)
-		n += unwinder_unwind(s->uw, &st->user, ips + n, max + 1 - n, &trunc);
+		n += unwinder_unwind(s->uw, &st->user, ips + n, max + 1 - n, &trunc, NULL);
 	*truncated |= trunc;
 	return name_frames(s, ips, n, false, out, max, truncated);
 }

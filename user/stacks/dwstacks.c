@@ -231,6 +231,14 @@ static void drop_exited(struct dwstacks *d)
 	}
 }
 
+/* How a walk's frames were found, into the statistics (under the lock). */
+static void add_frames(struct dwstack_stats *st, const struct unwind_counts *how)
+{
+	st->frames_cfi += how->cfi;
+	st->frames_fp += how->fp;
+	st->frames_epilogue += how->epilogue;
+}
+
 /* One sample from the ring buffer: unwound here, counted under the lock. */
 static int on_sample(void *ctx, void *data, size_t size)
 {
@@ -239,6 +247,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	__u64 ips[FNPROF_STACK_DEPTH];
 	struct sample_key key = {};
 	struct unwinder *uw;
+	struct unwind_counts how = {};
 	bool truncated = false, fp = false;
 	int n = 0;
 
@@ -247,7 +256,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	/* A kernel thread has no user registers (ip 0): no unwinder for it. */
 	uw = !d->all ? d->uw : s->regs[FNPROF_REG_IP] ? unwinder_of(d, s->pid) : NULL;
 	if (uw)
-		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated);
+		n = unwinder_unwind(uw, s, ips, FNPROF_STACK_DEPTH, &truncated, &how);
 	/*
 	 * -a: a process gone before its mappings could be read (the reader
 	 * behind on a busy machine) keeps its frame-pointer stack. Known from
@@ -265,6 +274,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	d->st.fp_fallback += fp;
 	d->st.samples++;
 	d->st.truncated += truncated;
+	add_frames(&d->st, &how);
 	count(d, &key);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
@@ -487,6 +497,7 @@ static int on_prof(void *ctx, void *data, size_t size)
 	const struct prof_dwarf *r = data;
 	__u64 ips[FNPROF_STACK_DEPTH];
 	struct prof_key key;
+	struct unwind_counts how = {};
 	bool truncated = false;
 	int n = 0;
 
@@ -496,9 +507,9 @@ static int on_prof(void *ctx, void *data, size_t size)
 	key.caller = 0;
 	if (r->op == PDW_STACK && r->key.caller) {  /* the leaf the copy no longer has */
 		ips[0] = r->key.caller;
-		n = 1 + unwinder_unwind(d->uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated);
+		n = 1 + unwinder_unwind(d->uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated, &how);
 	} else if (r->op == PDW_STACK) {
-		n = unwinder_unwind(d->uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated);
+		n = unwinder_unwind(d->uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated, &how);
 	}
 	pthread_mutex_lock(&d->lock);
 	if (r->op == PDW_BY_ID) {
@@ -508,6 +519,7 @@ static int on_prof(void *ctx, void *data, size_t size)
 		d->st.lost += n && key.ustack < 0;
 		d->st.samples++;
 		d->st.truncated += truncated;
+		add_frames(&d->st, &how);
 		if (r->id)
 			remember_id(d, r->id, key.ustack);
 	}
@@ -712,6 +724,12 @@ void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out)
 	pthread_mutex_unlock(&d->lock);
 }
 
+void dwstacks_print_frames(const struct dwstack_stats *st, FILE *out)
+{
+	fprintf(out, "; frames above the leaves: %llu by CFI, %llu by frame pointer, %llu by the code's epilogue\n", (unsigned long long)st->frames_cfi, (unsigned long long)st->frames_fp,
+		(unsigned long long)st->frames_epilogue);
+}
+
 static void unwind_json(struct json *j, const struct dwstack_stats *st, const struct dwstack_json *x)
 {
 	const struct json_kv kv[] = {
@@ -728,6 +746,9 @@ static void unwind_json(struct json *j, const struct dwstack_stats *st, const st
 		{ "ringbuf_full", x->ringbuf_full },
 		{ "sync_timeouts", st->sync_timeouts },
 		{ "cpu_ns", (__u64)(st->cpu_s * 1e9) },
+		{ "frames_cfi", st->frames_cfi },
+		{ "frames_fp", st->frames_fp },
+		{ "frames_epilogue", st->frames_epilogue },
 	};
 
 	json_obj_begin(j, "unwind");

@@ -17,6 +17,7 @@
 #define FNPROF_DWSTACKS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
@@ -53,6 +54,8 @@ struct dwstack_stats {
 	__u64 unwinders_evicted;  /* -a: unwinders given up at DWSTACK_MAX_UNWINDERS (re-made when sampled again) */
 	__u64 fp_fallback;  /* -a: samples of a process gone before it could be unwound: frame-pointer stacks */
 	__u64 sync_timeouts;  /* reports that did not wait for the unwinder, behind by over RB_SYNC_MAX_S */
+	/* The frames above the leaves, by how they were found (unwind.h): CFI, frame pointer, code's epilogue. */
+	__u64 frames_cfi, frames_fp, frames_epilogue;
 };
 
 /*
@@ -105,6 +108,13 @@ int dwstacks_stack(struct dwstacks *d, __s32 id, __u64 *ips, int max);
  * made, and under -a a report takes a while).
  */
 void dwstacks_stats(struct dwstacks *d, struct dwstack_stats *out);
+
+/*
+ * The end of the unwinding line (its printer writes the rest): how the
+ * frames above the leaves were found (CFI; frame pointer or the code's
+ * epilogue where there is none: unwind.h), and the newline.
+ */
+void dwstacks_print_frames(const struct dwstack_stats *st, FILE *out);
 
 struct json;
 

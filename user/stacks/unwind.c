@@ -29,6 +29,7 @@
 #include "target/procmaps.h"
 #include "base/safeopen.h"
 #include "base/sigbus.h"
+#include "stacks/framestep.h"
 #include "stacks/unwind.h"
 
 /*
@@ -42,6 +43,26 @@ struct uw_file {
 	GElf_Half e_type;
 	__u64 vaddr, vend;        /* its first PT_LOAD's start (aligned down) and its last's end */
 };
+
+/* Whether libdwfl has CFI for an address (a return address less one): asked once per address. */
+struct cfi_slot {
+	__u64 pc;
+	bool cfi;
+};
+
+/* A frame address without CFI, and what its code up to the ret does (framestep_decode). */
+struct code_slot {
+	__u64 ip;
+	struct fs_epilogue e;
+};
+
+struct exec_range {
+	__u64 start, end;
+};
+
+#define CFI_SLOTS 2048            /* a direct-mapped cache of the addresses walks meet */
+#define CODE_SLOTS 512
+#define CODE_READ 32              /* bytes of code read at a frame without CFI: an epilogue is shorter */
 
 struct unwinder {
 	pid_t pid;
@@ -67,6 +88,16 @@ struct unwinder {
 	unsigned int nr_truncated; /* walks dropped: a mapped object shrank under libdwfl */
 	long nr_fds, max_fds;     /* fds held by its files; its share of the cap on all unwinders' (fds_held) */
 	unsigned long nr_over;    /* mappings left out for its shares */
+	struct exec_range *exec;  /* the executable mappings (JIT code too), as last read: return addresses' check */
+	size_t nr_exec, cap_exec;
+	struct cfi_slot *cfi;     /* CFI_SLOTS, emptied when the objects are given again */
+	struct code_slot *code;   /* CODE_SLOTS, made at the first frame without CFI */
+	/* The walk's frames without CFI: stepped here (framestep.h), then libdwfl restarts from the caller. */
+	bool restarted;           /* this libdwfl walk starts at a caller found here: its first frame is recorded */
+	bool need_step;           /* on_frame stopped libdwfl at a frame without CFI: at */
+	unsigned int seg_frames;  /* frames of this libdwfl walk so far */
+	struct fs_regs at, next;  /* the frame stopped at; the caller found, where libdwfl restarts */
+	struct unwind_counts cnt; /* of the walk */
 };
 
 /*
@@ -296,6 +327,38 @@ static void drop_objects(struct unwinder *u)
 	u->high_reported = 0;
 }
 
+static int exec_range_cmp(const void *a, const void *b)
+{
+	const struct exec_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The executable mappings as read now, of files and of none (JIT code): a return address found without CFI lies in one. */
+static void keep_exec_ranges(struct unwinder *u, const struct procmaps *pm)
+{
+	size_t i;
+
+	u->nr_exec = 0;
+	if (ARRAY_RESERVE(u->exec, pm->nr + pm->nr_anon, u->cap_exec))
+		return;
+	for (i = 0; i < pm->nr; i++)
+		if (pm->maps[i].exec)
+			u->exec[u->nr_exec++] = (struct exec_range){ pm->maps[i].start, pm->maps[i].end };
+	for (i = 0; i < pm->nr_anon; i++)
+		u->exec[u->nr_exec++] = (struct exec_range){ pm->anon[i].start, pm->anon[i].end };
+	qsort(u->exec, u->nr_exec, sizeof(*u->exec), exec_range_cmp);
+}
+
+/* What was learnt of addresses: another object, or other code, may be there now. */
+static void forget_addresses(struct unwinder *u)
+{
+	if (u->cfi)
+		memset(u->cfi, 0, CFI_SLOTS * sizeof(*u->cfi));
+	if (u->code)
+		memset(u->code, 0, CODE_SLOTS * sizeof(*u->code));
+}
+
 /*
  * Gives libdwfl the objects mapped now, when they changed (exec, dlopen,
  * dlclose). A new session from scratch: libdwfl refuses a module over the
@@ -314,8 +377,10 @@ static void report_objects(struct unwinder *u)
 		return;
 	}
 	digest = maps_digest(pm);
+	keep_exec_ranges(u, pm);
 	if (!u->dwfl || digest != u->digest) {
 		drop_objects(u);
+		forget_addresses(u);
 		u->dwfl = dwfl_begin(&dwfl_callbacks);
 		if (u->dwfl) {
 			dwfl_report_begin(u->dwfl);
@@ -365,12 +430,33 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 	return true;
 }
 
+/*
+ * At a caller found without CFI (framestep): the registers known there, and
+ * the return address less one as the pc, so that libdwfl looks up the CFI
+ * of the call, as it does for every return address but the first frame's.
+ */
+static bool restart_registers(Dwfl_Thread *thread, const struct fs_regs *r)
+{
+	Dwarf_Word v;
+	int i;
+
+	for (i = 0; i < FS_REG_IP; i++) {
+		v = r->regs[i];
+		if (r->mask & 1u << i && !dwfl_thread_state_registers(thread, i, 1, &v))
+			return false;
+	}
+	dwfl_thread_state_register_pc(thread, r->regs[FS_REG_IP] - 1);
+	return true;
+}
+
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct unwinder *u = arg;
 	Dwarf_Word regs[FNPROF_NR_REGS];
 	int i;
 
+	if (u->restarted)
+		return restart_registers(thread, &u->next);
 	for (i = 0; i < FNPROF_NR_REGS; i++)
 		regs[i] = u->s->regs[i];
 	return dwfl_thread_state_registers(thread, 0, FNPROF_NR_REGS, regs);
@@ -396,6 +482,7 @@ struct unwinder *unwinder_new(pid_t pid, struct maps_pace *gate)
 	elf_version(EV_CURRENT);
 	u->arch_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	u->arch_elf = u->arch_fd >= 0 ? elf_begin(u->arch_fd, ELF_C_READ, NULL) : NULL;
+	u->cfi = calloc(CFI_SLOTS, sizeof(*u->cfi));  /* NULL: every frame left to libdwfl, as before */
 	if (sigbus_guard_init())
 		log_warn("unwinding: cannot catch SIGBUS (%s): a target that truncates a mapped object can stop fnprof",
 			 strerror(errno));
@@ -409,6 +496,9 @@ void unwinder_free(struct unwinder *u)
 		return;
 	drop_objects(u);
 	free(u->files);
+	free(u->exec);
+	free(u->cfi);
+	free(u->code);
 	fileidx_free(&u->by_inode);
 	if (u->arch_elf)
 		elf_end(u->arch_elf);
@@ -417,15 +507,175 @@ void unwinder_free(struct unwinder *u)
 	free(u);
 }
 
+static bool cfi_covers(Dwarf_CFI *cfi, Dwarf_Addr pc)
+{
+	Dwarf_Frame *f;
+
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc, &f))
+		return false;
+	free(f);
+	return true;
+}
+
+/*
+ * Whether libdwfl has CFI for pc (a frame's address; a return address less
+ * one), looked up as its frame_unwind.c does: .eh_frame, then .debug_frame.
+ * Without, libdwfl would follow rbp unchecked. Remembered per address.
+ */
+static bool cfi_at(struct unwinder *u, __u64 pc)
+{
+	struct cfi_slot *c;
+	Dwfl_Module *mod;
+	Dwarf_CFI *cfi;
+	Dwarf_Addr bias;
+
+	if (!u->cfi)
+		return true;
+	c = &u->cfi[(pc * 0x9e3779b97f4a7c15ULL) >> 53];  /* CFI_SLOTS: 2^11 */
+	if (c->pc == pc && pc)
+		return c->cfi;
+	c->pc = pc;
+	c->cfi = false;
+	mod = dwfl_addrmodule(u->dwfl, pc);
+	if (!mod)
+		return false;
+	cfi = dwfl_module_eh_cfi(mod, &bias);   /* bias set by the call: apart from its use */
+	c->cfi = cfi_covers(cfi, pc - bias);
+	if (!c->cfi) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		c->cfi = cfi_covers(cfi, pc - bias);
+	}
+	return c->cfi;
+}
+
+/* What the code at ip does up to its ret: read from the process once per address. NULL: out of memory. */
+static const struct fs_epilogue *epilogue_at(struct unwinder *u, __u64 ip)
+{
+	unsigned char buf[CODE_READ];
+	struct code_slot *c;
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	if (!u->code && !(u->code = calloc(CODE_SLOTS, sizeof(*u->code))))
+		return NULL;
+	c = &u->code[(ip * 0x9e3779b97f4a7c15ULL) >> 55];  /* CODE_SLOTS: 2^9 */
+	if (c->ip == ip && ip)
+		return &c->e;
+	snprintf(path, sizeof(path), "/proc/%d/mem", u->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = pread(fd, buf, sizeof(buf), ip);
+		close(fd);
+	}
+	framestep_decode(buf, n > 0 ? (size_t)n : 0, &c->e);
+	c->ip = ip;
+	return &c->e;
+}
+
+static bool read_word(void *ctx, __u64 addr, __u64 *val)
+{
+	Dwarf_Word w;
+
+	if (!memory_read(NULL, addr, &w, ctx))
+		return false;
+	*val = w;
+	return true;
+}
+
+/* Whether addr lies in an executable mapping as last read (in address order). */
+static bool in_exec(void *ctx, __u64 addr)
+{
+	const struct unwinder *u = ctx;
+	size_t lo = 0, hi = u->nr_exec, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (addr < u->exec[mid].start)
+			hi = mid;
+		else if (addr >= u->exec[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+/* The registers of a frame libdwfl found that a step without CFI needs or carries to the caller. */
+static void take_regs(Dwfl_Frame *state, struct fs_regs *r, __u64 ip)
+{
+	static const int wanted[] = { 3, FS_REG_BP, FS_REG_SP, 12, 13, 14, 15 };
+	Dwarf_Word v;
+	size_t i;
+
+	r->mask = 1u << FS_REG_IP;
+	r->regs[FS_REG_IP] = ip;
+	for (i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
+		if (!dwfl_frame_reg(state, wanted[i], &v)) {
+			r->regs[wanted[i]] = v;
+			r->mask |= 1u << wanted[i];
+		}
+}
+
+/*
+ * Each frame libdwfl finds: recorded (but the first of a walk restarted at
+ * a caller found here: recorded already), then, where libdwfl has no CFI
+ * for it, the walk stops for step_here to find its caller.
+ */
 static int on_frame(Dwfl_Frame *state, void *arg)
 {
 	struct unwinder *u = arg;
+	bool first = !u->seg_frames++;
 	Dwarf_Addr pc;
 
 	if (!dwfl_frame_pc(state, &pc, NULL) || !pc)
 		return DWARF_CB_ABORT;
-	u->ips[u->n++] = pc;
-	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+	if (!first || !u->restarted) {
+		u->ips[u->n++] = pc;
+		u->cnt.cfi += !first;
+	}
+	if (u->n >= u->max)
+		return DWARF_CB_ABORT;
+	if (cfi_at(u, first ? pc : pc - 1))
+		return DWARF_CB_OK;
+	take_regs(state, &u->at, first && u->restarted ? pc + 1 : pc);
+	u->need_step = true;
+	return DWARF_CB_ABORT;
+}
+
+/* The caller of the frame on_frame stopped at, by its epilogue or frame pointer. false: none found. */
+static bool step_here(struct unwinder *u)
+{
+	const struct fs_mem m = { .read = read_word, .exec = in_exec, .ctx = u };
+	enum fs_method how = framestep(&u->at, epilogue_at(u, u->at.regs[FS_REG_IP]), &m, &u->next);
+
+	if (how == FS_NONE)
+		return false;
+	u->ips[u->n++] = u->next.regs[FS_REG_IP];
+	u->cnt.fp += how == FS_FP;
+	u->cnt.epilogue += how == FS_EPILOGUE;
+	return true;
+}
+
+/* libdwfl's walks of the sample, from its registers, then from each caller found by step_here. */
+static int walk_frames(struct unwinder *u)
+{
+	int err;
+
+	u->restarted = false;
+	memset(&u->cnt, 0, sizeof(u->cnt));
+	for (;;) {
+		u->seg_frames = 0;
+		u->need_step = false;
+		err = dwfl_getthread_frames(u->dwfl, u->s->tid, on_frame, u);
+		if (!u->need_step)
+			return err;
+		if (!step_here(u))
+			return -1;
+		if (u->n >= u->max)
+			return 0;
+		u->restarted = true;
+	}
 }
 
 /* One walk of the sample's stack into ips. 0, or non-zero when it ended on an error. */
@@ -450,7 +700,7 @@ static int walk(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, in
 	u->ips = ips;
 	u->max = max;
 	u->ran_off = false;
-	return dwfl_getthread_frames(u->dwfl, s->tid, on_frame, u);
+	return walk_frames(u);
 }
 
 /*
@@ -492,7 +742,8 @@ bool unwinder_has_objects(const struct unwinder *u)
 	return u->dwfl;
 }
 
-int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated)
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated,
+		    struct unwind_counts *counts)
 {
 	__u64 ip = s->regs[FNPROF_REG_IP];
 	int err;
@@ -507,6 +758,11 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 			  (unsigned long long)s->regs[FNPROF_REG_SP], dwfl_errmsg(-1));
 	if (!u->n)
 		ips[u->n++] = ip;
+	else if (counts) {
+		counts->cfi += u->cnt.cfi;
+		counts->fp += u->cnt.fp;
+		counts->epilogue += u->cnt.epilogue;
+	}
 	*truncated = u->ran_off && u->n < max;
 	return u->n;
 }

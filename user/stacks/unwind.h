@@ -4,8 +4,9 @@
  * the copy of the stack's top that the BPF program took (struct
  * dwarf_sample), walked with the objects' call-frame information
  * (.eh_frame / .debug_frame) by elfutils' libdwfl. Each object's ELF and
- * CFI are read once and kept (libdwfl's modules); where an object has no
- * CFI, libdwfl's x86-64 backend follows the frame pointer.
+ * CFI are read once and kept (libdwfl's modules). A frame with no CFI (JIT
+ * code) is stepped over here, by its code's epilogue or its frame pointer,
+ * each step checked (framestep.h), and libdwfl goes on from its caller.
  */
 #ifndef FNPROF_UNWIND_H
 #define FNPROF_UNWIND_H
@@ -31,14 +32,21 @@ void unwinder_free(struct unwinder *u);
 
 struct dwarf_sample;
 
+/* How the frames above the leaf were found: by CFI (libdwfl), by frame pointer, by the code's epilogue. */
+struct unwind_counts {
+	__u64 cfi, fp, epilogue;
+};
+
 /*
  * The frames of one sample into ips (leaf first: the interrupted ip, then
  * return addresses, as the kernel's stack maps hold them), up to max. s is
  * followed by its s->stack_len bytes of stack copied from rsp. Returns the
  * number of frames (at least 1 when s has an ip); *truncated tells whether
- * the walk stopped because it needed stack beyond the copy.
+ * the walk stopped because it needed stack beyond the copy. counts: NULL,
+ * or the frames found each way are added to it (none for a walk dropped).
  */
-int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated);
+int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated,
+		    struct unwind_counts *counts);
 
 /* Whether the unwinder has read the process's mappings once (after an unwinder_unwind): not if it was gone. */
 bool unwinder_has_objects(const struct unwinder *u);
