@@ -76,6 +76,11 @@ TARGET_PROGS += $(TEST_BIN)/gotarget
 $(TEST_BIN)/gotarget: tests/targets/go/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
+# Go slow calls (--slow): handle() parks its goroutine 5 ms on every 100th call.
+TARGET_PROGS += $(TEST_BIN)/goslow
+$(TEST_BIN)/goslow: tests/targets/goslow/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
 # The same, stripped (-s -w: no .symtab, no DWARF): names only from .gopclntab.
 TARGET_PROGS += $(TEST_BIN)/gotarget-stripped
 $(TEST_BIN)/gotarget-stripped: tests/targets/go/main.go | $(TEST_BIN)

@@ -12,6 +12,33 @@ static const char *function_name(const struct probe_list *pl, __u32 id, char *bu
 	return buf;
 }
 
+/* Why a Go function's slow calls are not recorded (the BPF side keeps its calls per goroutine). */
+#define GO_NOT_RECORDED "their calls are kept per goroutine, whose returns --slow does not follow yet"
+
+/* How many of the traced functions are Go functions (whose slow calls are not recorded); *all: every one. */
+static size_t go_functions(const struct probe_list *pl, bool *all)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < pl->nr; i++)
+		n += pl->probes[i].go;
+	*all = n && n == pl->nr;
+	return n;
+}
+
+/* "not recorded for Go functions: why (a, b)": a mode that cannot count them shows no zero for them. */
+static void print_go_unrecorded(const struct probe_list *pl, FILE *f)
+{
+	char name[256];
+	size_t i, k = 0;
+
+	fprintf(f, "not recorded for Go functions: %s (", GO_NOT_RECORDED);
+	for (i = 0; i < pl->nr; i++)
+		if (pl->probes[i].go)
+			fprintf(f, "%s%s", k++ ? ", " : "", function_name(pl, i, name, sizeof(name)));
+	fprintf(f, ")");
+}
+
 /* One stack on one line, innermost first: "a < b < c". */
 static void print_frames(FILE *f, const char *label, const char *const *frames, int n)
 {
@@ -45,9 +72,15 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 {
 	size_t first = v->nr > SLOW_SHOWN ? v->nr - SLOW_SHOWN : 0, i;
 	char b[16];
+	bool all_go;
 
-	fprintf(f, "\nslow calls (%s or longer): %llu", fmt_ns(v->threshold_ns, b, sizeof(b)),
-		(unsigned long long)v->seen);
+	fprintf(f, "\nslow calls (%s or longer): ", fmt_ns(v->threshold_ns, b, sizeof(b)));
+	if (go_functions(pl, &all_go) && all_go && !v->seen) {
+		print_go_unrecorded(pl, f);
+		fprintf(f, "\n");
+		return;
+	}
+	fprintf(f, "%llu", (unsigned long long)v->seen);
 	if (v->seen && first)
 		fprintf(f, ", the last %zu; %zu earlier ones in --json", v->nr - first, first);
 	if (v->dropped) {
@@ -62,6 +95,11 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 	fprintf(f, "%s\n", v->seen ? ":" : "");
 	for (i = first; i < v->nr; i++)
 		print_one(&v->recs[i], pl, f);
+	if (go_functions(pl, &all_go)) {
+		fprintf(f, "(");
+		print_go_unrecorded(pl, f);
+		fprintf(f, ")\n");
+	}
 	if (v->no_block_stack)
 		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
 			(unsigned long long)v->no_block_stack);
@@ -101,18 +139,41 @@ static void json_one(const struct slow_rec *r, const struct probe_list *pl, stru
 	json_obj_end(j);
 }
 
+/* slow_calls_not_recorded: [{function, reason}] for the functions whose slow calls are not recorded. */
+static void json_go_unrecorded(const struct probe_list *pl, struct json *j)
+{
+	char name[256];
+	size_t i;
+
+	json_arr_begin(j, "slow_calls_not_recorded");
+	for (i = 0; i < pl->nr; i++) {
+		if (!pl->probes[i].go)
+			continue;
+		json_obj_begin(j, NULL);
+		json_str(j, "function", function_name(pl, i, name, sizeof(name)));
+		json_str(j, "reason", "not recorded for Go functions: " GO_NOT_RECORDED);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
 void slow_print_json(const struct slow_view *v, const struct probe_list *pl, struct json *j)
 {
 	size_t i;
+	bool all_go;
 
 	json_u64(j, "slow_threshold_ns", v->threshold_ns);
 	json_arr_begin(j, "slow_calls");
 	for (i = 0; i < v->nr; i++)
 		json_one(&v->recs[i], pl, j);
 	json_arr_end(j);
-	json_u64(j, "slow_calls_seen", v->seen);
+	if (go_functions(pl, &all_go) && all_go && !v->seen)
+		json_null(j, "slow_calls_seen");   /* not counted, not zero */
+	else
+		json_u64(j, "slow_calls_seen", v->seen);
 	json_u64(j, "slow_calls_dropped", v->dropped);
 	json_u64(j, "slow_calls_over_rate", v->over_rate);
 	json_u64(j, "slow_calls_ringbuf_full", v->ringbuf_full);
 	json_u64(j, "slow_blocked_stacks_lost", v->no_block_stack);
+	json_go_unrecorded(pl, j);
 }
