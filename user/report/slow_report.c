@@ -12,33 +12,6 @@ static const char *function_name(const struct probe_list *pl, __u32 id, char *bu
 	return buf;
 }
 
-/* Why a Go function's slow calls are not recorded (the BPF side keeps its calls per goroutine). */
-#define GO_NOT_RECORDED "their calls are kept per goroutine, whose returns --slow does not follow yet"
-
-/* How many of the traced functions are Go functions (whose slow calls are not recorded); *all: every one. */
-static size_t go_functions(const struct probe_list *pl, bool *all)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < pl->nr; i++)
-		n += pl->probes[i].go;
-	*all = n && n == pl->nr;
-	return n;
-}
-
-/* "not recorded for Go functions: why (a, b)": a mode that cannot count them shows no zero for them. */
-static void print_go_unrecorded(const struct probe_list *pl, FILE *f)
-{
-	char name[256];
-	size_t i, k = 0;
-
-	fprintf(f, "not recorded for Go functions: %s (", GO_NOT_RECORDED);
-	for (i = 0; i < pl->nr; i++)
-		if (pl->probes[i].go)
-			fprintf(f, "%s%s", k++ ? ", " : "", function_name(pl, i, name, sizeof(name)));
-	fprintf(f, ")");
-}
-
 /* One stack on one line, innermost first: "a < b < c". */
 static void print_frames(FILE *f, const char *label, const char *const *frames, int n)
 {
@@ -51,10 +24,50 @@ static void print_frames(FILE *f, const char *label, const char *const *frames, 
 	fputc('\n', f);
 }
 
+/* Why a Go call's on-CPU/run-queue/blocked split is unknown: the table's reason. */
+static const char *go_cpu_unknown(const struct probe_list *pl, __u32 id)
+{
+	if (id < pl->nr && pl->probes[id].cpu_unknown)
+		return pl->probes[id].cpu_unknown;
+	return "goroutines switch in user space";
+}
+
+/* Whether a Go call's parks were followed (runtime.gopark and runtime.execute found). */
+static bool go_parks_known(const struct probe_list *pl)
+{
+	return pl->go_park_offset && pl->go_run_offset;
+}
+
+/* A Go call: wall, the split unknown and why, its longest park and its stack. */
+static void print_go(const struct slow_rec *r, const struct probe_list *pl, FILE *f)
+{
+	char name[256], b[2][16];
+
+	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU, run queue, blocked unknown (%s)", function_name(pl, r->id,
+		name, sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16), go_cpu_unknown(pl, r->id));
+	if (!go_parks_known(pl))
+		fprintf(f, "; parks unknown (runtime.gopark or runtime.execute not found)");
+	else if (r->block_ns)
+		fprintf(f, "; longest park %s (%s)", fmt_ns(r->block_ns, b[1], 16),
+			r->has_blocked ? r->wait_reason : "reason not kept");
+	else
+		fprintf(f, "; never parked");
+	fputc('\n', f);
+	print_frames(f, "called:", r->stack, r->nr_stack);
+	if (r->has_blocked)
+		print_frames(f, "parked:", r->blocked, r->nr_blocked);
+	else if (r->block_ns)
+		fprintf(f, "    parked:  [stack not kept: no capture slot was free]\n");
+}
+
 static void print_one(const struct slow_rec *r, const struct probe_list *pl, FILE *f)
 {
 	char name[256], b[5][16];
 
+	if (r->go) {
+		print_go(r, pl, f);
+		return;
+	}
 	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU %s + run queue %s + blocked %s", function_name(pl, r->id, name,
 		sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16), fmt_ns(r->oncpu_ns, b[1], 16),
 		fmt_ns(r->runq_ns, b[2], 16), fmt_ns(r->blocked_ns, b[3], 16));
@@ -72,15 +85,9 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 {
 	size_t first = v->nr > SLOW_SHOWN ? v->nr - SLOW_SHOWN : 0, i;
 	char b[16];
-	bool all_go;
 
-	fprintf(f, "\nslow calls (%s or longer): ", fmt_ns(v->threshold_ns, b, sizeof(b)));
-	if (go_functions(pl, &all_go) && all_go && !v->seen) {
-		print_go_unrecorded(pl, f);
-		fprintf(f, "\n");
-		return;
-	}
-	fprintf(f, "%llu", (unsigned long long)v->seen);
+	fprintf(f, "\nslow calls (%s or longer): %llu", fmt_ns(v->threshold_ns, b, sizeof(b)),
+		(unsigned long long)v->seen);
 	if (v->seen && first)
 		fprintf(f, ", the last %zu; %zu earlier ones in --json", v->nr - first, first);
 	if (v->dropped) {
@@ -95,11 +102,6 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 	fprintf(f, "%s\n", v->seen ? ":" : "");
 	for (i = first; i < v->nr; i++)
 		print_one(&v->recs[i], pl, f);
-	if (go_functions(pl, &all_go)) {
-		fprintf(f, "(");
-		print_go_unrecorded(pl, f);
-		fprintf(f, ")\n");
-	}
 	if (v->no_block_stack)
 		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
 			(unsigned long long)v->no_block_stack);
@@ -116,6 +118,33 @@ static void json_frames(struct json *j, const char *key, const char *const *fram
 	json_arr_end(j);
 }
 
+/*
+ * The on-CPU/run-queue/blocked split and the longest block; for Go, the split
+ * null (unknown: cpu_unknown says why), the block a park (wait_reason why).
+ */
+static void json_split(const struct slow_rec *r, const struct probe_list *pl, struct json *j)
+{
+	if (!r->go) {
+		json_u64(j, "oncpu_ns", r->oncpu_ns);
+		json_u64(j, "runq_ns", r->runq_ns);
+		json_u64(j, "blocked_ns", r->blocked_ns);
+		json_u64(j, "longest_block_ns", r->block_ns);
+		return;
+	}
+	json_null(j, "oncpu_ns");
+	json_null(j, "runq_ns");
+	json_null(j, "blocked_ns");
+	if (go_parks_known(pl))
+		json_u64(j, "longest_block_ns", r->block_ns);
+	else
+		json_null(j, "longest_block_ns");
+	json_str(j, "cpu_unknown", go_cpu_unknown(pl, r->id));
+	if (r->has_blocked)
+		json_str(j, "wait_reason", r->wait_reason);
+	else
+		json_null(j, "wait_reason");
+}
+
 static void json_one(const struct slow_rec *r, const struct probe_list *pl, struct json *j)
 {
 	char name[256];
@@ -125,10 +154,7 @@ static void json_one(const struct slow_rec *r, const struct probe_list *pl, stru
 	json_u64(j, "pid", r->pid);
 	json_u64(j, "tid", r->tid);
 	json_u64(j, "wall_ns", r->wall_ns);
-	json_u64(j, "oncpu_ns", r->oncpu_ns);
-	json_u64(j, "runq_ns", r->runq_ns);
-	json_u64(j, "blocked_ns", r->blocked_ns);
-	json_u64(j, "longest_block_ns", r->block_ns);
+	json_split(r, pl, j);
 	json_f64(j, "end_s", r->end_s);
 	json_frames(j, "stack", r->stack, r->nr_stack);
 	if (r->has_blocked)
@@ -139,41 +165,18 @@ static void json_one(const struct slow_rec *r, const struct probe_list *pl, stru
 	json_obj_end(j);
 }
 
-/* slow_calls_not_recorded: [{function, reason}] for the functions whose slow calls are not recorded. */
-static void json_go_unrecorded(const struct probe_list *pl, struct json *j)
-{
-	char name[256];
-	size_t i;
-
-	json_arr_begin(j, "slow_calls_not_recorded");
-	for (i = 0; i < pl->nr; i++) {
-		if (!pl->probes[i].go)
-			continue;
-		json_obj_begin(j, NULL);
-		json_str(j, "function", function_name(pl, i, name, sizeof(name)));
-		json_str(j, "reason", "not recorded for Go functions: " GO_NOT_RECORDED);
-		json_obj_end(j);
-	}
-	json_arr_end(j);
-}
-
 void slow_print_json(const struct slow_view *v, const struct probe_list *pl, struct json *j)
 {
 	size_t i;
-	bool all_go;
 
 	json_u64(j, "slow_threshold_ns", v->threshold_ns);
 	json_arr_begin(j, "slow_calls");
 	for (i = 0; i < v->nr; i++)
 		json_one(&v->recs[i], pl, j);
 	json_arr_end(j);
-	if (go_functions(pl, &all_go) && all_go && !v->seen)
-		json_null(j, "slow_calls_seen");   /* not counted, not zero */
-	else
-		json_u64(j, "slow_calls_seen", v->seen);
+	json_u64(j, "slow_calls_seen", v->seen);
 	json_u64(j, "slow_calls_dropped", v->dropped);
 	json_u64(j, "slow_calls_over_rate", v->over_rate);
 	json_u64(j, "slow_calls_ringbuf_full", v->ringbuf_full);
 	json_u64(j, "slow_blocked_stacks_lost", v->no_block_stack);
-	json_go_unrecorded(pl, j);
 }
