@@ -211,6 +211,8 @@ test:
 # The programs that the examples in README.md and docs/ run: after `make demo` they all run as written
 # (tests/test_tool.py checks it).
 DOC_PROGS := $(TEST_BIN)/demo $(TEST_BIN)/slowcall $(TEST_BIN)/work $(TEST_BIN)/burn
+# docs/slow.md's Go example (test-deps installs Go).
+DOC_PROGS += $(if $(GO),$(TEST_BIN)/goslow)
 demo: fnprof $(DOC_PROGS)
 	./fnprof -f parse_record -f 'wait_*' --sample --svg demo.svg -- $(TEST_BIN)/demo 3
 
