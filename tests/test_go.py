@@ -259,11 +259,13 @@ def test_go_slow_text_section_shows_parks():
     m = re.search(r"^slow calls \(2\.00ms or longer\): (\d+)", p.stderr, re.M)
     check(m and int(m.group(1)) >= t["sleeps"] == 40, f"header: {m and m.group(0)}:\n{p.stderr[-1500:]}")
     section = p.stderr[m.end():]
-    blocks = re.findall(r"^main\.handle  pid \d+ tid \d+  wall .* = on-CPU, run queue, blocked unknown \(.+\)",
+    blocks = re.findall(r"^main\.handle  pid \d+ tid \d+  wall .* = on-CPU, run queue, blocked unknown; ",
                         section, re.M)
     check(len(blocks) == 20, f"{len(blocks)} blocks shown:\n{section[:2000]}")
     parks = re.findall(r"^    parked:  runtime\.gopark < time\.Sleep < main\.waitForDisk < main\.handle < main\.serve",
                        section, re.M)
-    # Of the last 20 slow calls, most slept (40 of the ~50 on a loaded machine).
-    check(len(parks) >= 10 and len(re.findall(r"longest park [\d.]+ms \(sleep\)", section)) == len(parks),
+    # The last 20 slow calls hold sleepers in about the run's proportion (40 of ~50 on a loaded machine).
+    check("(Go functions: on-CPU, run queue and blocked unknown: goroutines switch in user space" in section,
+          f"no reason for the unknown split:\n{section[-1500:]}")
+    check(len(parks) >= 10 * t["sleeps"] / int(m.group(1)) and len(re.findall(r"longest park [\d.]+ms \(sleep\)", section)) == len(parks),
           section[:3000])

@@ -43,8 +43,9 @@ static void print_go(const struct slow_rec *r, const struct probe_list *pl, FILE
 {
 	char name[256], b[2][16];
 
-	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU, run queue, blocked unknown (%s)", function_name(pl, r->id,
-		name, sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16), go_cpu_unknown(pl, r->id));
+	/* Why unknown: said once, under the section (go_note). */
+	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU, run queue, blocked unknown", function_name(pl, r->id,
+		name, sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16));
 	if (!go_parks_known(pl))
 		fprintf(f, "; parks unknown (runtime.gopark or runtime.execute not found)");
 	else if (r->block_ns)
@@ -81,6 +82,19 @@ static void print_one(const struct slow_rec *r, const struct probe_list *pl, FIL
 		fprintf(f, "    blocked: [stack not kept: no capture slot was free]\n");
 }
 
+/* Under Go calls' blocks: why their split is unknown, and what a park is. */
+static void go_note(const struct slow_view *v, size_t first, const struct probe_list *pl, FILE *f)
+{
+	size_t i;
+
+	for (i = first; i < v->nr && !v->recs[i].go; i++)
+		;
+	if (i == v->nr)
+		return;
+	fprintf(f, "(Go functions: on-CPU, run queue and blocked unknown: %s; a park runs from runtime.gopark to "
+		   "the goroutine's next run, blocked and waiting for a thread together)\n", go_cpu_unknown(pl, v->recs[i].id));
+}
+
 void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FILE *f)
 {
 	size_t first = v->nr > SLOW_SHOWN ? v->nr - SLOW_SHOWN : 0, i;
@@ -102,6 +116,7 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 	fprintf(f, "%s\n", v->seen ? ":" : "");
 	for (i = first; i < v->nr; i++)
 		print_one(&v->recs[i], pl, f);
+	go_note(v, first, pl, f);
 	if (v->no_block_stack)
 		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
 			(unsigned long long)v->no_block_stack);
