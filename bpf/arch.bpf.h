@@ -33,6 +33,11 @@
 #define ARCH_BREAKPOINT_BYTES 1
 /* Go's register ABI (1.17+ on amd64) keeps the running goroutine's g in r14. */
 #define ARCH_GO_G(regs) ((regs)->r14)
+/* Its integer arguments 1 and 3 (rax, rbx, rcx, ...): runtime.execute's gp, runtime.gopark's reason. */
+#define ARCH_GO_ARG1(regs) ((regs)->ax)
+#define ARCH_GO_ARG3(regs) ((regs)->cx)
+/* The frame pointer: Go keeps one in every frame on amd64. */
+#define ARCH_FP(regs) ((regs)->bp)
 /* System calls (mutex.bpf.c): futex's number; a call's number and arguments in its pt_regs. */
 #define ARCH_NR_FUTEX 202
 #define ARCH_SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)

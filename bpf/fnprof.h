@@ -375,6 +375,13 @@ struct slow_stack {
 #define SLOW_AT_RET 1U
 /* `blocked` holds the stack of the call's longest block. */
 #define SLOW_BLOCKED 2U
+/*
+ * Go: the stacks' kips hold user addresses, leaf first (a frame-pointer walk
+ * in the probe, no stack copy); `blocked` is the longest park's, block_ns its
+ * time (runtime.gopark to runtime.execute), wait_reason its waitReason; the
+ * on-CPU/run-queue/blocked split is unknown (goroutines switch in user space).
+ */
+#define SLOW_GO 4U
 
 /* A call of a traced function that took --slow or longer, sent at its return. */
 struct slow_call {
@@ -384,6 +391,8 @@ struct slow_call {
 	__u64 fn_ip;         /* the function's address: the entry stack's innermost frame */
 	__u32 id, pid, tid;
 	__u32 flags;         /* SLOW_* */
+	__u32 wait_reason;   /* SLOW_GO: the longest park's waitReason (runtime.gopark's argument) */
+	__u32 pad;
 	/* The caller's stack as at entry: taken at the return, where the callers' frames are unchanged. */
 	struct slow_stack entry;
 	struct slow_stack blocked;

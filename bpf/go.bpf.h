@@ -10,9 +10,15 @@
  * Goroutines switch in user space, unseen by sched_switch: these calls have
  * wall and self time, no on/off-CPU split (user space shows it as unknown).
  *
+ * --slow follows the goroutine too: a slow call's caller stack is a
+ * frame-pointer walk from its ret (Go keeps frame pointers on amd64), and
+ * its longest park (runtime.gopark to runtime.execute of the same g) is
+ * kept with gopark's stack and reason (the go_park and go_run programs).
+ *
  * Included by trace.bpf.c after account(); its hooks: the go_entry,
- * go_exit_ret and go_gone programs, go_on_switch() in sched_switch while
- * go_calls is set, and the gstacks map's size.
+ * go_exit_ret, go_gone (and with --slow go_park, go_run) programs,
+ * go_on_switch() in sched_switch while go_calls is set, and the gstacks and
+ * gslow maps' sizes.
  */
 #ifndef FNPROF_GO_BPF_H
 #define FNPROF_GO_BPF_H
@@ -292,6 +298,255 @@ static __always_inline __u64 go_ret_pause(struct pt_regs *ctx)
 	return t->sw_in_ns - t->sw_out_ns;
 }
 
+/* --- --slow for Go: per goroutine, beside its go_stack ---------------------- */
+
+/* Per open call, parallel to go_stack's frames: its longest park so far. */
+struct go_slow_frame {
+	__u64 park_ns;
+	__u32 cap1;          /* the capture of that park + 1; 0: none */
+	__u32 pad;
+};
+
+/* A park's stack (user addresses, leaf first: runtime.gopark, its callers) and why. */
+struct go_park_cap {
+	__u32 nr;
+	__u32 reason;        /* gopark's waitReason */
+	__u64 ips[FNPROF_SLOW_KDEPTH];
+};
+
+struct go_slow {
+	struct go_slow_frame frames[FNPROF_MAX_DEPTH];
+	__u64 park_start;    /* when the goroutine parked inside traced calls; 0: not parked */
+	__u32 out_cap1;      /* the capture that park filled + 1; 0: none */
+	__u32 pad;
+	/* SLOW_CAPTURES used; one more, so that an index masked with 3 stays inside for the verifier. */
+	struct go_park_cap caps[4];
+};
+_Static_assert(SLOW_CAPTURES <= 4, "go_cap masks the index with 3");
+
+/* g address -> its parks; made at its first park inside a traced call, gone with its gstacks entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1);   /* set by user space */
+	__type(key, __u64);
+	__type(value, struct go_slow);
+} gslow SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct go_slow);
+} gslow_zero SEC(".maps");
+
+struct go_fp_ctx {
+	__u64 *ips;
+	__u64 bp, lo, hi;
+	__u32 n;
+};
+
+/* One frame of the walk: [bp] is the caller's bp, [bp + 8] its return address. */
+static long go_fp_step(__u32 i, struct go_fp_ctx *c)
+{
+	__u64 fr[2];
+	__u32 n = c->n;
+
+	if (n >= FNPROF_SLOW_KDEPTH || c->bp < c->lo || c->bp + sizeof(fr) > c->hi ||
+	    bpf_probe_read_user(fr, sizeof(fr), (void *)c->bp) || !fr[1])
+		return 1;
+	c->ips[n] = fr[1];
+	c->n = n + 1;
+	/* Callers' frames are higher on the goroutine's stack: anything else ends the walk. */
+	if (fr[0] <= c->bp)
+		return 1;
+	c->bp = fr[0];
+	return 0;
+}
+
+/*
+ * The goroutine's stack into ips (FNPROF_SLOW_KDEPTH), leaf first, at a
+ * function's first instruction or its ret: the ip, the return address at
+ * [sp], then the frame-pointer chain from bp (the caller's, not yet saved or
+ * already restored), inside the goroutine's stack. Returns how many.
+ */
+static __always_inline __u32 go_fp_walk(struct pt_regs *ctx, __u64 *ips)
+{
+	struct go_fp_ctx c = { .ips = ips, .bp = ARCH_FP(ctx), .n = 1 };
+	struct go_stack_bounds b;
+	__u64 ra = 0;
+
+	ips[0] = PT_REGS_IP(ctx);
+	if (bpf_probe_read_user(&b, sizeof(b), (void *)ARCH_GO_G(ctx)) ||
+	    bpf_probe_read_user(&ra, sizeof(ra), (void *)PT_REGS_SP(ctx)) || !ra)
+		return 1;
+	ips[1] = ra;
+	c.n = 2;
+	c.lo = b.lo;
+	c.hi = b.hi;
+	bpf_loop(FNPROF_SLOW_KDEPTH, go_fp_step, &c, 0);
+	return c.n;
+}
+
+/* A new call in frame d of goroutine g: no park yet. */
+static __always_inline void go_slow_enter(__u64 g, __u32 d)
+{
+	struct go_slow *s = bpf_map_lookup_elem(&gslow, &g);
+
+	if (s) {
+		s->frames[frame_idx(d)].park_ns = 0;
+		s->frames[frame_idx(d)].cap1 = 0;
+	}
+}
+
+/* The goroutine's go_slow, made on first use; NULL when the map is full. */
+static __always_inline struct go_slow *go_slow_of(__u64 g)
+{
+	struct go_slow *s = bpf_map_lookup_elem(&gslow, &g);
+	__u32 zero = 0;
+
+	if (s)
+		return s;
+	s = bpf_map_lookup_elem(&gslow_zero, &zero);
+	if (!s || bpf_map_update_elem(&gslow, &g, s, BPF_NOEXIST))
+		return NULL;
+	return bpf_map_lookup_elem(&gslow, &g);
+}
+
+/* Capture cap1 - 1, NULL for 0. */
+static __always_inline struct go_park_cap *go_cap(struct go_slow *s, __u32 cap1)
+{
+	__u32 c = cap1 - 1;
+
+	if (c >= SLOW_CAPTURES)
+		return NULL;
+	return &s->caps[c & 3];
+}
+
+/* A capture none of the depth open calls points at (+ 1), 0 if all are taken. */
+static __always_inline __u32 go_free_cap(const struct go_slow *s, __u32 depth)
+{
+	__u32 used = 0, i;
+
+	for (i = 0; i < FNPROF_MAX_DEPTH && i < depth; i++)
+		used |= 1U << (s->frames[i].cap1 & 7);
+	for (i = 0; i < SLOW_CAPTURES; i++)
+		if (!(used & 2U << i))
+			return i + 1;
+	return 0;
+}
+
+/*
+ * runtime.gopark, first instruction: the running goroutine parks (sleep,
+ * channel, select, mutex, network...). Inside traced calls, its stack and
+ * reason go to a free capture; runtime.execute of the g ends the park.
+ */
+SEC("uprobe")
+int BPF_KPROBE(go_park)
+{
+	__u64 g = ARCH_GO_G(ctx);
+	struct go_stack *gs = bpf_map_lookup_elem(&gstacks, &g);
+	struct go_park_cap *cap;
+	struct go_slow *s;
+	__u32 c;
+
+	if (!gs || gs->gen != generation || !gs->depth)
+		return 0;
+	s = go_slow_of(g);
+	if (!s)
+		return 0;   /* its slow calls go without their park (slow_blocked_stacks_lost) */
+	s->out_cap1 = c = go_free_cap(s, gs->depth);
+	cap = go_cap(s, c);
+	if (cap) {
+		cap->reason = ARCH_GO_ARG3(ctx) & 0xff;
+		cap->nr = go_fp_walk(ctx, cap->ips);
+	}
+	s->park_start = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* runtime.execute(gp): gp runs again; a park of gp inside traced calls ends here. */
+SEC("uprobe")
+int BPF_KPROBE(go_run)
+{
+	__u64 g = ARCH_GO_ARG1(ctx), now = bpf_ktime_get_ns(), dt;
+	struct go_slow *s = bpf_map_lookup_elem(&gslow, &g);
+	struct go_stack *gs;
+	__u32 i;
+
+	if (!s || !s->park_start)
+		return 0;
+	dt = now - s->park_start;
+	s->park_start = 0;
+	gs = bpf_map_lookup_elem(&gstacks, &g);
+	for (i = 0; gs && i < FNPROF_MAX_DEPTH && i < gs->depth; i++) {
+		if (dt > s->frames[i].park_ns) {
+			s->frames[i].park_ns = dt;
+			s->frames[i].cap1 = s->out_cap1;
+		}
+	}
+	s->out_cap1 = 0;
+	return 0;
+}
+
+/* The longest park of frame k into r: its time, reason and stack. */
+static __always_inline void go_slow_park(struct slow_call *r, struct go_slow *s, __u32 k)
+{
+	struct go_slow_frame *sf;
+	struct go_park_cap *cap;
+
+	r->block_ns = 0;
+	r->wait_reason = 0;
+	r->blocked.nr_kips = 0;
+	if (!s)
+		return;
+	sf = &s->frames[frame_idx(k)];
+	r->block_ns = sf->park_ns;
+	cap = go_cap(s, sf->cap1);
+	if (!cap || bpf_probe_read_kernel(r->blocked.kips, sizeof(cap->ips), cap->ips)) {
+		if (sf->park_ns)
+			slow_count(SLOWDROP_NO_BLOCK);
+		return;
+	}
+	r->wait_reason = cap->reason;
+	r->blocked.nr_kips = cap->nr;
+	r->flags |= SLOW_BLOCKED;
+}
+
+/* The call in frame k of goroutine g (f) took --slow or longer, closed at its ret (ctx): its record. */
+static __always_inline void go_slow_emit(struct pt_regs *ctx, __u64 g, const struct fn_frame *f, __u32 k,
+					 __u64 wall, __u64 now)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct slow_call *r;
+
+	if (f->id >= slow_nr_ids)
+		return;
+	slow_count(SLOWDROP_SEEN);
+	if (!slow_admit(now)) {
+		slow_count(SLOWDROP_RATE);
+		return;
+	}
+	r = bpf_ringbuf_reserve(&slow_calls, sizeof(*r), 0);
+	if (!r) {
+		slow_count(SLOWDROP_RINGBUF);
+		return;
+	}
+	r->wall_ns = wall;
+	r->oncpu_ns = r->runq_ns = r->blocked_ns = 0;
+	r->end_ns = now;
+	r->fn_ip = f->ip;
+	r->id = f->id;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->flags = SLOW_AT_RET | SLOW_GO;
+	r->entry.nr_kips = go_fp_walk(ctx, r->entry.kips);
+	r->entry.user.stack_len = 0;
+	r->blocked.user.stack_len = 0;
+	go_slow_park(r, bpf_map_lookup_elem(&gslow, &g), k);
+	bpf_ringbuf_submit(r, 0);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(go_entry)
 {
@@ -338,6 +593,8 @@ int BPF_KPROBE(go_entry)
 		return 0;
 	}
 	go_push(gs, id, slot, off, ctx);
+	if (slow_ns)
+		go_slow_enter(g, gs->depth - 1);
 	return 0;
 }
 
@@ -372,8 +629,8 @@ static __always_inline int go_match(struct go_stack *gs, __u64 off)
 	return m.k;
 }
 
-/* Closes frame k: its call measured (wall and self; on/off-CPU unknown) and accounted. */
-static __always_inline void go_close(struct go_stack *gs, __u32 k, __u64 now)
+/* Closes frame k of goroutine g at its ret (ctx): its call measured (wall and self; on/off-CPU unknown) and accounted. */
+static __always_inline void go_close(struct pt_regs *ctx, __u64 g, struct go_stack *gs, __u32 k, __u64 now)
 {
 	struct fn_frame *f = &gs->frames[frame_idx(k)], *parent;
 	struct call c = {};
@@ -382,6 +639,8 @@ static __always_inline void go_close(struct go_stack *gs, __u32 k, __u64 now)
 	c.oncpu = c.wall;
 	c.self = c.wall > f->child_wall ? c.wall - f->child_wall : 0;
 	account(f->slot, f->id, &c, f);
+	if (slow_ns && c.wall >= slow_ns)
+		go_slow_emit(ctx, g, f, k, c.wall, now);
 	if (k > 0) {
 		parent = &gs->frames[frame_idx(k - 1)];
 		call_to_caller(parent, f, &c);
@@ -423,7 +682,7 @@ int BPF_KPROBE(go_exit_ret)
 			count_drop(DROP_ORPHAN_RET);
 		return 0;
 	}
-	go_close(gs, k, now - go_ret_pause(ctx));
+	go_close(ctx, g, gs, k, now - go_ret_pause(ctx));
 	return 0;
 }
 
@@ -443,6 +702,8 @@ int BPF_KPROBE(go_gone)
 	if (gs->gen == generation && gs->depth)
 		count_drops(DROP_ABANDONED, gs->depth);
 	bpf_map_delete_elem(&gstacks, &g);
+	if (slow_ns)
+		bpf_map_delete_elem(&gslow, &g);
 	return 0;
 }
 

@@ -77,6 +77,11 @@ TARGET_PROGS += $(TEST_BIN)/gotarget
 $(TEST_BIN)/gotarget: tests/targets/go/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
+# Go slow calls (--slow): handle() parks its goroutine 5 ms on every 100th call.
+TARGET_PROGS += $(TEST_BIN)/goslow
+$(TEST_BIN)/goslow: tests/targets/goslow/main.go | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off $(GO) build -o $@ $<
 # The same, stripped (-s -w: no .symtab, no DWARF): names only from .gopclntab.
 TARGET_PROGS += $(TEST_BIN)/gotarget-stripped
 $(TEST_BIN)/gotarget-stripped: tests/targets/go/main.go | $(TEST_BIN)
@@ -207,6 +212,8 @@ test:
 # The programs that the examples in README.md and docs/ run: after `make demo` they all run as written
 # (tests/test_tool.py checks it).
 DOC_PROGS := $(TEST_BIN)/demo $(TEST_BIN)/slowcall $(TEST_BIN)/work $(TEST_BIN)/burn
+# docs/slow.md's Go example (test-deps installs Go).
+DOC_PROGS += $(if $(GO),$(TEST_BIN)/goslow)
 demo: fnprof $(DOC_PROGS)
 	./fnprof -f parse_record -f 'wait_*' --sample --svg demo.svg -- $(TEST_BIN)/demo 3
 

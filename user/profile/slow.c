@@ -5,6 +5,7 @@
  * one lock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,43 @@ static void blocked_frames(struct slow *s, const struct slow_stack *st, struct s
 	r->has_blocked = true;
 }
 
+/*
+ * Go's waitReason names (runtime/runtime2.go): the first 21, the same in
+ * every release from 1.17 to 1.22 at least; later ones by number.
+ */
+static const char *const go_wait_reasons[] = {
+	"", "GC assist marking", "IO wait", "chan receive (nil chan)", "chan send (nil chan)", "dumping heap",
+	"garbage collection", "garbage collection scan", "panicwait", "select", "select (no cases)",
+	"GC assist wait", "GC sweep wait", "GC scavenge wait", "chan receive", "chan send", "finalizer wait",
+	"force gc (idle)", "semacquire", "sleep", "sync.Cond.Wait",
+};
+
+static void go_wait_reason(__u32 code, char *buf, size_t size)
+{
+	if (code && code < sizeof(go_wait_reasons) / sizeof(go_wait_reasons[0]))
+		snprintf(buf, size, "%s", go_wait_reasons[code]);
+	else
+		snprintf(buf, size, "waitReason %u", code);
+}
+
+/* Go (SLOW_GO): both stacks are addresses already, leaf first, walked by frame pointer in the probe. */
+static void go_frames(struct slow *s, const struct slow_call *c, struct slow_rec *r)
+{
+	int n = c->entry.nr_kips < FNPROF_SLOW_KDEPTH ? c->entry.nr_kips : FNPROF_SLOW_KDEPTH;
+
+	r->go = true;
+	/* A walk that filled its buffer may have had more frames. */
+	r->truncated |= n == FNPROF_SLOW_KDEPTH;
+	r->nr_stack = name_frames(s, c->entry.kips, n, false, r->stack, SLOW_FRAMES, &r->truncated);
+	if (!(c->flags & SLOW_BLOCKED))
+		return;
+	n = c->blocked.nr_kips < FNPROF_SLOW_KDEPTH ? c->blocked.nr_kips : FNPROF_SLOW_KDEPTH;
+	r->truncated |= n == FNPROF_SLOW_KDEPTH;
+	r->nr_blocked = name_frames(s, c->blocked.kips, n, false, r->blocked, SLOW_FRAMES, &r->truncated);
+	r->has_blocked = true;
+	go_wait_reason(c->wait_reason, r->wait_reason, sizeof(r->wait_reason));
+}
+
 static void fill_figures(struct slow_rec *r, const struct slow_call *c)
 {
 	r->id = c->id;
@@ -100,6 +138,16 @@ static void fill_figures(struct slow_rec *r, const struct slow_call *c)
 	r->blocked_ns = c->blocked_ns;
 	r->block_ns = c->block_ns;
 	r->end_s = c->end_ns / 1e9;
+}
+
+/* A call kept per thread: its two stack copies unwound. */
+static void thread_frames(struct slow *s, const struct slow_call *c, struct slow_rec *r)
+{
+	/* Taken at a uretprobe, the stack starts in the caller: the function goes first. */
+	r->nr_stack = user_frames(s, &c->entry, c->flags & SLOW_AT_RET ? 0 : c->fn_ip, r->stack, SLOW_FRAMES,
+				  &r->truncated);
+	if (c->flags & SLOW_BLOCKED)
+		blocked_frames(s, &c->blocked, r);
 }
 
 /* One record from the ring buffer: unwound and named here, kept under the lock. */
@@ -115,11 +163,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		symbolizer_refresh(s->sym);
 	s->refreshed = true;
 	fill_figures(&r, c);
-	/* Taken at a uretprobe, the stack starts in the caller: the function goes first. */
-	r.nr_stack = user_frames(s, &c->entry, c->flags & SLOW_AT_RET ? 0 : c->fn_ip, r.stack, SLOW_FRAMES,
-				 &r.truncated);
-	if (c->flags & SLOW_BLOCKED)
-		blocked_frames(s, &c->blocked, &r);
+	if (c->flags & SLOW_GO)
+		go_frames(s, c, &r);
+	else
+		thread_frames(s, c, &r);
 	pthread_mutex_lock(&s->lock);
 	r.seq = ++s->seq;
 	s->ring[(r.seq - 1) % SLOW_KEEP] = r;

@@ -29,6 +29,13 @@ struct slow_rec {
 	__u64 block_ns;      /* its longest block; 0 if it never blocked */
 	double end_s;        /* CLOCK_MONOTONIC at its return */
 	bool has_blocked;    /* blocked[] is the longest block's stack (else it was not kept, or none) */
+	/*
+	 * A Go function's call (kept per goroutine): on-CPU, run queue and
+	 * blocked are unknown (0 here); block_ns and blocked[] are its longest
+	 * park's (runtime.gopark to the goroutine's next run), wait_reason why.
+	 */
+	bool go;
+	char wait_reason[32];
 	bool truncated;      /* a stack cut short: its walk ran past the copy, or more frames than kept */
 	int nr_stack, nr_blocked;
 	const char *stack[SLOW_FRAMES];     /* the caller's stack at entry, the function first */

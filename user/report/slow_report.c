@@ -24,10 +24,51 @@ static void print_frames(FILE *f, const char *label, const char *const *frames, 
 	fputc('\n', f);
 }
 
+/* Why a Go call's on-CPU/run-queue/blocked split is unknown: the table's reason. */
+static const char *go_cpu_unknown(const struct probe_list *pl, __u32 id)
+{
+	if (id < pl->nr && pl->probes[id].cpu_unknown)
+		return pl->probes[id].cpu_unknown;
+	return "goroutines switch in user space";
+}
+
+/* Whether a Go call's parks were followed (runtime.gopark and runtime.execute found). */
+static bool go_parks_known(const struct probe_list *pl)
+{
+	return pl->go_park_offset && pl->go_run_offset;
+}
+
+/* A Go call: wall, the split unknown and why, its longest park and its stack. */
+static void print_go(const struct slow_rec *r, const struct probe_list *pl, FILE *f)
+{
+	char name[256], b[2][16];
+
+	/* Why unknown: said once, under the section (go_note). */
+	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU, run queue, blocked unknown", function_name(pl, r->id,
+		name, sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16));
+	if (!go_parks_known(pl))
+		fprintf(f, "; parks unknown (runtime.gopark or runtime.execute not found)");
+	else if (r->block_ns)
+		fprintf(f, "; longest park %s (%s)", fmt_ns(r->block_ns, b[1], 16),
+			r->has_blocked ? r->wait_reason : "reason not kept");
+	else
+		fprintf(f, "; never parked");
+	fputc('\n', f);
+	print_frames(f, "called:", r->stack, r->nr_stack);
+	if (r->has_blocked)
+		print_frames(f, "parked:", r->blocked, r->nr_blocked);
+	else if (r->block_ns)
+		fprintf(f, "    parked:  [stack not kept: no capture slot was free]\n");
+}
+
 static void print_one(const struct slow_rec *r, const struct probe_list *pl, FILE *f)
 {
 	char name[256], b[5][16];
 
+	if (r->go) {
+		print_go(r, pl, f);
+		return;
+	}
 	fprintf(f, "%s  pid %u tid %u  wall %s = on-CPU %s + run queue %s + blocked %s", function_name(pl, r->id, name,
 		sizeof(name)), r->pid, r->tid, fmt_ns(r->wall_ns, b[0], 16), fmt_ns(r->oncpu_ns, b[1], 16),
 		fmt_ns(r->runq_ns, b[2], 16), fmt_ns(r->blocked_ns, b[3], 16));
@@ -39,6 +80,19 @@ static void print_one(const struct slow_rec *r, const struct probe_list *pl, FIL
 		print_frames(f, "blocked:", r->blocked, r->nr_blocked);
 	else if (r->block_ns)
 		fprintf(f, "    blocked: [stack not kept: no capture slot was free]\n");
+}
+
+/* Under Go calls' blocks: why their split is unknown, and what a park is. */
+static void go_note(const struct slow_view *v, size_t first, const struct probe_list *pl, FILE *f)
+{
+	size_t i;
+
+	for (i = first; i < v->nr && !v->recs[i].go; i++)
+		;
+	if (i == v->nr)
+		return;
+	fprintf(f, "(Go functions: on-CPU, run queue and blocked unknown: %s; a park runs from runtime.gopark to "
+		   "the goroutine's next run, blocked and waiting for a thread together)\n", go_cpu_unknown(pl, v->recs[i].id));
 }
 
 void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FILE *f)
@@ -62,6 +116,7 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 	fprintf(f, "%s\n", v->seen ? ":" : "");
 	for (i = first; i < v->nr; i++)
 		print_one(&v->recs[i], pl, f);
+	go_note(v, first, pl, f);
 	if (v->no_block_stack)
 		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
 			(unsigned long long)v->no_block_stack);
@@ -78,6 +133,33 @@ static void json_frames(struct json *j, const char *key, const char *const *fram
 	json_arr_end(j);
 }
 
+/*
+ * The on-CPU/run-queue/blocked split and the longest block; for Go, the split
+ * null (unknown: cpu_unknown says why), the block a park (wait_reason why).
+ */
+static void json_split(const struct slow_rec *r, const struct probe_list *pl, struct json *j)
+{
+	if (!r->go) {
+		json_u64(j, "oncpu_ns", r->oncpu_ns);
+		json_u64(j, "runq_ns", r->runq_ns);
+		json_u64(j, "blocked_ns", r->blocked_ns);
+		json_u64(j, "longest_block_ns", r->block_ns);
+		return;
+	}
+	json_null(j, "oncpu_ns");
+	json_null(j, "runq_ns");
+	json_null(j, "blocked_ns");
+	if (go_parks_known(pl))
+		json_u64(j, "longest_block_ns", r->block_ns);
+	else
+		json_null(j, "longest_block_ns");
+	json_str(j, "cpu_unknown", go_cpu_unknown(pl, r->id));
+	if (r->has_blocked)
+		json_str(j, "wait_reason", r->wait_reason);
+	else
+		json_null(j, "wait_reason");
+}
+
 static void json_one(const struct slow_rec *r, const struct probe_list *pl, struct json *j)
 {
 	char name[256];
@@ -87,10 +169,7 @@ static void json_one(const struct slow_rec *r, const struct probe_list *pl, stru
 	json_u64(j, "pid", r->pid);
 	json_u64(j, "tid", r->tid);
 	json_u64(j, "wall_ns", r->wall_ns);
-	json_u64(j, "oncpu_ns", r->oncpu_ns);
-	json_u64(j, "runq_ns", r->runq_ns);
-	json_u64(j, "blocked_ns", r->blocked_ns);
-	json_u64(j, "longest_block_ns", r->block_ns);
+	json_split(r, pl, j);
 	json_f64(j, "end_s", r->end_s);
 	json_frames(j, "stack", r->stack, r->nr_stack);
 	if (r->has_blocked)

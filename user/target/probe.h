@@ -103,6 +103,8 @@ struct probe_list {
 	bool switches_stacks;        /* the program runs code on stacks of its own (coroutines, sigaltstack) */
 	char *go_exit_path;          /* with Go functions: the object holding runtime.goexit1, or NULL */
 	__u64 go_exit_offset;        /* its file offset: where a goroutine ends */
+	/* --slow: runtime.gopark's and runtime.execute's offsets there (a park's start and end); 0: not found. */
+	__u64 go_park_offset, go_run_offset;
 	int held_fds[MAX_HELD_FDS];  /* objects opened inside the target's root: open_path names them */
 	size_t nr_held;
 };

@@ -1099,6 +1099,16 @@ static int check_unwinding(struct resolver *r)
 	return 0;
 }
 
+/* The file offset of a runtime function (one match), 0 if not found. */
+static __u64 go_runtime_offset(const struct symtab *st, const char *name)
+{
+	const struct sym **m = NULL;
+	__u64 off = symtab_match(st, name, &m) == 1 ? m[0]->offset : 0;
+
+	free(m);
+	return off;
+}
+
 /*
  * Go functions are timed per goroutine: that needs the register
  * ABI, a ret probe (a uretprobe breaks the runtime) and no per-thread
@@ -1135,6 +1145,8 @@ static int check_go(struct resolver *r, const struct symtab *st, const char *pat
 	r->out->go_exit_offset = m[0]->offset;
 	r->out->go_exit_path = strdup(open_path);
 	free(m);
+	r->out->go_park_offset = go_runtime_offset(st, "runtime.gopark");
+	r->out->go_run_offset = go_runtime_offset(st, "runtime.execute");
 	return r->out->go_exit_path ? 0 : -ENOMEM;
 }
 

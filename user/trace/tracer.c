@@ -218,6 +218,12 @@ static bool traces_go(const struct probe_list *pl)
 	return false;
 }
 
+/* --slow on Go functions: their parks are followed (runtime.gopark to runtime.execute), where both are found. */
+static bool go_parks(const struct tracer *t)
+{
+	return t->slow_ns && traces_go(t->pl) && t->pl->go_exit_path && t->pl->go_park_offset && t->pl->go_run_offset;
+}
+
 /* The self probes of t->self_mask, copied into out (room for TRACER_SELF_MAX): how many. */
 static size_t self_attached(const struct tracer *t, struct probe *out)
 {
@@ -291,6 +297,11 @@ static int setup(struct trace_bpf *skel, void *arg)
 	uprobes_prepare(skel->progs.go_entry, t->links.multi);
 	uprobes_prepare(skel->progs.go_exit_ret, t->links.multi);
 	uprobes_prepare(skel->progs.go_gone, t->links.multi);
+	/* --slow on Go functions: a goroutine's parks, from runtime.gopark to runtime.execute. */
+	bpf_program__set_autoload(skel->progs.go_park, go_parks(t));
+	bpf_program__set_autoload(skel->progs.go_run, go_parks(t));
+	uprobes_prepare(skel->progs.go_park, t->links.multi);
+	uprobes_prepare(skel->progs.go_run, t->links.multi);
 	skel->rodata->nr_events = slots;
 	/* System calls are timed for -e only: without it, their programs are not even verified. */
 	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
@@ -317,6 +328,9 @@ static int setup(struct trace_bpf *skel, void *arg)
 		err = bpf_map__set_max_entries(skel->maps.tctrs, t->nr_threads);
 	if (!err && t->slow_ns)
 		err = bpf_map__set_max_entries(skel->maps.tslow, t->nr_threads);
+	/* A goroutine's parks (--slow, Go): ~2.2 KiB each, only for those parked inside traced calls. */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.gslow, bpf_map__max_entries(skel->maps.gstacks));
 	if (!err && t->slow_ns)
 		err = bpf_map__set_max_entries(skel->maps.slow_calls, SLOW_RB_BYTES);
 	/* Children beyond the slots are kept too: their calls are counted as not timed. */
@@ -438,6 +452,16 @@ static struct uprobe_site go_exit_site(struct tracer *t, pid_t pid)
 	};
 }
 
+/* A probe at the start of a Go runtime function (--slow's parks). */
+static struct uprobe_site go_runtime_site(struct tracer *t, pid_t pid, struct bpf_program *prog, __u64 offset,
+					  const char *what)
+{
+	return (struct uprobe_site){
+		.prog = prog, .path = t->pl->go_exit_path, .offset = offset, .pid = pid, .what = what,
+		.object = t->pl->go_exit_path,
+	};
+}
+
 /* What an entry probe's program must know of the function's exit probes. */
 static __u64 entry_flags(const struct probe *p)
 {
@@ -461,7 +485,7 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	int err;
 
 	for (i = 0; i < nr; i++)
-		cap += 3 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits + probes[i].nr_tails : 0);
+		cap += 5 + (probes[i].exit == EXIT_RET ? probes[i].nr_exits + probes[i].nr_tails : 0);
 	sites = calloc(cap + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
@@ -472,6 +496,10 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		n += exit_sites(t, &probes[i], pid, cookie, &sites[n]);
 	if (t->pl->go_exit_path && traces_go(t->pl) && !(cookie & FNPROF_COOKIE_SELF))
 		sites[n++] = go_exit_site(t, pid);
+	if (go_parks(t) && !(cookie & FNPROF_COOKIE_SELF)) {
+		sites[n++] = go_runtime_site(t, pid, t->skel->progs.go_run, t->pl->go_run_offset, "runtime.execute");
+		sites[n++] = go_runtime_site(t, pid, t->skel->progs.go_park, t->pl->go_park_offset, "runtime.gopark");
+	}
 	/* The paired entries' twins before the entries: no call's entry is in without its twin. */
 	for (i = 0; i < nr; i++)
 		if (site_paired(probes[i].kind))
