@@ -448,7 +448,6 @@ def test_pid_list_table_and_errors():
         check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
         for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
                            ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
-                           ([f"{a.pid},{b.pid}"], "add -f FUNC"),
                            ([f"{a.pid},", "-f", "spin_us"], "invalid PID"),
                            # --slow names stacks with one process's objects.
                            ([f"{a.pid},{b.pid}", "-f", "spin_us", "--slow", "1ms"], "--slow yet")):

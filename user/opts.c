@@ -46,7 +46,7 @@ static const char usage_text[] =
 "\n"
 "Target:\n"
 "  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
-"                         several: each process reported on its own (with -f)\n"
+"                         several: each process traced or sampled and reported on its own\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction; a script or\n"
 "                         wrapper (sh -c, env, nice, taskset, timeout...) is followed to the\n"
 "                         program with the -f functions\n"
@@ -668,11 +668,11 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	if (!o->nr_funcs)
-		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (sampling "
-				   "takes one PID)");
-	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen || o->slow_ns)
-		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead, "
+	if (o->sample && (o->pprof_path || o->folded_path || o->svg_path))
+		return usage_error("-p with several PIDs reports each process's samples in the table or JSON; "
+				   "--pprof, --folded and --svg write one process's: give one PID");
+	if (o->profiles & ~(1U << PROF_CPU) || o->events || o->max_overhead_pct || o->listen || o->slow_ns)
+		return usage_error("-p with several PIDs does not take --profile, -e, --max-overhead, "
 				   "--listen or --slow yet: trace one process with those");
 	return 0;
 }

@@ -48,7 +48,9 @@ struct run_trace {
 
 /* The stack profiles. */
 struct run_stacks {
-	struct sampler *sampler;    /* the cpu profile: --sample, or no -f */
+	/* The cpu profile (--sample, or no -f): one per process of -p P1,P2,..., each reported on its own. */
+	struct sampler *sampler[MAX_PIDS];
+	size_t nr_samplers;
 	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
 };
 
