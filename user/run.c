@@ -359,6 +359,7 @@ static int start_profiles(struct run *r)
 		.pprof_path = o->pprof_base, .offcpu_rate_ns = o->offcpu_rate_ns,
 		.heap_rate = o->heap_rate, .cmd = o->cmd, .max_overhead_pct = o->heap_overhead_pct,
 		.dwarf = use_dwarf(r), .stack_bytes = o->stack_bytes, .max_memory = o->max_memory,
+		.all = o->all,
 	};
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))

@@ -418,6 +418,7 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	s.drops_fd = bpf_map__fd(h->skel->maps.pdrops);
 	s.live_fd = bpf_map__fd(h->skel->maps.live);
 	s.kstacks_fd = -1;
+	s.procs_fd = -1;   /* one process: opts.c refuses the heap profile with -a */
 	s.period = c->heap_rate;
 	s.event_cost_ns = cost[DUTY_MAIN];
 	s.free_cost_ns = cost[DUTY_WATCH];

@@ -2,6 +2,7 @@
 /* --profile offcpu: loads offcpu.bpf.c (sched_switch) for one process. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <bpf/libbpf.h>
@@ -53,6 +54,8 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		return err;
 	}
 	skel->rodata->target_tgid = pid;
+	skel->rodata->all_procs = c->all;
+	skel->rodata->self_tgid = getpid();
 	skel->rodata->per_thread = c->per_thread;
 	skel->rodata->dwarf = c->dwarf;
 	skel->rodata->stack_bytes = c->stack_bytes;
@@ -71,6 +74,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	}
 	*out = (struct prof_src){
 		.desc = &offcpu_desc, .priv = skel, .arm = offcpu_arm, .stop = offcpu_stop, .live_fd = -1,
+		.procs_fd = c->all ? bpf_map__fd(skel->maps.procs) : -1,
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),
