@@ -675,12 +675,12 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	if (o->sample && (o->pprof_path || o->folded_path || o->svg_path))
-		return usage_error("-p with several PIDs reports each process's samples in the table or JSON; "
+	if (o->profiles && (o->pprof_path || o->folded_path || o->svg_path))
+		return usage_error("-p with several PIDs reports each process's profiles in the table or JSON; "
 				   "--pprof, --folded and --svg write one process's: give one PID");
-	if (o->profiles & ~(1U << PROF_CPU) || o->events || o->max_overhead_pct || o->listen || o->slow_ns)
-		return usage_error("-p with several PIDs does not take --profile, -e, --max-overhead, "
-				   "--listen or --slow yet: trace one process with those");
+	if (o->events || o->max_overhead_pct || o->listen || o->slow_ns)
+		return usage_error("-p with several PIDs does not take -e, --max-overhead, --listen or --slow "
+				   "yet: trace one process with those");
 	return 0;
 }
 

@@ -359,12 +359,21 @@ static int start_profiles(struct run *r)
 		.pprof_path = o->pprof_base, .offcpu_rate_ns = o->offcpu_rate_ns,
 		.heap_rate = o->heap_rate, .cmd = o->cmd, .max_overhead_pct = o->heap_overhead_pct,
 		.dwarf = use_dwarf(r), .stack_bytes = o->stack_bytes, .max_memory = o->max_memory,
-		.all = o->all,
+		.all = o->all, .share = o->nr_pids,
 	};
+	struct run_stacks *st = &r->stacks;
+	size_t n = o->nr_pids > 1 ? o->nr_pids : 1;
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))
 		return 0;
-	return profiles_start(&c, r->target.pid, &r->stacks.profiles) ? EXIT_FAIL : 0;
+	/* -p P1,P2,...: each process's profiles on their own, as its samples. */
+	for (st->nr_profiles = 0; st->nr_profiles < n; st->nr_profiles++) {
+		pid_t pid = o->nr_pids > 1 ? o->pids[st->nr_profiles] : r->target.pid;
+
+		if (profiles_start(&c, pid, &st->profiles[st->nr_profiles]))
+			return EXIT_FAIL;
+	}
+	return 0;
 }
 
 /* The target's CPU time so far; a launched command that was reaped gives its rusage instead. */
@@ -422,7 +431,7 @@ static int release_target(struct run *r)
 	struct run_target *t = &r->target;
 
 	if (t->cmd)
-		profiles_arm(r->stacks.profiles);
+		profiles_arm(r->stacks.profiles[0]);   /* a command: one process */
 	if (t->followed[0] && launch_follow_stop(&t->child)) {
 		log_err("cannot let %s go on: %s", t->cmd[0], strerror(errno));
 		return EXIT_FAIL;
@@ -549,8 +558,8 @@ static int report(struct run *r, bool final)
 		return EXIT_FAIL;
 	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
 		sampler_report(r->stacks.sampler[i], r->outputs.out, m.span_s, final);
-	if (r->stacks.profiles)
-		profiles_report(r->stacks.profiles, r->outputs.out, m.span_s, final);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_report(r->stacks.profiles[i], r->outputs.out, m.span_s, final);
 	l->t_last = now;
 	t->cpu_last = t->cpu_now;
 	return 0;
@@ -621,7 +630,8 @@ static void wait_event(struct run *r, double deadline)
 		upgrades_check(r->trace.upgrades, r->trace.tracer);
 	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
 		sampler_refresh(r->stacks.sampler[i]);
-	profiles_refresh(r->stacks.profiles);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_refresh(r->stacks.profiles[i]);
 	if (t->exe_ino && follow_exec_away(t))
 		r->loop.note = "target exec'd another program";
 }
@@ -741,7 +751,8 @@ static int write_files(struct run *r)
 			return EXIT_FAIL;
 		}
 	}
-	if (r->stacks.profiles && profiles_write_files(r->stacks.profiles))
+	/* A -p list writes no files (opts.c): one process's profiles at most here. */
+	if (r->stacks.nr_profiles && profiles_write_files(r->stacks.profiles[0]))
 		return EXIT_FAIL;
 	return 0;
 }
@@ -803,7 +814,8 @@ void run_cleanup(struct run *r)
 	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
 		sampler_stop(r->stacks.sampler[i]);
 	heatmap_free(r->outputs.heat);
-	profiles_stop(r->stacks.profiles);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_stop(r->stacks.profiles[i]);
 	launch_abort(&r->target.child);
 	launch_free(&r->target.child);
 	probe_list_free(&r->trace.pl);

@@ -51,7 +51,8 @@ struct run_stacks {
 	/* The cpu profile (--sample, or no -f): one per process of -p P1,P2,..., each reported on its own. */
 	struct sampler *sampler[MAX_PIDS];
 	size_t nr_samplers;
-	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
+	struct profiles *profiles[MAX_PIDS];  /* --profile offcpu, mutex, heap: one per process, as sampler */
+	size_t nr_profiles;
 };
 
 /* Where the results go besides the files claimed at the start. */

@@ -66,6 +66,8 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	skel->rodata->stack_bytes = c->stack_bytes;
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
 	if (!err)
+		err = prof_share_maps(c, skel->obj);
+	if (!err)
 		err = mutex_bpf__load(skel);
 	if (!err)
 		err = mutex_bpf__attach(skel);
