@@ -678,9 +678,16 @@ static int cross_check_pids(const struct opts *o)
 	if (o->profiles && (o->pprof_path || o->folded_path || o->svg_path))
 		return usage_error("-p with several PIDs reports each process's profiles in the table or JSON; "
 				   "--pprof, --folded and --svg write one process's: give one PID");
-	if (o->events || o->max_overhead_pct || o->listen || o->slow_ns)
-		return usage_error("-p with several PIDs does not take -e, --max-overhead, --listen or --slow "
-				   "yet: trace one process with those");
+	/* What remains is one process's by construction, each said with why. */
+	if (o->max_overhead_pct)
+		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "
+				   "share of the work they saw on one process's CPU clock; trace one process with it");
+	if (o->listen)
+		return usage_error("-p with several PIDs does not take --listen yet: the metrics and the served "
+				   "profile are one process's; trace one process, or use system-wide mode with --by pid");
+	if (o->slow_ns)
+		return usage_error("-p with several PIDs does not take --slow yet: the slow calls' stacks are named "
+				   "with one process's objects; trace one process with it");
 	return 0;
 }
 
