@@ -254,6 +254,8 @@ struct prof_key {
 	 * first instruction; a frame-pointer walk from there skips the caller. 0: none.
 	 */
 	__u64 caller;
+	__u32 pid;          /* -a: the process (tgid); 0: the one profiled */
+	__u32 pad;          /* zero: keys compare as bytes */
 };
 
 /* The values of one stack, in the order of the profile's pprof sample types. */

@@ -50,11 +50,18 @@ struct {
 	__type(value, struct waiting);
 } waits SEC(".maps");
 
+/* A futex word of a process: with -a, one address is many processes' words. */
+struct waker_key {
+	__u64 uaddr;
+	__u32 tgid;         /* pkey_pid(): 0 but with -a */
+	__u32 pad;
+};
+
 /* The futex word -> the stacks of the last thread that woke its waiters. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__type(key, struct waker_key);
 	__type(value, struct prof_waker);
 } wakers SEC(".maps");
 
@@ -82,7 +89,7 @@ static __always_inline void wait_begins(void *ctx, __u64 uaddr, __u32 cmd, __u32
 	}
 	if (dwarf)  /* the stack is copied at the end */
 		w->key = (struct prof_key){ .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0,
-					    .label = lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, .ustack = -1, .kstack = -1 };
+					    .pid = pkey_pid(), .label = lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, .ustack = -1, .kstack = -1 };
 	else
 		pkey_here(ctx, &w->key, lock ? PROF_MUTEX_LOCK : PROF_MUTEX_WAIT, false);
 	w->uaddr = uaddr;
@@ -91,19 +98,21 @@ static __always_inline void wait_begins(void *ctx, __u64 uaddr, __u32 cmd, __u32
 
 static __always_inline void wakes(void *ctx, __u64 uaddr)
 {
-	struct prof_waker w = { .key = { .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0, .kstack = -1 } };
+	struct prof_waker w = { .key = { .tid = per_thread ? (__u32)bpf_get_current_pid_tgid() : 0, .kstack = -1,
+					 .pid = pkey_pid() } };
 	struct prof_val none = {};
+	struct waker_key wk = { .uaddr = uaddr, .tgid = pkey_pid() };
 
 	if (dwarf) {
 		w.dw_id = pdw_send((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()), &w.key, &none, true);
 		if (w.dw_id) {
 			w.key.ustack = PROF_DW_ID;
-			bpf_map_update_elem(&wakers, &uaddr, &w, BPF_ANY);
+			bpf_map_update_elem(&wakers, &wk, &w, BPF_ANY);
 			return;
 		}
 	}
 	pkey_here(ctx, &w.key, 0, false);
-	bpf_map_update_elem(&wakers, &uaddr, &w, BPF_ANY);
+	bpf_map_update_elem(&wakers, &wk, &w, BPF_ANY);
 }
 
 SEC("tp_btf/sys_enter")
@@ -111,8 +120,9 @@ int BPF_PROG(on_enter, struct pt_regs *regs, long id)
 {
 	__u32 cmd;
 
-	if (id != ARCH_NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
+	if (id != ARCH_NR_FUTEX || !pwanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
+	pnote_proc(bpf_get_current_task_btf());
 	cmd = ARCH_SYSCALL_ARG2(regs) & FUTEX_CMD_MASK;
 	if (is_wait(cmd))
 		wait_begins(ctx, ARCH_SYSCALL_ARG1(regs), cmd, ARCH_SYSCALL_ARG3(regs));
@@ -151,7 +161,8 @@ static __always_inline void charge_waker(const struct prof_key *k, __u64 id, con
 /* The wait of d ns on w's futex: to the waker's stacks and to the waiter's. */
 static __always_inline void charge(void *ctx, struct waiting *w, __u64 d, long ret)
 {
-	struct prof_waker *wk = bpf_map_lookup_elem(&wakers, &w->uaddr);
+	struct waker_key key = { .uaddr = w->uaddr, .tgid = pkey_pid() };
+	struct prof_waker *wk = bpf_map_lookup_elem(&wakers, &key);
 	struct prof_val v = {};
 	struct prof_key k;
 	__u64 id = 0;
@@ -161,7 +172,7 @@ static __always_inline void charge(void *ctx, struct waiting *w, __u64 d, long r
 		id = wk->dw_id;
 	} else {
 		/* Timed out: nobody woke it. Otherwise the wake came before fnprof saw one. */
-		k = (struct prof_key){ .ustack = PROF_STACK_NO_WAKER, .kstack = -1 };
+		k = (struct prof_key){ .ustack = PROF_STACK_NO_WAKER, .kstack = -1, .pid = w->key.pid };
 		if (ret != -ETIMEDOUT)
 			pbump(PDROP_NO_WAKER);
 	}
@@ -183,7 +194,7 @@ int BPF_PROG(on_exit, struct pt_regs *regs, long ret)
 	struct waiting *w;
 	__u64 since;
 
-	if (ARCH_SYSCALL_NR(regs) != ARCH_NR_FUTEX || bpf_get_current_pid_tgid() >> 32 != target_tgid)
+	if (ARCH_SYSCALL_NR(regs) != ARCH_NR_FUTEX || !pwanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	w = bpf_task_storage_get(&waits, bpf_get_current_task_btf(), 0, 0);
 	if (!w || !w->since)

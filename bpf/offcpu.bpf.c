@@ -201,9 +201,11 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	if (prev->tgid == target_tgid && prev->pid)
+	if (pwanted(prev->tgid) && prev->pid) {
+		pnote_proc(prev);
 		switched_out(ctx, prev, prev_state);
-	if (next->tgid == target_tgid && next->pid)
+	}
+	if (pwanted(next->tgid) && next->pid)
 		switched_in(next);
 	return 0;
 }
@@ -215,7 +217,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	struct task_struct *t;
 	struct off_state *st;
 
-	if (bpf_get_current_pid_tgid() >> 32 != target_tgid)
+	if (!pwanted(bpf_get_current_pid_tgid() >> 32))
 		return 0;
 	t = bpf_get_current_task_btf();
 	st = bpf_task_storage_get(&offs, t, 0, 0);

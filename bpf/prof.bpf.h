@@ -7,6 +7,8 @@
 #ifndef FNPROF_PROF_BPF_H
 #define FNPROF_PROF_BPF_H
 
+#include <bpf/bpf_core_read.h>
+
 #include "fnprof.h"
 #include "maps.bpf.h"
 #include "ustack.bpf.h"
@@ -14,6 +16,9 @@
 #define EFAULT 14  /* not in vmlinux.h: errno values are macros */
 
 const volatile __u32 target_tgid = 0;
+/* -a: every process but the idle task (tgid 0) and fnprof (self_tgid), each key with its tgid. */
+const volatile bool all_procs = false;
+const volatile __u32 self_tgid = 0;
 const volatile bool per_thread = false;
 /* --call-graph dwarf: user stacks copied (stack_bytes of them) and sent with their values (pdw_send). */
 const volatile bool dwarf = false;
@@ -29,6 +34,40 @@ struct {
 } counts SEC(".maps");
 
 PERCPU_COUNTERS(pdrops, PDROP_NR);
+
+/* -a: the processes seen, with their names (as profile.bpf.c's; LRU: a busy machine sees more than it keeps). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FNPROF_MAX_PROCS_SEEN);
+	__type(key, __u32);
+	__type(value, struct proc_seen);
+} procs SEC(".maps");
+
+/* Whether process tgid is profiled: the target, or with -a every one but the idle task and fnprof. */
+static __always_inline bool pwanted(__u32 tgid)
+{
+	if (!all_procs)
+		return tgid == target_tgid;
+	return tgid && tgid != self_tgid;
+}
+
+/* The current process's tgid as keys carry it: with -a its own, else 0 (the target). */
+static __always_inline __u32 pkey_pid(void)
+{
+	return all_procs ? bpf_get_current_pid_tgid() >> 32 : 0;
+}
+
+/* -a: task's process and its name, the first time it is seen (the group leader's name). */
+static __always_inline void pnote_proc(struct task_struct *task)
+{
+	struct proc_seen v = {};
+	__u32 tgid = task->tgid;
+
+	if (!all_procs || bpf_map_lookup_elem(&procs, &tgid))
+		return;
+	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
+	bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST);
+}
 
 static __always_inline void pbump(__u32 idx)
 {
@@ -53,6 +92,8 @@ static __always_inline void pkey_here(void *ctx, struct prof_key *k, __u32 label
 	k->ustack = pstack_id(ctx, BPF_F_USER_STACK, PDROP_USTACK);
 	k->kstack = kernel ? pstack_id(ctx, 0, PDROP_KSTACK) : -1;
 	k->caller = 0;
+	k->pid = pkey_pid();
+	k->pad = 0;
 }
 
 /* Adds v to the counts of k; a full map is counted, never silent. */

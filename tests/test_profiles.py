@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 from harness import FNPROF, Skip, Target, check, json_reports, run_fnprof, target, truth
 
@@ -435,3 +436,37 @@ def test_intervals_end_with_a_total_for_sampling_and_every_profile():
         check_intervals_then_total([r for r in reps if r["mode"] == mode], mode, 0.9)
     heads = [l.split()[1] for l in text.splitlines() if l.startswith("offcpu prof")]
     check(heads[-1] == "profiled:" and heads.count("profiled:") == 1 and len(heads) >= 3, f"headers {heads}")
+
+
+def test_pid_list_profiles_each_process():
+    """-p W,M --profile offcpu --profile mutex (before: refused with several PIDs): each process's
+    profiles reported on their own, with its pid. W sleeps in sleep_us (1 ms at a time): its offcpu
+    report charges most of the run to sleep_us; M's 4 threads contend in take_lock: its mutex
+    report has take_lock's waits, W's mutex report has none of them."""
+    w = subprocess.Popen([target("work"), "sleep", "1000", "100000"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    m = subprocess.Popen([target("mutex"), "20"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        check("ready" in m.stdout.readline(), "mutex did not start")
+        t0 = time.monotonic()
+        p = run_fnprof(["-p", f"{w.pid},{m.pid}", "--profile", "offcpu", "--profile", "mutex", "-d", "2",
+                        "--json"], timeout=90)
+        # Counted from its object's attach, before the run's clock starts: at most fnprof's own life.
+        wall = time.monotonic() - t0
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = {(r["mode"], r["pid"]): r for r in json_reports(p.stdout)}
+        want = {(k, pid) for k in ("offcpu", "mutex") for pid in (w.pid, m.pid)}
+        check(set(reps) == want, f"reports {sorted(reps)}, want {sorted(want)}")
+        names = lambda r: {f["name"]: f for f in r["functions"]}
+        sleep = names(reps[("offcpu", w.pid)]).get("sleep_us")
+        span = reps[("offcpu", w.pid)]["interval_s"]
+        check(sleep and 0.5 * span < sleep["total"]["delay"] / 1e9 < wall, f"sleep_us of W: {sleep}, run "
+              f"{span:.2f} s, fnprof {wall:.2f} s")
+        check("sleep_us" not in names(reps[("offcpu", m.pid)]), "W's sleep_us in M's report")
+        lock = names(reps[("mutex", m.pid)]).get("take_lock")
+        check(lock and lock["total"]["wait_delay"] > 0, f"take_lock of M: {lock}")
+        check("take_lock" not in names(reps[("mutex", w.pid)]), "M's take_lock in W's report")
+    finally:
+        for x in (w, m):
+            x.kill()
+            x.wait()

@@ -271,3 +271,37 @@ def test_dlclosed_library_keeps_its_names():
         check(abs(f["total_pct"] - want) <= tol,
               f"{cg}: lib_spin on {f['total_pct']:.1f}% of {n} samples vs {want:.1f}% of the CPU time "
               f"(allowed {tol:.1f} points): {top}")
+
+
+def burners(*ratios, seconds=20):
+    """burn processes, one per (a, b) ratio of units, burning for seconds."""
+    return [subprocess.Popen([target("burn"), str(seconds), str(a), str(b)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True) for a, b in ratios]
+
+
+def test_pid_list_samples_each_process():
+    """-p A,B without -f: each process sampled and reported on its own (before: "sampling takes one
+    PID"). A burns 3:1 in burn_a, B 1:3 in burn_b: each report's hottest function is its own."""
+    procs = burners((3, 1), (1, 3))
+    try:
+        pids = [p.pid for p in procs]
+        arg = f"{pids[0]},{pids[1]}"
+        p = run_fnprof(["-p", arg, "-d", "2", "--json", "-F", str(RATIO_HZ)])
+        check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+        reps = {r["pid"]: r for r in json_reports(p.stdout) if r.get("mode") == "sample"}
+        check(sorted(reps) == sorted(pids), f"reports of {sorted(reps)}, want {pids}")
+        for pid, hot in zip(pids, ("burn_a", "burn_b")):
+            top = max(reps[pid]["functions"], key=lambda f: f["self_samples"])
+            check(top["name"] == hot and top["self_pct"] > 55, f"pid {pid}: hottest {top['name']} "
+                  f"{top['self_pct']:.1f}%, want {hot}")
+            check(all(f.get("pid", pid) == pid for f in reps[pid]["functions"]), f"pid {pid}: rows of others")
+        p = run_fnprof(["-p", arg, "-d", "1"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        heads = re.findall(r"^sampled: pid (\d+)", p.stderr, re.M)
+        check(heads == [str(x) for x in pids], f"table reports {heads}:\n{p.stderr[-2000:]}")
+        p = run_fnprof(["-p", arg, "-d", "1", "--pprof", "/tmp/fnprof-list.pb.gz"])
+        check(p.returncode == 2 and "one PID" in p.stderr, f"--pprof with a list: {p.returncode} {p.stderr!r}")
+    finally:
+        for x in procs:
+            x.kill()
+            x.communicate()

@@ -6,6 +6,7 @@ The targets are tests/bin/procs children: pbusyK spin in procs_spin(), pidleK sl
 shared and has 2 cores, so the busy children get what the scheduler gives them: the truth is what
 their own /proc/PID/stat says they got over the same seconds.
 """
+import json
 import os
 import re
 import shutil
@@ -213,7 +214,7 @@ def test_all_refuses_what_it_cannot_mean():
     expect_usage_error(["-a", "-p", str(os.getpid())], ["-a", "no -p"])
     expect_usage_error(["-a", "--", "true"], ["-a", "command"])
     expect_usage_error(["-a", "-f", "libc:malloc"], ["-a", "leave -a out"])
-    expect_usage_error(["-a", "--profile", "offcpu"], ["-a", "cpu profile only"])
+    expect_usage_error(["-a", "--profile", "heap"], ["-a", "heap", "every malloc"])
     expect_usage_error(["-a", "--svg", "/tmp/never.svg"], ["--svg", "-a"])
     expect_usage_error(["-a", "--listen", "127.0.0.1:0", "--by", "pid"], ["-a", "--by"])
 
@@ -277,3 +278,64 @@ def test_all_names_functions_of_processes_gone_before_the_report():
         out, err = fp.stop()
         check(fp.proc.returncode == 0, err[-3000:])
         check(re.search(rf"^\s*{pid} pbusy0\s+procs_spin\s", err, re.M), err[-3000:])
+
+
+def profile_all(kind, proc, args=()):
+    """fnprof -a --profile KIND -d 2 --json --pprof FILE while proc runs: (report, pprof path, dir)."""
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, f"{kind}.pb.gz")
+    t0 = time.monotonic()
+    p = run_fnprof(["-a", "--profile", kind, "-d", "2", "--json", "--pprof", path] + list(args), timeout=90)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}")
+    reps = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    check([r["mode"] for r in reps] == [kind], f"reports {[r['mode'] for r in reps]}: {p.stderr[-1000:]}")
+    check(reps[0]["pid"] == 0 and reps[0]["all_processes"], f"report of pid {reps[0]['pid']}")
+    reps[0]["wall_s"] = time.monotonic() - t0   # counting starts at the attach, before the run's clock
+    return reps[0], path, d
+
+
+def rows_of(rep, name, pid):
+    return [f for f in rep["functions"] if f["name"] == name and f.get("pid") == pid]
+
+
+def test_all_offcpu_finds_a_sleeping_thread():
+    """-a --profile offcpu (before: "-a takes the cpu profile only"): work sleeps 1 ms at a time in
+    sleep_us; its row carries its pid and comm, its blocked time is most of the run (a thread that
+    sleeps ~95% of the time; at most fnprof's life), and the pprof samples are labelled pid and comm."""
+    w = subprocess.Popen([target("work"), "sleep", "1000", "100000"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    d = None
+    try:
+        time.sleep(0.2)
+        rep, path, d = profile_all("offcpu", w)
+        rows = rows_of(rep, "sleep_us", w.pid)
+        check(len(rows) == 1 and rows[0]["comm"] == "work", f"sleep_us of pid {w.pid}: {rows}")
+        delay = rows[0]["total"]["delay"] / 1e9
+        check(0.5 * rep["interval_s"] < delay < rep["wall_s"],
+              f"sleep_us off the CPU {delay:.2f} s of {rep['interval_s']:.2f} s (fnprof ran {rep['wall_s']:.2f} s)")
+        if shutil.which("go"):
+            raw = go_pprof(["-raw", path], d)
+            check(raw.returncode == 0, raw.stderr)
+            check(f"pid:[{w.pid}]" in raw.stdout and "comm:[work]" in raw.stdout, raw.stdout[:2000])
+    finally:
+        w.kill()
+        w.wait()
+        if d:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_all_mutex_finds_the_contended_lock():
+    """-a --profile mutex: the mutex target's 4 threads contend in take_lock; its rows carry its pid."""
+    m = subprocess.Popen([target("mutex"), "20"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    d = None
+    try:
+        check("ready" in m.stdout.readline(), "mutex did not start")
+        rep, path, d = profile_all("mutex", m, ["--call-graph", "fp"])
+        rows = rows_of(rep, "take_lock", m.pid)
+        check(len(rows) == 1 and rows[0]["comm"] == "mutex", f"take_lock of pid {m.pid}: {rows}")
+        check(rows[0]["total"]["wait_delay"] > 0, f"take_lock waited: {rows[0]}")
+    finally:
+        m.kill()
+        m.wait()
+        if d:
+            shutil.rmtree(d, ignore_errors=True)

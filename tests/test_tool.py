@@ -440,6 +440,24 @@ def test_pid_list_reports_each_process():
             p.communicate()
 
 
+def test_pid_list_counts_events_per_process():
+    """-p A,B -f spin_us -e task-clock (before: refused with several PIDs): each process's spin_us
+    with its own task-clock per call, against the CPU time per call each target measured itself."""
+    with Target("work", "loop") as a, Target("work", "loop") as b:
+        p = run_fnprof(["-p", f"{a.pid},{b.pid}", "-f", "spin_us", "-e", "task-clock", "-d", "1", "--json"])
+        check(p.returncode == 0, p.stderr[-2000:])
+        rep = final_report(p.stdout)
+        got = {rep["pid"]: func(rep, "spin_us")}
+        for proc in rep["processes"]:
+            got[proc["pid"]] = func(proc, "spin_us")
+        check(set(got) == {a.pid, b.pid}, f"reports of {sorted(got)}")
+        for t in (a, b):
+            want = truth(t.stop()[1], "spin_us")["cpu_avg_ns"]
+            per_call = got[t.pid]["counters"]["task-clock"]["per_call"]
+            check(abs(per_call - want) <= 0.2 * want, f"pid {t.pid}: task-clock {per_call:.0f} ns a call, "
+                  f"its own clock {want:.0f} ns")
+
+
 def test_pid_list_table_and_errors():
     with Target("work", "loop") as a, Target("work", "loop") as b:
         p = run_fnprof(["-p", f"{a.pid},{b.pid}", "-f", "spin_us", "-d", "0.5"])
@@ -448,10 +466,12 @@ def test_pid_list_table_and_errors():
         check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
         for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
                            ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
-                           ([f"{a.pid},{b.pid}"], "add -f FUNC"),
                            ([f"{a.pid},", "-f", "spin_us"], "invalid PID"),
                            # --slow names stacks with one process's objects.
-                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--slow", "1ms"], "--slow yet")):
+                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--slow", "1ms"], "one process's objects"),
+                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--max-overhead", "2"], "one process's CPU clock"),
+                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--listen", "127.0.0.1:0"], "--by pid"),
+                           ([f"{a.pid},{b.pid}", "--pprof", "/tmp/never.pb.gz"], "give one PID")):
             p = run_fnprof(["-p"] + args)
             check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")
         p = run_fnprof(["-p", f"{a.pid},999999999", "-f", "spin_us"])

@@ -21,6 +21,7 @@
 struct run_target {
 	char **cmd;                 /* the command launched, NULL-terminated; NULL with -p */
 	size_t nr_pids;             /* -p P1,P2,...: how many (the others are the tracer's) */
+	const pid_t *pids;          /* -p P1,P2,...: all of them (the opts'), pids[0] is pid */
 	pid_t pid;                  /* the process watched: -p's first, the command, or the program followed to */
 	int pidfd;                  /* pid's, to poll for its exit and signal it; -1: none yet */
 	struct child child;

@@ -46,15 +46,15 @@ static const char usage_text[] =
 "\n"
 "Target:\n"
 "  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
-"                         several: each process reported on its own (with -f)\n"
+"                         several: each process traced or sampled and reported on its own\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction; a script or\n"
 "                         wrapper (sh -c, env, nice, taskset, timeout...) is followed to the\n"
 "                         program with the -f functions\n"
 "  -a, --all              sample every process on every CPU (not fnprof itself, not the idle\n"
 "                         task): the table gets PID and COMM columns, pprof samples the\n"
 "                         labels pid and comm; at most 512 processes hold their symbols at\n"
-"                         once, 64 an unwinder. No -p, command, -f, --svg, --by or profile\n"
-"                         other than cpu\n"
+"                         once, 64 an unwinder; --profile offcpu and mutex too. No -p,\n"
+"                         command, -f, --svg, --by or --profile heap\n"
 "  (neither)              system-wide: every process that maps the -f objects, running or\n"
 "                         started later; an upgraded file (new inode) is probed again\n"
 "      --follow-forks     trace processes forked after the start too, each with its own pid\n"
@@ -641,8 +641,8 @@ static int check_system_wide(struct opts *o)
 
 /*
  * -a: every process is the target, so none is named, and -f (probes need
- * objects, the system-wide mode has them) is another mode. Profiles other
- * than cpu, the pictures and --by are per process. 0 or EXIT_USAGE.
+ * objects, the system-wide mode has them) is another mode. The heap profile,
+ * the pictures and --by are per process. 0 or EXIT_USAGE.
  */
 static int check_all(struct opts *o)
 {
@@ -651,15 +651,22 @@ static int check_all(struct opts *o)
 	if (o->nr_funcs)
 		return usage_error("-a samples every process's CPU; to trace -f functions in every process that "
 				   "maps them, leave -a out (system-wide tracing)");
-	if (o->profiles & ~(1U << PROF_CPU))
-		return usage_error("-a takes the cpu profile only (--profile offcpu, mutex and heap take -p or a "
-				   "command)");
+	/*
+	 * The heap profile's probes sit on one allocator's malloc and free and cost
+	 * ~2 us a pair in the calling thread; --max-overhead bounds that by one
+	 * target's own work, which a whole machine does not give.
+	 */
+	if (o->profiles & 1U << PROF_HEAP)
+		return usage_error("-a does not take --profile heap: its probes would slow every malloc and free of "
+				   "every process (~2 us a pair), and --max-overhead can bound that only against one "
+				   "target's work; give -p PID or a command");
 	if (o->svg_path)
 		return usage_error("--svg draws one process: give -p PID or a command instead of -a");
 	if (o->by || o->max_series)
 		return usage_error("-a labels each pprof sample with pid and comm; --by and --max-series label "
 				   "the metrics of -f functions");
-	o->sample = true;
+	if (!o->profiles)   /* else the profiles asked for: cpu among them or not, as with -p */
+		o->sample = true;
 	return 0;
 }
 
@@ -668,12 +675,19 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	if (!o->nr_funcs)
-		return usage_error("-p with several PIDs traces -f functions in each: add -f FUNC (sampling "
-				   "takes one PID)");
-	if (o->sample || o->profiles || o->events || o->max_overhead_pct || o->listen || o->slow_ns)
-		return usage_error("-p with several PIDs does not take sampling, --profile, -e, --max-overhead, "
-				   "--listen or --slow yet: trace one process with those");
+	if (o->profiles && (o->pprof_path || o->folded_path || o->svg_path))
+		return usage_error("-p with several PIDs reports each process's profiles in the table or JSON; "
+				   "--pprof, --folded and --svg write one process's: give one PID");
+	/* What remains is one process's by construction, each said with why. */
+	if (o->max_overhead_pct)
+		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "
+				   "share of the work they saw on one process's CPU clock; trace one process with it");
+	if (o->listen)
+		return usage_error("-p with several PIDs does not take --listen yet: the metrics and the served "
+				   "profile are one process's; trace one process, or use system-wide mode with --by pid");
+	if (o->slow_ns)
+		return usage_error("-p with several PIDs does not take --slow yet: the slow calls' stacks are named "
+				   "with one process's objects; trace one process with it");
 	return 0;
 }
 

@@ -52,7 +52,7 @@ void run_init(struct run *r, const struct opts *o, double t_exec)
 
 	*r = (struct run){
 		.o = o,
-		.target = { .cmd = o->cmd, .nr_pids = o->nr_pids, .pidfd = -1 },
+		.target = { .cmd = o->cmd, .nr_pids = o->nr_pids, .pids = o->pids, .pidfd = -1 },
 		.loop = { .t_exec = t_exec },
 	};
 	launch_save_signals(&r->target.sigs);
@@ -310,7 +310,7 @@ static bool use_dwarf(const struct run *r)
 	return !go_file(path);
 }
 
-/* --sample, or no -f: the cpu profile. */
+/* --sample, or no -f: the cpu profile, of each process of a -p list on its own. */
 static int start_sampling(struct run *r)
 {
 	const struct opts *o = r->o;
@@ -318,12 +318,20 @@ static int start_sampling(struct run *r)
 		.freq_hz = o->freq_hz, .per_thread = o->per_thread, .top = o->top, .json = o->json,
 		.pprof_path = o->pprof_path, .folded_path = o->folded_path,
 		.dwarf = use_dwarf(r), .stack_bytes = o->stack_bytes, .all = o->all,
-		.max_memory = o->max_memory,
+		.max_memory = o->max_memory, .share = o->nr_pids,
 	};
+	struct run_stacks *st = &r->stacks;
+	size_t n = o->nr_pids > 1 ? o->nr_pids : 1;
 
 	if (!o->sample)
 		return 0;
-	return sampler_start(&conf, r->target.pid, &r->stacks.sampler) ? EXIT_FAIL : 0;
+	for (st->nr_samplers = 0; st->nr_samplers < n; st->nr_samplers++) {
+		pid_t pid = o->nr_pids > 1 ? o->pids[st->nr_samplers] : r->target.pid;
+
+		if (sampler_start(&conf, pid, &st->sampler[st->nr_samplers]))
+			return EXIT_FAIL;
+	}
+	return 0;
 }
 
 /* --listen: the metrics and the pprof server. */
@@ -351,11 +359,21 @@ static int start_profiles(struct run *r)
 		.pprof_path = o->pprof_base, .offcpu_rate_ns = o->offcpu_rate_ns,
 		.heap_rate = o->heap_rate, .cmd = o->cmd, .max_overhead_pct = o->heap_overhead_pct,
 		.dwarf = use_dwarf(r), .stack_bytes = o->stack_bytes, .max_memory = o->max_memory,
+		.all = o->all, .share = o->nr_pids,
 	};
+	struct run_stacks *st = &r->stacks;
+	size_t n = o->nr_pids > 1 ? o->nr_pids : 1;
 
 	if (!(c.kinds & ~(1U << PROF_CPU)))
 		return 0;
-	return profiles_start(&c, r->target.pid, &r->stacks.profiles) ? EXIT_FAIL : 0;
+	/* -p P1,P2,...: each process's profiles on their own, as its samples. */
+	for (st->nr_profiles = 0; st->nr_profiles < n; st->nr_profiles++) {
+		pid_t pid = o->nr_pids > 1 ? o->pids[st->nr_profiles] : r->target.pid;
+
+		if (profiles_start(&c, pid, &st->profiles[st->nr_profiles]))
+			return EXIT_FAIL;
+	}
+	return 0;
 }
 
 /* The target's CPU time so far; a launched command that was reaped gives its rusage instead. */
@@ -413,7 +431,7 @@ static int release_target(struct run *r)
 	struct run_target *t = &r->target;
 
 	if (t->cmd)
-		profiles_arm(r->stacks.profiles);
+		profiles_arm(r->stacks.profiles[0]);   /* a command: one process */
 	if (t->followed[0] && launch_follow_stop(&t->child)) {
 		log_err("cannot let %s go on: %s", t->cmd[0], strerror(errno));
 		return EXIT_FAIL;
@@ -538,24 +556,28 @@ static int report(struct run *r, bool final)
 	};
 	if (r->trace.tally && tally_report(r->trace.tally, final, &m, l->note))
 		return EXIT_FAIL;
-	if (r->stacks.sampler)
-		sampler_report(r->stacks.sampler, r->outputs.out, m.span_s, final);
-	if (r->stacks.profiles)
-		profiles_report(r->stacks.profiles, r->outputs.out, m.span_s, final);
+	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
+		sampler_report(r->stacks.sampler[i], r->outputs.out, m.span_s, final);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_report(r->stacks.profiles[i], r->outputs.out, m.span_s, final);
 	l->t_last = now;
 	t->cpu_last = t->cpu_now;
 	return 0;
 }
 
-/* --follow-forks: whether a fork child with statistics is still running. */
-static bool children_alive(struct tally *tally)
+/* --follow-forks and -p P1,P2,...: whether a fork child with statistics or a listed process still runs. */
+static bool children_alive(const struct run *r)
 {
 	const struct traced_proc *procs;
 	size_t k, nr = 0;
 
-	procs = tally ? tally_procs(tally, &nr) : NULL;
+	procs = r->trace.tally ? tally_procs(r->trace.tally, &nr) : NULL;
 	for (k = 1; procs && k < nr; k++)
 		if (procs[k].pid && proc_alive(procs[k].pid))
+			return true;
+	/* Sampling only: no tally knows the list. */
+	for (k = 1; k < r->target.nr_pids; k++)
+		if (proc_alive(r->target.pids[k]))
 			return true;
 	return false;
 }
@@ -596,7 +618,7 @@ static void wait_event(struct run *r, double deadline)
 		t->exited = true;
 	}
 	if (t->exited) {
-		if (children_alive(r->trace.tally))
+		if (children_alive(r))
 			return;
 		t->gone = true;
 		r->loop.note = exit_note(r);
@@ -606,8 +628,10 @@ static void wait_event(struct run *r, double deadline)
 	update_cpu(t);
 	if (r->trace.upgrades)
 		upgrades_check(r->trace.upgrades, r->trace.tracer);
-	sampler_refresh(r->stacks.sampler);
-	profiles_refresh(r->stacks.profiles);
+	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
+		sampler_refresh(r->stacks.sampler[i]);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_refresh(r->stacks.profiles[i]);
 	if (t->exe_ino && follow_exec_away(t))
 		r->loop.note = "target exec'd another program";
 }
@@ -716,17 +740,19 @@ static int write_files(struct run *r)
 	const char *svg = r->o->svg_path;
 	int err;
 
-	if (r->stacks.sampler && sampler_write_files(r->stacks.sampler))
+	/* A -p list writes no files (opts.c): one sampler at most here. */
+	if (r->stacks.nr_samplers && sampler_write_files(r->stacks.sampler[0]))
 		return EXIT_FAIL;
 	if (svg) {
-		err = pictures_write(svg, r->stacks.sampler, r->outputs.heat, r->target.pid,
-				     r->loop.t_last - r->loop.t_start);
+		err = pictures_write(svg, r->stacks.nr_samplers ? r->stacks.sampler[0] : NULL, r->outputs.heat,
+				     r->target.pid, r->loop.t_last - r->loop.t_start);
 		if (err) {
 			log_err("cannot write the pictures to %s: %s", svg, strerror(-err));
 			return EXIT_FAIL;
 		}
 	}
-	if (r->stacks.profiles && profiles_write_files(r->stacks.profiles))
+	/* A -p list writes no files (opts.c): one process's profiles at most here. */
+	if (r->stacks.nr_profiles && profiles_write_files(r->stacks.profiles[0]))
 		return EXIT_FAIL;
 	return 0;
 }
@@ -785,9 +811,11 @@ void run_cleanup(struct run *r)
 	upgrades_free(r->trace.upgrades);
 	calib_free_probes(r->trace.self);
 	events_close(&r->trace.evs);
-	sampler_stop(r->stacks.sampler);
+	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
+		sampler_stop(r->stacks.sampler[i]);
 	heatmap_free(r->outputs.heat);
-	profiles_stop(r->stacks.profiles);
+	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
+		profiles_stop(r->stacks.profiles[i]);
 	launch_abort(&r->target.child);
 	launch_free(&r->target.child);
 	probe_list_free(&r->trace.pl);

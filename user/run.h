@@ -48,8 +48,11 @@ struct run_trace {
 
 /* The stack profiles. */
 struct run_stacks {
-	struct sampler *sampler;    /* the cpu profile: --sample, or no -f */
-	struct profiles *profiles;  /* --profile offcpu, mutex, heap */
+	/* The cpu profile (--sample, or no -f): one per process of -p P1,P2,..., each reported on its own. */
+	struct sampler *sampler[MAX_PIDS];
+	size_t nr_samplers;
+	struct profiles *profiles[MAX_PIDS];  /* --profile offcpu, mutex, heap: one per process, as sampler */
+	size_t nr_profiles;
 };
 
 /* Where the results go besides the files claimed at the start. */

@@ -222,6 +222,8 @@ static int heap_load(struct heap *h, const struct prof_conf *c, pid_t pid)
 	h->skel->rodata->dwarf = c->dwarf;
 	h->skel->rodata->stack_bytes = c->stack_bytes;
 	err = prof_dw_size(c, h->skel->maps.pdw_rb, h->skel->maps.pdw_bufs);
+	if (!err)
+		err = prof_share_maps(c, h->skel->obj);
 	if (err) {
 		log_err("cannot size the heap profile's stack buffers: %s", strerror(-err));
 		return err;
@@ -418,6 +420,7 @@ int heap_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	s.drops_fd = bpf_map__fd(h->skel->maps.pdrops);
 	s.live_fd = bpf_map__fd(h->skel->maps.live);
 	s.kstacks_fd = -1;
+	s.procs_fd = -1;   /* one process: opts.c refuses the heap profile with -a */
 	s.period = c->heap_rate;
 	s.event_cost_ns = cost[DUTY_MAIN];
 	s.free_cost_ns = cost[DUTY_WATCH];

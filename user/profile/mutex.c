@@ -2,6 +2,7 @@
 /* --profile mutex: loads mutex.bpf.c (futex system calls) for one process. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <bpf/libbpf.h>
@@ -58,10 +59,14 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		return err;
 	}
 	skel->rodata->target_tgid = pid;
+	skel->rodata->all_procs = c->all;
+	skel->rodata->self_tgid = getpid();
 	skel->rodata->per_thread = c->per_thread;
 	skel->rodata->dwarf = c->dwarf;
 	skel->rodata->stack_bytes = c->stack_bytes;
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
+	if (!err)
+		err = prof_share_maps(c, skel->obj);
 	if (!err)
 		err = mutex_bpf__load(skel);
 	if (!err)
@@ -72,7 +77,8 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		return err;
 	}
 	*out = (struct prof_src){
-		.desc = &mutex_desc, .priv = skel, .arm = mutex_arm, .stop = mutex_stop, .live_fd = -1, .kstacks_fd = -1,
+		.desc = &mutex_desc, .priv = skel, .arm = mutex_arm, .stop = mutex_stop, .live_fd = -1,
+		.procs_fd = c->all ? bpf_map__fd(skel->maps.procs) : -1, .kstacks_fd = -1,
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 	};

@@ -2,6 +2,7 @@
 /* --profile offcpu: loads offcpu.bpf.c (sched_switch) for one process. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <bpf/libbpf.h>
@@ -53,6 +54,8 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		return err;
 	}
 	skel->rodata->target_tgid = pid;
+	skel->rodata->all_procs = c->all;
+	skel->rodata->self_tgid = getpid();
 	skel->rodata->per_thread = c->per_thread;
 	skel->rodata->dwarf = c->dwarf;
 	skel->rodata->stack_bytes = c->stack_bytes;
@@ -60,6 +63,8 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	/* A thread back from a wait copies its stack at its system call's exit: with dwarf only. */
 	bpf_program__set_autoload(skel->progs.on_sys_exit, c->dwarf);
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
+	if (!err)
+		err = prof_share_maps(c, skel->obj);
 	if (!err)
 		err = offcpu_bpf__load(skel);
 	if (!err)
@@ -71,6 +76,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	}
 	*out = (struct prof_src){
 		.desc = &offcpu_desc, .priv = skel, .arm = offcpu_arm, .stop = offcpu_stop, .live_fd = -1,
+		.procs_fd = c->all ? bpf_map__fd(skel->maps.procs) : -1,
 		.stacks_fd = bpf_map__fd(skel->maps.stacks), .counts_fd = bpf_map__fd(skel->maps.counts),
 		.drops_fd = bpf_map__fd(skel->maps.pdrops), .period = 1,
 		.kstacks_fd = bpf_map__fd(skel->maps.kstacks),

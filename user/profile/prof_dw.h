@@ -2,7 +2,8 @@
 /*
  * --call-graph dwarf for the offcpu, mutex and heap profiles: what their
  * loaders share to size the ring buffer and per-CPU buffers of prof.bpf.h
- * before load, and to start unwinding (dwstacks.h) after it.
+ * before load, and to start unwinding (dwstacks.h) after it; and a -p
+ * list's share of the maps.
  */
 #ifndef FNPROF_PROF_DW_H
 #define FNPROF_PROF_DW_H
@@ -26,5 +27,13 @@ int prof_dw_size(const struct prof_conf *c, struct bpf_map *rb, struct bpf_map *
  */
 int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, const struct bpf_map *refs,
 		  __u32 id_off, struct prof_src *s);
+
+/*
+ * Before load, -p P1,P2,... (c->share > 1): obj's stack, counts and kernel
+ * stack maps at 1/share of their size (at least 1024 entries), so that a
+ * list's profiles hold the kernel memory of one; a map full is counted as
+ * a drop. 0 or -errno.
+ */
+int prof_share_maps(const struct prof_conf *c, struct bpf_object *obj);
 
 #endif /* FNPROF_PROF_DW_H */

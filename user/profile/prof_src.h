@@ -39,6 +39,7 @@ struct prof_src {
 	int stacks_fd, counts_fd, drops_fd;
 	int live_fd;          /* heap: sampled pointers (-> struct prof_live) adding to values 2, 3; else -1 */
 	int kstacks_fd;       /* offcpu: kernel stacks by hash id (any __s32 >= 0); -1: in stacks_fd */
+	int procs_fd;         /* -a: the processes seen (tgid -> struct proc_seen, proctab.h); -1: one process */
 	__u64 period;         /* pprof period: the rate */
 	char note[128];       /* the report's first line adds this ("rate 100 us") */
 	double event_cost_ns; /* what the probes add to the target per event seen, measured; 0: not known */

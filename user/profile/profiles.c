@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "base/percpu.h"
 #include "profile/prof_src.h"
+#include "profile/proctab.h"
 #include "profile/profiles.h"
 #include "stacks/stackrows.h"
 #include "stacks/symbolize.h"
@@ -30,6 +31,7 @@ struct prof {
 	struct prof_src src;
 	bool on;
 	struct stackrows *rows;            /* its counts, stacks and rows */
+	struct proctab *procs;             /* -a: the processes its object saw, their names and symbolizers */
 	__u64 drops_prev[PDROP_NR];
 	double run_s;
 	unsigned int nr_reports;           /* after intervals (-i), the last report is followed by a total */
@@ -64,9 +66,21 @@ void profiles_stop(struct profiles *ps)
 		if (p->on && p->src.stop)
 			p->src.stop(&p->src);
 		stackrows_free(p->rows);
+		proctab_free(p->procs);   /* before ps->sym, their parent */
 	}
 	symbolizer_free(ps->sym);
 	free(ps);
+}
+
+/* -a: a process's symbolizer and name, from the profile's table of processes. */
+static struct symbolizer *proc_sym(void *ctx, __u32 pid)
+{
+	return proctab_symbolizer(ctx, pid);
+}
+
+static const char *proc_comm(void *ctx, __u32 pid)
+{
+	return proctab_comm(ctx, pid);
 }
 
 /* Kind k's objects, and its stack pipeline over their maps. 0 or -errno. */
@@ -82,6 +96,13 @@ static int start_one(struct profiles *ps, struct prof *p, int k)
 	rc.stacks_fd = p->src.stacks_fd;
 	rc.kstacks_fd = p->src.kstacks_fd;
 	rc.dw = p->src.dw;
+	if (p->src.procs_fd >= 0) {
+		if (!(p->procs = proctab_new(ps->sym)))
+			return -ENOMEM;
+		rc.sym_of = proc_sym;
+		rc.comm_of = proc_comm;
+		rc.ctx = p->procs;
+	}
 	return stackrows_new(&rc, &p->rows);
 }
 
@@ -127,9 +148,12 @@ void profiles_refresh(struct profiles *ps)
 	if (!ps)
 		return;
 	symbolizer_refresh(ps->sym);
-	for (k = 0; k < PROF_KIND_NR; k++)
-		if (ps->p[k].on)
+	for (k = 0; k < PROF_KIND_NR; k++) {
+		if (ps->p[k].procs)
+			proctab_scan(ps->p[k].procs, ps->p[k].src.procs_fd);
+		else if (ps->p[k].on)
 			stackrows_refresh(ps->p[k].rows);
+	}
 }
 
 /* --- reading ---------------------------------------------------------------- */
@@ -149,7 +173,7 @@ static struct stack_count *add_entry(struct stack_count **e, size_t *nr, size_t 
 	if (ARRAY_RESERVE(*e, *nr + 1, *cap))
 		return NULL;
 	(*e)[*nr] = (struct stack_count){
-		.key = { .tid = k->tid, .label = k->label, .ustack = k->ustack, .kstack = k->kstack, .caller = k->caller },
+		.key = { .pid = k->pid, .tid = k->tid, .label = k->label, .ustack = k->ustack, .kstack = k->kstack, .caller = k->caller },
 	};
 	return &(*e)[(*nr)++];
 }
@@ -187,6 +211,8 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 	size_t cap = 0, nl = 0, lcap = 0, i;
 
 	*nr = 0;
+	if (p->procs)   /* the names of processes first seen since the last look */
+		proctab_scan(p->procs, p->src.procs_fd);
 	while (!bpf_map_get_next_key(p->src.counts_fd, cur, &next)) {
 		key = next;
 		cur = &key;
@@ -305,10 +331,11 @@ static void print_header(struct profiles *ps, struct prof *p, FILE *out, const s
 {
 	const struct prof_desc *desc = p->src.desc;
 	const struct pprof_type *r = &desc->types[desc->rank], *s = &desc->types[desc->second];
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], who[32];
 
-	fprintf(out, "\n%s %s pid %d, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
-		total ? "profiled:" : "profiling:", ps->pid, span, (unsigned long long)d[PDROP_SEEN], desc->what,
+	snprintf(who, sizeof(who), p->procs ? "all processes" : "pid %d", ps->pid);
+	fprintf(out, "\n%s %s %s, %.2f s, %llu %s seen, %llu kept (%s): %s %s, %s %s", prof_kind_name(desc->kind),
+		total ? "profiled:" : "profiling:", who, span, (unsigned long long)d[PDROP_SEEN], desc->what,
 		(unsigned long long)d[PDROP_KEPT], p->src.note, r->type, stackrows_fmt(r, t->sum[desc->rank], a, sizeof(a)),
 		s->type, fmt_of(p, t, desc->second, t->sum[desc->second], b, sizeof(b)));
 	if (desc->label_key)
@@ -341,6 +368,8 @@ static void print_table(struct profiles *ps, struct prof *p, FILE *out, const st
 	stackrows_table(p->rows, out, t);
 	print_drops(out, d);
 	print_unwind(p, out, d);
+	if (p->procs)
+		proctab_print_stats(p->procs, out);
 	budget_print(symbolizer_budget(ps->sym), out);
 	fflush(out);
 }
@@ -406,6 +435,8 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 
 	json_report_begin(&j, out, prof_kind_name(desc->kind), ps->pid, span);
 	json_bool(&j, "total", total);
+	if (p->procs)
+		json_bool(&j, "all_processes", true);   /* -a: pid is 0 */
 	json_u64(&j, "rate", p->src.period);
 	json_drops(&j, d);
 	json_unwind(&j, ps, p, d);
@@ -422,6 +453,8 @@ static void print_json(struct profiles *ps, struct prof *p, FILE *out, const str
 		json_null(&j, "probe_cost");
 	}
 	json_duty(&j, p);
+	if (p->procs)
+		proctab_json_stats(p->procs, &j);
 	budget_json(symbolizer_budget(ps->sym), &j);
 	stackrows_json_values(p->rows, &j, "totals", t->sum, t->unknown);
 	if (desc->label_key) {
@@ -487,6 +520,9 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 		err = show_total(ps, p, out, drops);
 	memcpy(p->drops_prev, drops, sizeof(drops));
 	p->nr_reports++;
+	/* Their stacks were symbolized above: exited processes need their mappings no more. */
+	if (p->procs)
+		proctab_release_exited(p->procs);
 	return err;
 }
 

@@ -25,6 +25,12 @@ struct sampler_conf {
 	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per sample (8..FNPROF_MAX_STACK_COPY, x8) */
 	bool all;                  /* -a: every process but fnprof (pid 0), rows per process (proctab.h) */
 	size_t max_memory;         /* --max-memory: what the targets make it hold (budget.h); 0: the default */
+	/*
+	 * -p P1,P2,...: how many samplers run side by side (0 or 1: one). Each
+	 * gets that share of the stack and counts maps, so that the kernel
+	 * memory of a list is one sampler's; a map full is counted as a drop.
+	 */
+	unsigned int share;
 };
 
 /* Loads and attaches the sampler for process pid (0 with conf->all) at conf->freq_hz. 0 or -errno (message printed). */

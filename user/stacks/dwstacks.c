@@ -496,6 +496,7 @@ static int on_prof(void *ctx, void *data, size_t size)
 	struct dwstacks *d = ctx;
 	const struct prof_dwarf *r = data;
 	__u64 ips[FNPROF_STACK_DEPTH];
+	struct unwinder *uw;
 	struct prof_key key;
 	struct unwind_counts how = {};
 	bool truncated = false;
@@ -505,17 +506,19 @@ static int on_prof(void *ctx, void *data, size_t size)
 		return 0;
 	key = r->key;
 	key.caller = 0;
-	if (r->op == PDW_STACK && r->key.caller) {  /* the leaf the copy no longer has */
+	/* -a: the process's own unwinder (key.pid); a kernel thread has no user registers, none. */
+	uw = !d->all ? d->uw : r->op == PDW_STACK && r->user.regs[FNPROF_REG_IP] ? unwinder_of(d, key.pid) : NULL;
+	if (uw && r->op == PDW_STACK && r->key.caller) {  /* the leaf the copy no longer has */
 		ips[0] = r->key.caller;
-		n = 1 + unwinder_unwind(d->uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated, &how);
-	} else if (r->op == PDW_STACK) {
-		n = unwinder_unwind(d->uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated, &how);
+		n = 1 + unwinder_unwind(uw, &r->user, ips + 1, FNPROF_STACK_DEPTH - 1, &truncated, &how);
+	} else if (uw && r->op == PDW_STACK) {
+		n = unwinder_unwind(uw, &r->user, ips, FNPROF_STACK_DEPTH, &truncated, &how);
 	}
 	pthread_mutex_lock(&d->lock);
 	if (r->op == PDW_BY_ID) {
 		key.ustack = by_id_locked(d, r->id, true);
 	} else {
-		key.ustack = n ? intern(d, 0, ips, n) : -1;
+		key.ustack = n ? intern(d, key.pid, ips, n) : -1;
 		d->st.lost += n && key.ustack < 0;
 		d->st.samples++;
 		d->st.truncated += truncated;

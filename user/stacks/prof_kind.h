@@ -38,6 +38,8 @@ struct prof_conf {
 	bool dwarf;                /* --call-graph dwarf/auto: user stacks copied for kept events and unwound */
 	unsigned int stack_bytes;  /* with dwarf: bytes of user stack copied per event (8..FNPROF_MAX_STACK_COPY, x8) */
 	size_t max_memory;         /* --max-memory: what the target makes the symbolizer hold (budget.h); 0: default */
+	bool all;                  /* -a: every process but fnprof (pid 0), rows with PID and COMM (offcpu, mutex) */
+	unsigned int share;        /* -p P1,P2,...: profiles of that many processes side by side (prof_share_maps) */
 };
 
 /*
