@@ -34,21 +34,8 @@ struct go_stack {
 };
 
 /* g address -> its open calls; entries made at a goroutine's first traced call, gone at its exit. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1);   /* set by user space */
-	__type(key, __u64);
-	__type(value, struct go_stack);
-} gstacks SEC(".maps");
-
-/* An empty go_stack to insert (too large for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct go_stack);
-} gstack_zero SEC(".maps");
+SIZED_HASH(gstacks, struct go_stack);
+ZERO_VALUE(gstack_zero, struct go_stack);
 
 /*
  * A thread that has just entered a Go call: the entry probe's return path
@@ -325,20 +312,8 @@ struct go_slow {
 _Static_assert(SLOW_CAPTURES <= 4, "go_cap masks the index with 3");
 
 /* g address -> its parks; made at its first park inside a traced call, gone with its gstacks entry. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1);   /* set by user space */
-	__type(key, __u64);
-	__type(value, struct go_slow);
-} gslow SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct go_slow);
-} gslow_zero SEC(".maps");
+SIZED_HASH(gslow, struct go_slow);
+ZERO_VALUE(gslow_zero, struct go_slow);
 
 struct go_fp_ctx {
 	__u64 *ips;
@@ -523,15 +498,9 @@ static __always_inline void go_slow_emit(struct pt_regs *ctx, __u64 g, const str
 	if (f->id >= slow_nr_ids)
 		return;
 	slow_count(SLOWDROP_SEEN);
-	if (!slow_admit(now)) {
-		slow_count(SLOWDROP_RATE);
+	r = slow_reserve(now);
+	if (!r)
 		return;
-	}
-	r = bpf_ringbuf_reserve(&slow_calls, sizeof(*r), 0);
-	if (!r) {
-		slow_count(SLOWDROP_RINGBUF);
-		return;
-	}
 	r->wall_ns = wall;
 	r->oncpu_ns = r->runq_ns = r->blocked_ns = 0;
 	r->end_ns = now;

@@ -32,6 +32,34 @@
 		__type(value, __u64);					\
 	} name SEC(".maps")
 
+/* A hash of value_type by a 64-bit key (a goroutine's g address), entries made as needed; sized by user space. */
+#define SIZED_HASH(name, value_type)					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH);			\
+		__uint(map_flags, BPF_F_NO_PREALLOC);			\
+		__uint(max_entries, 1);	/* set by user space */		\
+		__type(key, __u64);					\
+		__type(value, value_type);				\
+	} name SEC(".maps")
+
+/* One zeroed value_type per CPU, to insert from (too large for the BPF stack). */
+#define ZERO_VALUE(name, value_type)					\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);		\
+		__uint(max_entries, 1);					\
+		__type(key, __u32);					\
+		__type(value, value_type);				\
+	} name SEC(".maps")
+
+/* -a: the processes seen, with their names (struct proc_seen); LRU: a busy machine sees more than it keeps. */
+#define PROCS_SEEN(name)						\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);			\
+		__uint(max_entries, FNPROF_MAX_PROCS_SEEN);		\
+		__type(key, __u32);					\
+		__type(value, struct proc_seen);			\
+	} name SEC(".maps")
+
 /* The stack map of an object that takes stacks (bpf_get_stackid): sized once, in fnprof.h. */
 #define STACK_MAP(name)							\
 	struct {							\

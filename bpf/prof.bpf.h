@@ -35,13 +35,7 @@ struct {
 
 PERCPU_COUNTERS(pdrops, PDROP_NR);
 
-/* -a: the processes seen, with their names (as profile.bpf.c's; LRU: a busy machine sees more than it keeps). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FNPROF_MAX_PROCS_SEEN);
-	__type(key, __u32);
-	__type(value, struct proc_seen);
-} procs SEC(".maps");
+PROCS_SEEN(procs);
 
 /* Whether process tgid is profiled: the target, or with -a every one but the idle task and fnprof. */
 static __always_inline bool pwanted(__u32 tgid)

@@ -34,13 +34,7 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
-/* -a: the processes seen, with their names; LRU: a long run on a busy machine sees more than it keeps. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FNPROF_MAX_PROCS_SEEN);
-	__type(key, __u32);
-	__type(value, struct proc_seen);
-} procs SEC(".maps");
+PROCS_SEEN(procs);
 
 /* --call-graph dwarf: the samples to unwind (its size is set by user space). */
 struct {

@@ -195,6 +195,21 @@ static __always_inline bool slow_admit(__u64 now)
 	return __sync_fetch_and_add(&slow_in_second, 1) < slow_rate;
 }
 
+/* A record for a slow call, if this second's rate and the ring buffer take it; each refusal counted. */
+static __always_inline struct slow_call *slow_reserve(__u64 now)
+{
+	struct slow_call *r;
+
+	if (!slow_admit(now)) {
+		slow_count(SLOWDROP_RATE);
+		return NULL;
+	}
+	r = bpf_ringbuf_reserve(&slow_calls, sizeof(*r), 0);
+	if (!r)
+		slow_count(SLOWDROP_RINGBUF);
+	return r;
+}
+
 /* What the return probe measured of the slow call. */
 struct slow_figures {
 	__u64 wall, oncpu, runq, blocked, now;
@@ -235,15 +250,9 @@ static __always_inline void slow_emit(struct pt_regs *regs, const struct thread_
 	slow_count(SLOWDROP_SEEN);
 	if (!s)
 		return;
-	if (!slow_admit(c->now)) {
-		slow_count(SLOWDROP_RATE);
+	r = slow_reserve(c->now);
+	if (!r)
 		return;
-	}
-	r = bpf_ringbuf_reserve(&slow_calls, sizeof(*r), 0);
-	if (!r) {
-		slow_count(SLOWDROP_RINGBUF);
-		return;
-	}
 	r->wall_ns = c->wall;
 	r->oncpu_ns = c->oncpu;
 	r->runq_ns = c->runq;

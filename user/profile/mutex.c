@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 #include <bpf/libbpf.h>
 
+#include "base/clock.h"
 #include "stacks/dwstacks.h"
 #include "base/log.h"
 #include "mutex.skel.h"
@@ -36,10 +36,8 @@ static const struct prof_desc mutex_desc = {
 static void mutex_arm(struct prof_src *s)
 {
 	struct mutex_bpf *skel = s->priv;
-	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);  /* bpf_ktime_get_ns's clock */
-	skel->bss->start_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	skel->bss->start_ns = monotonic_ns();  /* bpf_ktime_get_ns's clock */
 }
 
 static void mutex_stop(struct prof_src *s)
@@ -58,12 +56,7 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		log_err("failed to open the mutex BPF object: %s", strerror(-err));
 		return err;
 	}
-	skel->rodata->target_tgid = pid;
-	skel->rodata->all_procs = c->all;
-	skel->rodata->self_tgid = getpid();
-	skel->rodata->per_thread = c->per_thread;
-	skel->rodata->dwarf = c->dwarf;
-	skel->rodata->stack_bytes = c->stack_bytes;
+	PROF_SET_RODATA(skel, c, pid);
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
 	if (!err)
 		err = prof_share_maps(c, skel->obj);

@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 #include <bpf/libbpf.h>
 
+#include "base/clock.h"
 #include "stacks/dwstacks.h"
 #include "base/log.h"
 #include "offcpu.skel.h"
@@ -30,11 +30,8 @@ static const struct prof_desc offcpu_desc = {
 static void offcpu_arm(struct prof_src *s)
 {
 	struct offcpu_bpf *skel = s->priv;
-	struct timespec ts;
 
-	/* bpf_ktime_get_ns is CLOCK_MONOTONIC. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	skel->bss->start_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	skel->bss->start_ns = monotonic_ns();  /* bpf_ktime_get_ns's clock */
 }
 
 static void offcpu_stop(struct prof_src *s)
@@ -53,12 +50,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 		log_err("failed to open the offcpu BPF object: %s", strerror(-err));
 		return err;
 	}
-	skel->rodata->target_tgid = pid;
-	skel->rodata->all_procs = c->all;
-	skel->rodata->self_tgid = getpid();
-	skel->rodata->per_thread = c->per_thread;
-	skel->rodata->dwarf = c->dwarf;
-	skel->rodata->stack_bytes = c->stack_bytes;
+	PROF_SET_RODATA(skel, c, pid);
 	skel->rodata->rate_ns = c->offcpu_rate_ns;
 	/* A thread back from a wait copies its stack at its system call's exit: with dwarf only. */
 	bpf_program__set_autoload(skel->progs.on_sys_exit, c->dwarf);

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include <unistd.h>  /* getpid, in PROF_SET_RODATA */
 #include <linux/types.h>
 
 #include "fnprof.h"
@@ -50,6 +51,17 @@ struct prof_src {
 	bool (*duty)(struct prof_src *s, struct prof_duty *out);
 	void (*stop)(struct prof_src *s);
 };
+
+/* What every profile's object takes from c and pid before load (their skeletons are of different types). */
+#define PROF_SET_RODATA(skel, c, pid)					\
+	do {								\
+		(skel)->rodata->target_tgid = (pid);			\
+		(skel)->rodata->all_procs = (c)->all;			\
+		(skel)->rodata->self_tgid = getpid();			\
+		(skel)->rodata->per_thread = (c)->per_thread;		\
+		(skel)->rodata->dwarf = (c)->dwarf;			\
+		(skel)->rodata->stack_bytes = (c)->stack_bytes;		\
+	} while (0)
 
 /* Each loads its BPF object and attaches it to process pid. 0 or -errno (message printed). */
 int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out);

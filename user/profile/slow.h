@@ -70,11 +70,12 @@ void slow_stop(struct slow *s);
 
 /*
  * The slow calls since the last interval view (total: the run's kept ones),
- * once those in the ring buffer now are read; kdrops: the kernel's counters
- * so far (tracer_slow_drops). An interval view starts the next one's span.
+ * once those in the ring buffer now are read (final: the run's last view,
+ * which waits on while the reader gains); kdrops: the kernel's counters so
+ * far (tracer_slow_drops). An interval view starts the next one's span.
  * 0 or -ENOMEM; free with slow_view_free.
  */
-int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, struct slow_view *out);
+int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, bool final, struct slow_view *out);
 void slow_view_free(struct slow_view *v);
 
 #endif /* FNPROF_SLOW_H */

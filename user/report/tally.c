@@ -152,7 +152,7 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 	memcpy(rep.drops, drops, sizeof(rep.drops));
 	/* An interval's slow calls, or the run's kept ones for a total after interval reports. */
 	if (t->c.slow && !tracer_slow_drops(t->c.tracer, slow_drops) &&
-	    !slow_view(t->c.slow, slow_drops, total && t->nr_reports, &slow))
+	    !slow_view(t->c.slow, slow_drops, total && t->nr_reports, total, &slow))
 		rep.slow = &slow;
 	report_prepare(&rep);
 	if (t->c.json)

@@ -258,13 +258,36 @@ static void test_hooks(struct trace_bpf *skel)
 }
 #endif
 
-/* Between open and load, for each instance trace_load() makes. */
-static int setup(struct trace_bpf *skel, void *arg)
+/* A uprobe program loaded only where the run uses it (autoload), attached as this kernel allows. */
+static void uprobe_prog(struct bpf_program *p, bool used, const struct tracer *t)
 {
-	const struct setup_args *a = arg;
-	struct tracer *t = a->t;
-	int err, slots = a->evs ? a->evs->nr_slots : 0;
+	bpf_program__set_autoload(p, used);
+	uprobes_prepare(p, t->links.multi);
+}
 
+/* Which programs are loaded: only those the run uses are verified. */
+static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool events)
+{
+	bpf_program__set_autoload(skel->progs.on_fork, t->follows);
+	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
+	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
+	uprobe_prog(skel->progs.fn_exit_ret, probes_at_ret(t), t);
+	uprobe_prog(skel->progs.fn_exit_tail, probes_tails(t), t);
+	uprobe_prog(skel->progs.fn_mid, probes_paired(t), t);
+	/* The goroutine programs are verified only for Go functions. */
+	uprobe_prog(skel->progs.go_entry, traces_go(t->pl), t);
+	uprobe_prog(skel->progs.go_exit_ret, traces_go(t->pl), t);
+	uprobe_prog(skel->progs.go_gone, traces_go(t->pl), t);
+	/* --slow on Go functions: a goroutine's parks, from runtime.gopark to runtime.execute. */
+	uprobe_prog(skel->progs.go_park, go_parks(t), t);
+	uprobe_prog(skel->progs.go_run, go_parks(t), t);
+	/* System calls are timed for -e only: without it, their programs are not even verified. */
+	bpf_program__set_autoload(skel->progs.on_sys_enter, events);
+	bpf_program__set_autoload(skel->progs.on_sys_exit, events);
+}
+
+static void set_globals(struct trace_bpf *skel, const struct tracer *t, int slots)
+{
 	skel->rodata->target_tgid = t->pid;
 	/*
 	 * In each half's initial image: the tracepoint half, loading on a
@@ -279,41 +302,20 @@ static int setup(struct trace_bpf *skel, void *arg)
 	skel->rodata->nr_slots = t->nr_slots;
 	skel->rodata->links_per_process = t->links.multi;
 	skel->rodata->dynamic_slots = t->per_process;
-	bpf_program__set_autoload(skel->progs.on_fork, t->follows);
-	bpf_program__set_autoload(skel->progs.fn_exit_ret, probes_at_ret(t));
-	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
-	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
-	uprobes_prepare(skel->progs.fn_exit_ret, t->links.multi);
-	bpf_program__set_autoload(skel->progs.fn_exit_tail, probes_tails(t));
 	skel->rodata->tail_sites = probes_tails(t);
-	uprobes_prepare(skel->progs.fn_exit_tail, t->links.multi);
-	bpf_program__set_autoload(skel->progs.fn_mid, probes_paired(t));
-	uprobes_prepare(skel->progs.fn_mid, t->links.multi);
 	skel->rodata->go_calls = traces_go(t->pl);
-	/* The goroutine programs are verified only for Go functions. */
-	bpf_program__set_autoload(skel->progs.go_entry, traces_go(t->pl));
-	bpf_program__set_autoload(skel->progs.go_exit_ret, traces_go(t->pl));
-	bpf_program__set_autoload(skel->progs.go_gone, traces_go(t->pl));
-	uprobes_prepare(skel->progs.go_entry, t->links.multi);
-	uprobes_prepare(skel->progs.go_exit_ret, t->links.multi);
-	uprobes_prepare(skel->progs.go_gone, t->links.multi);
-	/* --slow on Go functions: a goroutine's parks, from runtime.gopark to runtime.execute. */
-	bpf_program__set_autoload(skel->progs.go_park, go_parks(t));
-	bpf_program__set_autoload(skel->progs.go_run, go_parks(t));
-	uprobes_prepare(skel->progs.go_park, t->links.multi);
-	uprobes_prepare(skel->progs.go_run, t->links.multi);
 	skel->rodata->nr_events = slots;
-	/* System calls are timed for -e only: without it, their programs are not even verified. */
-	bpf_program__set_autoload(skel->progs.on_sys_enter, a->evs != NULL);
-	bpf_program__set_autoload(skel->progs.on_sys_exit, a->evs != NULL);
 	skel->rodata->nr_cpus = t->nr_cpus;
-	test_hooks(skel);
-	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
-			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
 	skel->rodata->slow_ns = t->slow_ns;
 	skel->rodata->slow_rate = t->slow_rate;
 	skel->rodata->slow_nr_ids = t->nr_probes;
-	err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
+}
+
+/* The maps' sizes, which only the run knows. */
+static int size_maps(struct trace_bpf *skel, const struct tracer *t, int slots)
+{
+	int err = bpf_map__set_max_entries(skel->maps.stats, 2 * t->nr_slots * t->nr_total);
+
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.entry_branch, t->nr_total);
 	if (!err)
@@ -343,6 +345,21 @@ static int setup(struct trace_bpf *skel, void *arg)
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	return err;
+}
+
+/* Between open and load, for each instance trace_load() makes. */
+static int setup(struct trace_bpf *skel, void *arg)
+{
+	const struct setup_args *a = arg;
+	struct tracer *t = a->t;
+	int slots = a->evs ? a->evs->nr_slots : 0;
+
+	set_globals(skel, t, slots);
+	choose_programs(skel, t, a->evs != NULL);
+	test_hooks(skel);
+	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
+			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
+	return size_maps(skel, t, slots);
 }
 
 /* Where each function's entry probe branch lands (entry_branch): the target's functions only. */
