@@ -42,6 +42,12 @@ struct {
 	__type(value, struct proc_seen);
 } procs SEC(".maps");
 
+/* -a: processes new, or exec'd, since user space last looked (struct fnprof_proc_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, FNPROF_PROC_EVENTS_RB);
+} proc_events SEC(".maps");
+
 /* --call-graph dwarf: the samples to unwind (its size is set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -99,17 +105,26 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 p
 		bump(SDROP_RINGBUF);
 }
 
-/* -a: the process's name, the first time it is sampled (the group leader's: the thread's may differ). */
+/*
+ * -a: the process's name the first time it is sampled and after each exec
+ * (the group leader's: a thread's may differ), and user space woken to read
+ * its mappings while it runs: once per process image, so the wake-up costs
+ * what rb_wakeup's comment fears once per process, not per sample.
+ */
 static __always_inline void note_proc(__u32 tgid)
 {
-	struct task_struct *task;
-	struct proc_seen v = {};
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 exec_id = BPF_CORE_READ(task, self_exec_id);
+	struct proc_seen v = {}, *old = bpf_map_lookup_elem(&procs, &tgid);
+	struct fnprof_proc_event ev = { .pid = tgid, .exec_id = exec_id };
 
-	if (bpf_map_lookup_elem(&procs, &tgid))
+	if (old && old->exec_id == exec_id)
 		return;
-	task = bpf_get_current_task_btf();
+	v.exec_id = exec_id;
 	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
-	bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST);
+	bpf_map_update_elem(&procs, &tgid, &v, BPF_ANY);
+	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		bump(SDROP_PROC_EVENTS);
 }
 
 /* Whether the current process is sampled: the target, or with -a every one but the idle task and fnprof. */
