@@ -159,6 +159,7 @@ void mapsnap_forget(struct mapsnap *m, pid_t pid)
 	if (s) {
 		procmaps_free(s->pm);
 		*s = m->v[--m->nr];
+		m->v[m->nr] = (struct snap){ 0 };   /* moved: its pm is s's now */
 	}
 	pthread_mutex_unlock(&m->lock);
 }

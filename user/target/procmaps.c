@@ -249,7 +249,8 @@ int procmaps_dup(const struct procmaps *pm, struct procmaps **out)
 		procmaps_free(c);
 		return -ENOMEM;
 	}
-	memcpy(c->anon, pm->anon, pm->nr_anon * sizeof(*c->anon));
+	if (pm->nr_anon)
+		memcpy(c->anon, pm->anon, pm->nr_anon * sizeof(*c->anon));
 	*out = c;
 	return 0;
 }
