@@ -123,7 +123,8 @@ static __always_inline void note_proc(__u32 tgid)
 	v.exec_id = exec_id;
 	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
 	bpf_map_update_elem(&procs, &tgid, &v, BPF_ANY);
-	if (bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+	/* A kernel thread maps nothing: no mappings to read. */
+	if (BPF_CORE_READ(task, mm) && bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
 		bump(SDROP_PROC_EVENTS);
 }
 

@@ -19,12 +19,14 @@ struct snap {
 	__u64 exec_id;
 	__u64 tick;              /* when read: the oldest goes first at the cap */
 	struct procmaps *pm;
+	size_t bytes;            /* pm's size */
 };
 
 struct mapsnap {
 	pthread_mutex_t lock;    /* everything below */
 	struct snap v[MAPSNAP_MAX];
 	size_t nr;
+	size_t bytes;            /* of all held */
 	__u64 tick;
 	struct mapsnap_stats st;
 	struct rb_reader rd;     /* its thread calls mapsnap_take */
@@ -76,21 +78,57 @@ static struct snap *find_locked(struct mapsnap *m, pid_t pid)
 	return NULL;
 }
 
-/* The slot for pid's new mappings: its own, a free one, or at the cap the oldest one's (counted). */
-static struct snap *slot_locked(struct mapsnap *m, pid_t pid)
+static size_t size_of(const struct procmaps *pm)
 {
-	struct snap *s = find_locked(m, pid), *old;
+	size_t i, n = sizeof(*pm) + pm->nr * sizeof(*pm->maps) + pm->nr_anon * sizeof(*pm->anon);
+
+	for (i = 0; i < pm->nr; i++)
+		n += strlen(pm->maps[i].path) + 1;
+	return n;
+}
+
+static void drop_locked(struct mapsnap *m, struct snap *s)
+{
+	procmaps_free(s->pm);
+	m->bytes -= s->bytes;
+	*s = m->v[--m->nr];
+	m->v[m->nr] = (struct snap){ 0 };   /* moved: its pm is s's now */
+}
+
+/* Room for bytes more, the oldest given up (counted) while there is none. false: over the caps alone. */
+static bool make_room_locked(struct mapsnap *m, size_t bytes)
+{
+	struct snap *old;
 	size_t i;
 
+	if (bytes > MAPSNAP_MAX_BYTES)
+		return false;
+	while (m->nr && (m->nr >= MAPSNAP_MAX || m->bytes + bytes > MAPSNAP_MAX_BYTES)) {
+		for (old = &m->v[0], i = 1; i < m->nr; i++)
+			if (m->v[i].tick < old->tick)
+				old = &m->v[i];
+		drop_locked(m, old);
+		m->st.evicted++;
+	}
+	return true;
+}
+
+/* pid's mappings of image exec_id kept (pm then the store's): the older ones of pid go. */
+static bool keep_locked(struct mapsnap *m, pid_t pid, __u64 exec_id, struct procmaps *pm)
+{
+	struct snap *s = find_locked(m, pid);
+	size_t bytes = size_of(pm);
+
 	if (s)
-		return s;
-	if (m->nr < MAPSNAP_MAX)
-		return &m->v[m->nr++];
-	for (old = &m->v[0], i = 1; i < m->nr; i++)
-		if (m->v[i].tick < old->tick)
-			old = &m->v[i];
-	m->st.evicted++;
-	return old;
+		drop_locked(m, s);
+	if (!make_room_locked(m, bytes)) {
+		m->st.evicted++;
+		return false;
+	}
+	m->v[m->nr++] = (struct snap){ .pid = pid, .exec_id = exec_id, .tick = ++m->tick, .pm = pm, .bytes = bytes };
+	m->bytes += bytes;
+	m->st.read++;
+	return true;
 }
 
 int mapsnap_take(struct mapsnap *m, pid_t pid, __u64 exec_id)
@@ -110,15 +148,12 @@ int mapsnap_take(struct mapsnap *m, pid_t pid, __u64 exec_id)
 	if (!err && !pm->nr)
 		err = -ESRCH;   /* its first thread gone: nothing to name frames with */
 	pthread_mutex_lock(&m->lock);
-	if (err) {
+	if (err && (s = find_locked(m, pid)))
+		drop_locked(m, s);   /* the image before the exec: its mappings are not the new one's */
+	if (err)
 		m->st.missed++;
-	} else {
-		s = slot_locked(m, pid);
-		procmaps_free(s->pm);
-		*s = (struct snap){ .pid = pid, .exec_id = exec_id, .tick = ++m->tick, .pm = pm };
+	else if (keep_locked(m, pid, exec_id, pm))
 		pm = NULL;
-		m->st.read++;
-	}
 	pthread_mutex_unlock(&m->lock);
 	procmaps_free(pm);
 	if (err)
@@ -156,11 +191,8 @@ void mapsnap_forget(struct mapsnap *m, pid_t pid)
 
 	pthread_mutex_lock(&m->lock);
 	s = find_locked(m, pid);
-	if (s) {
-		procmaps_free(s->pm);
-		*s = m->v[--m->nr];
-		m->v[m->nr] = (struct snap){ 0 };   /* moved: its pm is s's now */
-	}
+	if (s)
+		drop_locked(m, s);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -169,5 +201,6 @@ void mapsnap_stats(struct mapsnap *m, struct mapsnap_stats *out)
 	pthread_mutex_lock(&m->lock);
 	*out = m->st;
 	out->held = m->nr;
+	out->bytes = m->bytes;
 	pthread_mutex_unlock(&m->lock);
 }

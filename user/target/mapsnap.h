@@ -8,8 +8,9 @@
  *
  * Thread-safe: the reader thread fills it, the symbolizers (main thread)
  * and the unwinders (dwstacks' thread) take copies. Bounded: at most
- * MAPSNAP_MAX processes' mappings held (the oldest read goes first,
- * counted); an owner drops a process's once its samples were reported.
+ * MAPSNAP_MAX processes' mappings held, MAPSNAP_MAX_BYTES in all (the
+ * oldest read goes first, counted); an owner drops a process's once its
+ * samples were reported.
  */
 #ifndef FNPROF_MAPSNAP_H
 #define FNPROF_MAPSNAP_H
@@ -20,6 +21,7 @@
 #include <linux/types.h>
 
 #define MAPSNAP_MAX 1024   /* processes whose mappings are held at once (a small one's: a few KiB) */
+#define MAPSNAP_MAX_BYTES (64u << 20)   /* and their bytes: a process may map 60000 files */
 
 struct mapsnap;
 struct procmaps;
@@ -27,8 +29,9 @@ struct procmaps;
 struct mapsnap_stats {
 	__u64 read;       /* processes (or exec'd images) whose mappings were read at first sight */
 	__u64 missed;     /* gone before they could be read */
-	__u64 evicted;    /* mappings given up for MAPSNAP_MAX before their report */
+	__u64 evicted;    /* mappings given up for the caps before their report (or never kept: over them alone) */
 	size_t held;      /* held now */
+	size_t bytes;     /* their size */
 };
 
 /* An empty store, its reader not started. NULL when out of memory. */
