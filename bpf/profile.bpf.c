@@ -114,10 +114,13 @@ static __always_inline void send_sample(struct bpf_perf_event_data *ctx, __u32 p
 static __always_inline void note_proc(__u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 exec_id = BPF_CORE_READ(task, self_exec_id);
 	struct proc_seen v = {}, *old = bpf_map_lookup_elem(&procs, &tgid);
-	struct fnprof_proc_event ev = { .pid = tgid, .exec_id = exec_id };
+	struct fnprof_proc_event ev = { .pid = tgid };
+	__u64 exec_id = 0;
 
+	/* Read at its size on the running kernel: a u32 before 5.7 ("signal: Extend exec_id to 64bits"). */
+	bpf_core_read(&exec_id, bpf_core_field_size(task->self_exec_id), &task->self_exec_id);
+	ev.exec_id = exec_id;
 	if (old && old->exec_id == exec_id)
 		return;
 	v.exec_id = exec_id;
