@@ -187,14 +187,34 @@ struct sample_key {
 /* -a: the processes sampled, by tgid, with their name as the sample saw it (they may exit before a report). */
 #define FNPROF_MAX_PROCS_SEEN 8192
 struct proc_seen {
-	char comm[FNPROF_COMM_LEN];  /* the process's (its group leader's) name */
+	char comm[FNPROF_COMM_LEN];  /* the process's (its group leader's) name, as of its last exec */
+	/*
+	 * Its exec generation: the kernel's self_exec_id, which each exec
+	 * bumps (and a fork copies): a change means a new image, name and
+	 * mappings (perf's COMM event with PERF_RECORD_MISC_COMM_EXEC).
+	 */
+	__u64 exec_id;
 };
+
+/*
+ * -a: a process first sampled, or sampled again after an exec: user space
+ * reads its mappings at once (a process of 30 ms is gone by the next
+ * look), woken for each (once per process image, not per sample).
+ */
+struct fnprof_proc_event {
+	__u32 pid;          /* tgid */
+	__u32 pad;
+	__u64 exec_id;      /* as proc_seen's */
+};
+#define FNPROF_PROC_EVENTS_RB (256 << 10)
+_Static_assert(FNPROF_RB_SIZE_OK(FNPROF_PROC_EVENTS_RB), "a ring buffer's size: a power of two, at least a page");
 
 enum sample_drop {
 	SDROP_USTACK,       /* user stack lost: stack map full or hash collision */
 	SDROP_KSTACK,       /* kernel stack lost, same reasons */
 	SDROP_COUNTS_FULL,  /* the counts map was full: sample not counted */
 	SDROP_RINGBUF,      /* --call-graph dwarf: the ring buffer was full, sample not counted */
+	SDROP_PROC_EVENTS,  /* -a: a new process not told at once (its buffer full): mappings read at the next look */
 	SDROP_NR,
 };
 

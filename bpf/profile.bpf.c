@@ -36,6 +36,12 @@ struct {
 
 PROCS_SEEN(procs);
 
+/* -a: processes new, or exec'd, since user space last looked (struct fnprof_proc_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, FNPROF_PROC_EVENTS_RB);
+} proc_events SEC(".maps");
+
 /* --call-graph dwarf: the samples to unwind (its size is set by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -103,17 +109,31 @@ static __always_inline bool send_sample(struct bpf_perf_event_data *ctx, __u32 p
 	return true;
 }
 
-/* -a: the process's name, the first time it is sampled (the group leader's: the thread's may differ). */
+/*
+ * -a: the process's name the first time it is sampled and after each exec
+ * (the group leader's: a thread's may differ), and user space woken to read
+ * its mappings while it runs: once per process image, so the wake-up costs
+ * what rb_wakeup's comment fears once per process, not per sample.
+ */
 static __always_inline void note_proc(__u32 tgid)
 {
-	struct task_struct *task;
-	struct proc_seen v = {};
+	/* not _btf (5.11): read with probes either way */
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct proc_seen v = {}, *old = bpf_map_lookup_elem(&procs, &tgid);
+	struct fnprof_proc_event ev = { .pid = tgid };
+	__u64 exec_id = 0;
 
-	if (bpf_map_lookup_elem(&procs, &tgid))
+	/* Read at its size on the running kernel: a u32 before 5.7 ("signal: Extend exec_id to 64bits"). */
+	bpf_core_read(&exec_id, bpf_core_field_size(task->self_exec_id), &task->self_exec_id);
+	ev.exec_id = exec_id;
+	if (old && old->exec_id == exec_id)
 		return;
-	task = (struct task_struct *)bpf_get_current_task();  /* not _btf (5.11): read with probes either way */
+	v.exec_id = exec_id;
 	BPF_CORE_READ_STR_INTO(&v.comm, task, group_leader, comm);
-	bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST);
+	bpf_map_update_elem(&procs, &tgid, &v, BPF_ANY);
+	/* A kernel thread maps nothing: no mappings to read. */
+	if (BPF_CORE_READ(task, mm) && bpf_ringbuf_output(&proc_events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		bump(SDROP_PROC_EVENTS);
 }
 
 /* Whether the current process is sampled: the target, or with -a every one but the idle task and fnprof. */

@@ -162,8 +162,8 @@ $(TEST_BIN)/fuzz_arch: tests/fuzz/fuzz_arch.c user/target/arch_x86.c user/base/l
 		user/base/log.c -lbpf -ldl -o $@
 
 # The DWARF unwinder on arbitrary stack copies, and the perf map reader on arbitrary text.
-FUZZ_UNWIND_SRCS := user/stacks/unwind.c user/stacks/framestep.c user/target/procmaps.c \
-	$(addprefix user/base/,fileidx.c safeopen.c sigbus.c array.c log.c proc.c sanitize.c)
+FUZZ_UNWIND_SRCS := user/stacks/unwind.c user/stacks/framestep.c user/target/procmaps.c user/target/mapsnap.c \
+	$(addprefix user/base/,fileidx.c safeopen.c sigbus.c array.c log.c proc.c sanitize.c rbreader.c)
 $(TEST_BIN)/fuzz_unwind: tests/fuzz/fuzz_unwind.c $(FUZZ_UNWIND_SRCS) user/stacks/unwind.h bpf/fnprof.h | $(TEST_BIN)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iuser -Ibpf $< $(FUZZ_UNWIND_SRCS) \

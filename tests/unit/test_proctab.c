@@ -84,8 +84,35 @@ static void forgets_exited_past_the_cap(void)
 	close(fd);
 }
 
+/* A process seen again after an exec (another exec generation) takes the new image's name. */
+static void renamed_after_exec(void)
+{
+	struct symbolizer *parent = symbolizer_new(getpid(), 0);
+	struct proctab *t = parent ? proctab_new(parent) : NULL;
+	struct proc_seen v = { .comm = "shim.sh", .exec_id = 3 };
+	struct proctab_stats st;
+	__u32 pid = FAKE_PID0 + 7;
+	int fd = fake_map();
+
+	CHECK(t && fd >= 0);
+	bpf_map_update_elem(fd, &pid, &v, BPF_ANY);
+	proctab_scan(t, fd);
+	CHECK(!strcmp(proctab_comm(t, pid), "shim.sh"));
+	snprintf(v.comm, sizeof(v.comm), "python3");
+	v.exec_id = 4;
+	bpf_map_update_elem(fd, &pid, &v, BPF_ANY);
+	proctab_scan(t, fd);
+	proctab_scan(t, fd);   /* once per exec, not per scan */
+	proctab_stats(t, &st);
+	CHECK(!strcmp(proctab_comm(t, pid), "python3") && st.execs == 1 && st.procs == 1);
+	proctab_free(t);
+	symbolizer_free(parent);
+	close(fd);
+}
+
 int main(void)
 {
 	RUN(forgets_exited_past_the_cap);
+	RUN(renamed_after_exec);
 	UNIT_EXIT();
 }

@@ -16,12 +16,14 @@
 #include "profile/proctab.h"
 #include "base/sanitize.h"
 #include "stacks/symbolize.h"
+#include "target/mapsnap.h"
 
 #define REFRESH_S 1.0   /* a live process's mappings are re-read this often */
 
 struct proc_ent {
 	pid_t pid;
-	char comm[FNPROF_COMM_LEN];
+	char comm[FNPROF_COMM_LEN];   /* as of its last exec */
+	__u64 exec_id;            /* that exec's generation (struct proc_seen) */
 	struct symbolizer *sym;   /* NULL: none held */
 	bool exited;
 	double refreshed;         /* when its mappings were read last (monotonic_s) */
@@ -34,6 +36,7 @@ struct proctab {
 	__u32 *index;
 	size_t index_cap;
 	struct symbolizer *parent;      /* whose names and object cache the processes' symbolizers share */
+	struct mapsnap *snap;           /* mappings read at first sight, or NULL */
 	size_t nr_sym;
 	__u64 tick;
 	struct proctab_stats st;
@@ -46,6 +49,12 @@ struct proctab *proctab_new(struct symbolizer *parent)
 	if (t)
 		t->parent = parent;
 	return t;
+}
+
+void proctab_set_snapshots(struct proctab *t, struct mapsnap *m)
+{
+	t->snap = m;
+	symbolizer_set_snapshots(t->parent, m);
 }
 
 void proctab_free(struct proctab *t)
@@ -214,6 +223,8 @@ static void forget(struct proctab *t, int map_fd)
 
 		bpf_map_delete_elem(map_fd, &key);
 		drop_symbolizer(t, &t->ent[i]);
+		if (t->snap)
+			mapsnap_forget(t->snap, key);
 	}
 	memmove(t->ent, t->ent + n, (t->nr - n) * sizeof(*t->ent));
 	t->nr -= n;
@@ -235,6 +246,38 @@ static void check_proc(struct proctab *t, struct proc_ent *e, double now)
 	}
 }
 
+/*
+ * A process that exec'd since it was first seen: the new image's name; its
+ * symbolizer goes with the old image's mappings (the next is made from the
+ * new ones). Its samples are counted per process, not per image: those
+ * before the exec take the new name too.
+ */
+static void note_exec(struct proctab *t, struct proc_ent *e, const struct proc_seen *v)
+{
+	sanitize_term(v->comm, e->comm, sizeof(e->comm));
+	e->exec_id = v->exec_id;
+	drop_symbolizer(t, e);
+	t->st.execs++;
+}
+
+/* A process seen for the first time; its symbolizer made now, while it runs or from its mappings read at first sight. */
+static void note_new(struct proctab *t, __u32 pid, const struct proc_seen *v)
+{
+	struct proc_ent *e = add(t, pid, v->comm);
+	bool alive = proc_alive(pid);
+
+	if (!e)
+		return;
+	e->exec_id = v->exec_id;
+	if (alive || (t->snap && mapsnap_exec_id(t->snap, pid)))
+		hold_symbolizer(t, e);
+	if (!alive) {
+		/* Gone before it was first read: it exited too. */
+		e->exited = true;
+		t->st.exited++;
+	}
+}
+
 void proctab_scan(struct proctab *t, int map_fd)
 {
 	__u32 key, next, *cur = NULL;
@@ -249,17 +292,14 @@ void proctab_scan(struct proctab *t, int map_fd)
 	while (!bpf_map_get_next_key(map_fd, cur, &next)) {
 		key = next;
 		cur = &key;
-		if (find(t, key) || bpf_map_lookup_elem(map_fd, &key, &v))
+		if (bpf_map_lookup_elem(map_fd, &key, &v))
 			continue;
 		v.comm[sizeof(v.comm) - 1] = 0;
-		e = add(t, key, v.comm);
-		if (e && proc_alive(key)) {
-			hold_symbolizer(t, e);
-		} else if (e) {
-			/* Gone before it was first read: it exited too. */
-			e->exited = true;
-			t->st.exited++;
-		}
+		e = find(t, key);
+		if (!e)
+			note_new(t, key, &v);
+		else if (e->exec_id != v.exec_id)
+			note_exec(t, e, &v);
 	}
 	for (i = 0; i < t->nr; i++)
 		check_proc(t, &t->ent[i], now);
@@ -294,9 +334,13 @@ void proctab_release_exited(struct proctab *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->nr; i++)
-		if (t->ent[i].exited)
-			drop_symbolizer(t, &t->ent[i]);
+	for (i = 0; i < t->nr; i++) {
+		if (!t->ent[i].exited)
+			continue;
+		drop_symbolizer(t, &t->ent[i]);
+		if (t->snap)
+			mapsnap_forget(t->snap, t->ent[i].pid);
+	}
 }
 
 void proctab_stats(const struct proctab *t, struct proctab_stats *out)
@@ -305,6 +349,8 @@ void proctab_stats(const struct proctab *t, struct proctab_stats *out)
 	out->procs = t->nr;
 	out->symbolizers = t->nr_sym;
 	out->objects = symbolizer_nr_shared(t->parent);
+	if (t->snap)
+		mapsnap_stats(t->snap, &out->maps);
 }
 
 void proctab_print_stats(const struct proctab *t, FILE *out)
@@ -312,12 +358,16 @@ void proctab_print_stats(const struct proctab *t, FILE *out)
 	struct proctab_stats st;
 
 	proctab_stats(t, &st);
-	fprintf(out, "processes: %zu seen, %llu exited; symbols of %zu object files held for %zu of them (at most %d)",
-		st.procs, (unsigned long long)st.exited, st.objects, st.symbolizers, PROCTAB_MAX_SYMBOLIZERS);
+	fprintf(out, "processes: %zu seen, %llu exited, %llu exec'd; symbols of %zu object files held for %zu of them (at most %d)",
+		st.procs, (unsigned long long)st.exited, (unsigned long long)st.execs, st.objects, st.symbolizers, PROCTAB_MAX_SYMBOLIZERS);
 	if (st.evicted || st.forgotten)
 		fprintf(out, "; over the caps: %llu gave their symbols up, %llu forgotten (at most %d known)",
 			(unsigned long long)st.evicted, (unsigned long long)st.forgotten, PROCTAB_MAX_PROCS);
 	fputc('\n', out);
+	if (t->snap)
+		fprintf(out, "mappings read at first sight: %llu processes, %llu gone before they could be read, "
+			     "%llu given up over the cap (at most %d held)\n", (unsigned long long)st.maps.read,
+			(unsigned long long)st.maps.missed, (unsigned long long)st.maps.evicted, MAPSNAP_MAX);
 }
 
 static void stats_json(struct json *j, const struct proctab_stats *st)
@@ -325,6 +375,8 @@ static void stats_json(struct json *j, const struct proctab_stats *st)
 	const struct json_kv kv[] = {
 		{ "seen", st->procs }, { "exited", st->exited }, { "symbolizers", st->symbolizers },
 		{ "objects", st->objects }, { "evicted", st->evicted }, { "forgotten", st->forgotten },
+		{ "execs", st->execs }, { "maps_read", st->maps.read }, { "maps_missed", st->maps.missed },
+		{ "maps_evicted", st->maps.evicted },
 	};
 
 	json_obj_begin(j, "processes");

@@ -30,6 +30,7 @@
 #include "profile/sample.h"
 #include "stacks/stackrows.h"
 #include "stacks/symbolize.h"
+#include "target/mapsnap.h"
 
 
 /*
@@ -57,6 +58,7 @@ struct sampler {
 	struct dwstacks *dw;         /* --call-graph dwarf: user stacks unwound here */
 	struct stackrows *rows;      /* the counts, their stacks and rows */
 	struct proctab *procs;       /* -a: every process's name and symbolizer (s->sym: their parent, the kernel's) */
+	struct mapsnap *snap;        /* -a: every process's mappings, read when it is first sampled */
 	__u64 drops_prev[SDROP_NR + 1];
 	double run_s;                /* seconds sampled so far */
 	unsigned int nr_reports;     /* reports so far: after intervals (-i), the last is followed by a total */
@@ -174,6 +176,29 @@ static int share_maps(struct sampler *s)
 						    counts > SAMPLE_MIN_SHARE ? counts : SAMPLE_MIN_SHARE);
 }
 
+/*
+ * -a: a process's mappings read the moment it is first sampled, and after
+ * each exec: a process of 30 ms is gone before the next look (250 ms), and
+ * its unwinder and symbolizer would find nothing. Before the events start.
+ */
+static int start_snapshots(struct sampler *s)
+{
+	int err;
+
+	s->snap = mapsnap_new();
+	if (!s->snap)
+		return -ENOMEM;
+	err = mapsnap_start(s->snap, bpf_map__fd(s->skel->maps.proc_events));
+	if (err) {
+		log_err("cannot start reading new processes' mappings: %s", strerror(-err));
+		return err;
+	}
+	proctab_set_snapshots(s->procs, s->snap);
+	if (s->dw)
+		dwstacks_set_snapshots(s->dw, s->snap);
+	return 0;
+}
+
 int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
@@ -211,7 +236,11 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 	}
 	s->sym = symbolizer_new(pid, o->max_memory);
 	s->procs = o->all && s->sym ? proctab_new(s->sym) : NULL;
-	err = s->sym && (s->procs || !o->all) ? new_rows(s) : -ENOMEM;
+	err = s->sym && (s->procs || !o->all) ? 0 : -ENOMEM;
+	if (!err && s->procs)
+		err = start_snapshots(s);
+	if (!err)
+		err = new_rows(s);
 	if (!err)
 		err = attach_events(s);
 	if (err)
@@ -233,6 +262,7 @@ void sampler_stop(struct sampler *s)
 		bpf_link__destroy(s->links[i]);
 	free(s->links);
 	dwstacks_stop(s->dw);
+	mapsnap_free(s->snap);    /* its reader stopped before the ring buffer goes; unwinders done with it */
 	profile_bpf__destroy(s->skel);
 	stackrows_free(s->rows);
 	proctab_free(s->procs);   /* its symbolizers first: s->sym is their parent */
@@ -342,6 +372,9 @@ static void print_table(struct sampler *s, FILE *out, const struct stack_rows *t
 		print_unwind_stats(s, out);
 	if (s->procs)
 		proctab_print_stats(s->procs, out);
+	if (drops[SDROP_PROC_EVENTS])
+		fprintf(out, "new processes not told at once (buffer full): %llu, their mappings read at the next look "
+			     "(250 ms), if they still ran\n", (unsigned long long)drops[SDROP_PROC_EVENTS]);
 	budget_print(symbolizer_budget(s->sym), out);
 	if (drops[SDROP_USTACK] || drops[SDROP_KSTACK] || drops[SDROP_COUNTS_FULL] || drops[SDROP_RINGBUF])
 		fprintf(out, "dropped: %llu samples not counted (map or ring buffer full), stacks lost: %llu user, "
@@ -379,8 +412,10 @@ static void print_json(struct sampler *s, FILE *out, const struct stack_rows *t,
 	json_str(&j, "call_graph", s->dw ? "dwarf" : "fp");
 	if (s->dw)
 		json_unwind(s, &j, drops);
-	if (s->procs)
+	if (s->procs) {
 		proctab_json_stats(s->procs, &j);
+		json_u64(&j, "proc_events_lost", drops[SDROP_PROC_EVENTS]);
+	}
 	budget_json(symbolizer_budget(s->sym), &j);
 	stackrows_json(s->rows, &j, t);
 	json_obj_end(&j);

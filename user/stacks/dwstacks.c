@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "stacks/dwstacks.h"
 #include "base/proc.h"
+#include "target/mapsnap.h"
 #include "target/procmaps.h"
 #include "base/rbreader.h"
 #include "stacks/unwind.h"
@@ -35,6 +36,7 @@ struct proc_unwinder {
 	pid_t pid;
 	struct unwinder *uw;
 	__u64 used;
+	__u64 exec_id;            /* the image whose mappings it holds (mapsnap.h); 0: not known */
 };
 
 /*
@@ -55,6 +57,7 @@ struct dwstacks {
 	bool all;                 /* -a: the samples of every process, unwound with theirs: */
 	struct proc_unwinder uws[DWSTACK_MAX_UNWINDERS];
 	struct maps_pace gate;    /* their costly re-reads of maps take turns (procmaps.h) */
+	struct mapsnap *snap;     /* the mappings read when each process was first sampled, or NULL */
 	size_t nr_uws;
 	__u64 tick;
 	double last_sweep;        /* when exited processes' unwinders were dropped last */
@@ -191,14 +194,31 @@ static void count(struct dwstacks *d, const struct sample_key *k)
 	c->count++;
 }
 
-/* -a: process pid's unwinder, made now if none; at the cap, the least recently used one's goes. */
+/* A new unwinder for pid in p (free, or the least recently used one's), with the image it unwinds. */
+static void unwinder_put(struct dwstacks *d, struct proc_unwinder *p, pid_t pid, __u64 exec_id)
+{
+	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid, &d->gate), .used = d->tick,
+				     .exec_id = exec_id };
+	if (p->uw && d->snap)
+		unwinder_set_snapshots(p->uw, d->snap);
+}
+
+/*
+ * -a: process pid's unwinder, made now if none, or anew after an exec (the
+ * old image's objects go); at the cap, the least recently used one's goes.
+ */
 static struct unwinder *unwinder_of(struct dwstacks *d, pid_t pid)
 {
+	__u64 exec_id = d->snap ? mapsnap_exec_id(d->snap, pid) : 0;
 	struct proc_unwinder *p = NULL;
 	size_t i;
 
 	d->tick++;
 	for (i = 0; i < d->nr_uws; i++) {
+		if (d->uws[i].pid == pid && d->uws[i].exec_id != exec_id && exec_id) {
+			unwinder_free(d->uws[i].uw);
+			unwinder_put(d, &d->uws[i], pid, exec_id);
+		}
 		if (d->uws[i].pid == pid) {
 			d->uws[i].used = d->tick;
 			return d->uws[i].uw;
@@ -212,7 +232,7 @@ static struct unwinder *unwinder_of(struct dwstacks *d, pid_t pid)
 		unwinder_free(p->uw);
 		d->st.unwinders_evicted++;
 	}
-	*p = (struct proc_unwinder){ .pid = pid, .uw = unwinder_new(pid, &d->gate), .used = d->tick };
+	unwinder_put(d, p, pid, exec_id);
 	return p->uw;
 }
 
@@ -621,6 +641,11 @@ int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, 
 	}
 	*out = d;
 	return 0;
+}
+
+void dwstacks_set_snapshots(struct dwstacks *d, struct mapsnap *m)
+{
+	d->snap = m;
 }
 
 void dwstacks_stop(struct dwstacks *d)

@@ -77,6 +77,15 @@ struct dwstacks_refs {
  * holds the id, and for a reading of the map or two after.
  */
 int dwstacks_start_prof(int rb_fd, pid_t pid, const struct dwstacks_refs *refs, struct dwstacks **out);
+/*
+ * -a: where its unwinders find the mappings of processes gone before they
+ * first read them, and each process's exec generation (mapsnap.h; m
+ * outlives d). Called before any sample is sent (before the sampling
+ * events are attached): the reading thread reads it without a lock.
+ */
+struct mapsnap;
+void dwstacks_set_snapshots(struct dwstacks *d, struct mapsnap *m);
+
 /* Stops the thread (after it read what is in the ring buffer) and frees; safe with NULL. */
 void dwstacks_stop(struct dwstacks *d);
 

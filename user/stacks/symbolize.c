@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/names.h"
 #include "stacks/objcache.h"
+#include "target/mapsnap.h"
 #include "stacks/perfmap.h"
 #include "base/proc.h"
 #include "target/procmaps.h"
@@ -63,6 +64,7 @@ struct symbolizer {
 	bool missed;  /* an address was in no mapping since the last refresh */
 	struct objcache *cache;  /* objects' symbols shared with other processes' symbolizers, or NULL */
 	bool own_cache;
+	struct mapsnap *snap;    /* -a: mappings read when the process was first sampled (a parent's, shared) */
 	/*
 	 * A child (-a): objects are read when a frame needs them, not all at
 	 * each refresh (only the vDSO, which goes with the process); after the
@@ -95,6 +97,7 @@ static struct symbolizer *create(pid_t pid, struct symbolizer *parent, size_t ma
 	s->cache = parent ? parent->cache : NULL;
 	s->lazy = parent != NULL;
 	s->gate_of = parent ? &parent->gate : NULL;
+	s->snap = parent ? parent->snap : NULL;
 	if (parent && !s->cache) {
 		free(s);
 		return NULL;
@@ -111,6 +114,11 @@ struct symbolizer *symbolizer_new(pid_t pid, size_t max_memory)
 struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent)
 {
 	return create(pid, parent, 0);
+}
+
+void symbolizer_set_snapshots(struct symbolizer *parent, struct mapsnap *m)
+{
+	parent->snap = m;
 }
 
 size_t symbolizer_nr_shared(const struct symbolizer *s)
@@ -270,6 +278,24 @@ static bool maps_exec_memfd(const struct procmaps *pm)
 	return false;
 }
 
+/*
+ * Its mappings now; a process gone (or exiting) before this first reading:
+ * those read when it was first sampled (mapsnap.h), if any. -ESRCH when
+ * there are none to show (its first thread exited: keep the last ones).
+ */
+static int load_maps(struct symbolizer *s, struct procmaps **pm)
+{
+	int err = procmaps_load(s->pid, pm);
+
+	if (!err && !(*pm)->nr) {
+		procmaps_free(*pm);
+		err = -ESRCH;
+	}
+	if (err && !s->pm && s->snap && !mapsnap_get(s->snap, s->pid, pm))
+		return 0;
+	return err;
+}
+
 void symbolizer_refresh(struct symbolizer *s)
 {
 	struct procmaps *pm;
@@ -283,16 +309,11 @@ void symbolizer_refresh(struct symbolizer *s)
 	if (launched_not_execd(s->pid))
 		return;
 	maps_pace_begin(&s->pace);
-	err = procmaps_load(s->pid, &pm);
+	err = load_maps(s, &pm);
 	maps_pace_end(&s->pace, 0, s->gate_of);
 	if (err) {
 		log_debug("mappings of process %d not re-read (%s): the last ones kept", s->pid,
 			  err == -ESRCH ? "exiting or gone" : strerror(-err));
-		return;
-	}
-	/* Exiting, or gone (an error above), or no mappings to show (its first thread exited): keep the last ones. */
-	if (!pm->nr) {
-		procmaps_free(pm);
 		return;
 	}
 	/*
@@ -350,7 +371,7 @@ static int load_vdso(struct symbolizer *s, const struct mapping *m, struct symta
  * is the very file mapping m maps (device and inode; else -ESTALE). *obj: fd,
  * kept open for its DWARF; closed on failure.
  */
-static int load_if_mapped(int fd, const struct mapping *m, struct symtab **st, int *obj)
+static int load_if_mapped(int fd, const struct mapping *m, pid_t pid, struct symtab **st, int *obj)
 {
 	char path[64];
 	struct stat sb;
@@ -360,7 +381,8 @@ static int load_if_mapped(int fd, const struct mapping *m, struct symtab **st, i
 		return fd;
 	if (!fstat(fd, &sb) && sb.st_ino == m->inode && sb.st_dev == makedev(m->dev_major, m->dev_minor)) {
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		err = symtab_load(path, st);
+		/* Named by the mapping's path, as through map_files: "libc.so.6+0x...", never "19+0x...". */
+		err = symtab_load_target(path, m->path, pid, st);
 	}
 	if (err)
 		close(fd);
@@ -377,7 +399,7 @@ static int load_if_mapped(int fd, const struct mapping *m, struct symtab **st, i
  */
 static int load_in_root(struct symbolizer *s, const struct mapping *m, struct symtab **st, int *obj)
 {
-	return load_if_mapped(proc_open_in_root(s->pid, m->path), m, st, obj);
+	return load_if_mapped(proc_open_in_root(s->pid, m->path), m, s->pid, st, obj);
 }
 
 /*
@@ -387,7 +409,7 @@ static int load_in_root(struct symbolizer *s, const struct mapping *m, struct sy
  */
 static int load_same_file(const struct mapping *m, struct symtab **st, int *obj)
 {
-	return load_if_mapped(m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, m, st, obj);
+	return load_if_mapped(m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT, m, 0, st, obj);
 }
 
 /*

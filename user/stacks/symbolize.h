@@ -42,6 +42,14 @@ struct symbolizer *symbolizer_new(pid_t pid, size_t max_memory);
  */
 struct symbolizer *symbolizer_new_child(pid_t pid, struct symbolizer *parent);
 
+/*
+ * Of a parent (-a): where its children find the mappings of a process gone
+ * before they first read them (mapsnap.h); m must outlive them. Set before
+ * the first child is made.
+ */
+struct mapsnap;
+void symbolizer_set_snapshots(struct symbolizer *parent, struct mapsnap *m);
+
 /* Of a parent: how many files' symbols its children share now. */
 size_t symbolizer_nr_shared(const struct symbolizer *s);
 void symbolizer_free(struct symbolizer *s);

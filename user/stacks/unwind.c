@@ -14,6 +14,8 @@
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/sysmacros.h>
@@ -26,6 +28,7 @@
 #include "base/fileidx.h"
 #include "fnprof.h"
 #include "base/log.h"
+#include "target/mapsnap.h"
 #include "target/procmaps.h"
 #include "base/safeopen.h"
 #include "base/sigbus.h"
@@ -98,6 +101,8 @@ struct unwinder {
 	unsigned int seg_frames;  /* frames of this libdwfl walk so far */
 	struct fs_regs at, next;  /* the frame stopped at; the caller found, where libdwfl restarts */
 	struct unwind_counts cnt; /* of the walk */
+	struct mapsnap *snap;     /* -a: the mappings read when the process was first sampled, or NULL */
+	bool gone;                /* its mappings came from snap: its files are opened by path */
 };
 
 /*
@@ -190,6 +195,24 @@ static bool read_span(struct uw_file *f)
 	return !first && (f->e_type == ET_DYN || f->e_type == ET_EXEC);
 }
 
+/*
+ * A process gone, its mappings read before (mapsnap.h): the file at the
+ * path as fnprof sees it, if it is the very file that was mapped (device
+ * and inode). An fd or -errno.
+ */
+static int open_same_file(const struct mapping *m)
+{
+	int fd = m->path[0] == '/' ? open_regular(AT_FDCWD, m->path, 0) : -ENOENT;
+	struct stat sb;
+
+	if (fd >= 0 && (fstat(fd, &sb) || sb.st_ino != m->inode ||
+			sb.st_dev != makedev(m->dev_major, m->dev_minor))) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	return fd;
+}
+
 /* Opens the file mapped at m (the very file: through map_files) as an ELF, held with its fd. */
 static void open_file(struct unwinder *u, struct uw_file *f, const struct mapping *m, bool vdso)
 {
@@ -197,7 +220,7 @@ static void open_file(struct unwinder *u, struct uw_file *f, const struct mappin
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", u->pid, (unsigned long long)m->start,
 		 (unsigned long long)m->end);
-	f->fd = vdso ? vdso_fd(u->pid, m) : open_regular(AT_FDCWD, path, 0);
+	f->fd = vdso ? vdso_fd(u->pid, m) : u->gone ? open_same_file(m) : open_regular(AT_FDCWD, path, 0);
 	f->elf = f->fd >= 0 ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
 	if (f->elf && read_span(f)) {
 		u->nr_fds++;
@@ -360,6 +383,25 @@ static void forget_addresses(struct unwinder *u)
 }
 
 /*
+ * The process's mappings now; gone (or exiting) before it was first
+ * unwound: those read when it was first sampled, if any (u->gone).
+ */
+static int load_maps(struct unwinder *u, struct procmaps **pm)
+{
+	int err = procmaps_load(u->pid, pm);
+
+	if (!err && !(*pm)->nr) {
+		procmaps_free(*pm);
+		err = -ESRCH;
+	}
+	if (err && !u->dwfl && u->snap && !mapsnap_get(u->snap, u->pid, pm)) {
+		u->gone = true;
+		return 0;
+	}
+	return err;
+}
+
+/*
  * Gives libdwfl the objects mapped now, when they changed (exec, dlopen,
  * dlclose). A new session from scratch: libdwfl refuses a module over the
  * range of one it has, and an exec replaces them all. Paced (maps_pace):
@@ -372,7 +414,7 @@ static void report_objects(struct unwinder *u)
 	size_t i;
 
 	maps_pace_begin(&u->pace);
-	if (procmaps_load(u->pid, &pm)) {
+	if (load_maps(u, &pm)) {
 		maps_pace_end(&u->pace, REREAD_MIN_S, u->gate);
 		return;
 	}
@@ -735,6 +777,11 @@ static int guarded_walk(struct unwinder *u, const struct dwarf_sample *s, __u64 
 		return -1;
 	}
 	return err;
+}
+
+void unwinder_set_snapshots(struct unwinder *u, struct mapsnap *m)
+{
+	u->snap = m;
 }
 
 bool unwinder_has_objects(const struct unwinder *u)

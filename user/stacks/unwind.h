@@ -48,6 +48,13 @@ struct unwind_counts {
 int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips, int max, bool *truncated,
 		    struct unwind_counts *counts);
 
+/*
+ * -a: where it finds the mappings of a process gone before it first read
+ * them (mapsnap.h; m outlives it). Before its first unwinder_unwind.
+ */
+struct mapsnap;
+void unwinder_set_snapshots(struct unwinder *u, struct mapsnap *m);
+
 /* Whether the unwinder has read the process's mappings once (after an unwinder_unwind): not if it was gone. */
 bool unwinder_has_objects(const struct unwinder *u);
 

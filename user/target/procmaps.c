@@ -228,6 +228,33 @@ void procmaps_free(struct procmaps *pm)
 	free(pm);
 }
 
+int procmaps_dup(const struct procmaps *pm, struct procmaps **out)
+{
+	struct procmaps *c = calloc(1, sizeof(*c));
+	size_t i;
+
+	if (!c)
+		return -ENOMEM;
+	*c = *pm;
+	c->maps = calloc(pm->nr ? pm->nr : 1, sizeof(*c->maps));
+	c->anon = calloc(pm->nr_anon ? pm->nr_anon : 1, sizeof(*c->anon));
+	c->nr = 0;
+	for (i = 0; c->maps && c->anon && i < pm->nr; i++, c->nr++) {
+		c->maps[i] = pm->maps[i];
+		c->maps[i].path = strdup(pm->maps[i].path);
+		if (!c->maps[i].path)
+			break;
+	}
+	if (!c->maps || !c->anon || c->nr < pm->nr) {
+		procmaps_free(c);
+		return -ENOMEM;
+	}
+	if (pm->nr_anon)
+		memcpy(c->anon, pm->anon, pm->nr_anon * sizeof(*c->anon));
+	*out = c;
+	return 0;
+}
+
 const struct mapping *procmaps_find(const struct procmaps *pm, __u64 addr)
 {
 	/* The kernel lists mappings in address order, apart: those read are searched by halves. */

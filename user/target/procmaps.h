@@ -40,6 +40,8 @@ struct procmaps {
  */
 int procmaps_load(pid_t pid, struct procmaps **out);
 void procmaps_free(struct procmaps *pm);
+/* A copy of pm, its own. 0 or -ENOMEM. */
+int procmaps_dup(const struct procmaps *pm, struct procmaps **out);
 
 /* At most this many ranges of no file kept from before: a runtime that maps and unmaps code for hours. */
 #define PROCMAPS_KEPT_MAX 4096
