@@ -118,7 +118,19 @@ def within(value, expected, rel=0.0, abs_=0.0):
     return abs(value - expected) <= max(rel * abs(expected), abs_)
 
 
-class Target:
+class Reaped:
+    """A background process in self.proc, killed and reaped when its with-block ends."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+class Target(Reaped):
     """A target program started in the background, to attach to with -p."""
 
     def __init__(self, name, *args, ready_line="ready"):
@@ -133,14 +145,6 @@ class Target:
             self.proc.send_signal(sig)
         out, err = self.proc.communicate(timeout=30)
         return self.first + out, err
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
 
 
 def share_matches(k, n, want, floor=0.02):

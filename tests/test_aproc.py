@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from harness import BIN, FNPROF, ROOT, Skip, check, final_report, wait_for
+from harness import BIN, FNPROF, ROOT, Reaped, Skip, check, final_report, wait_for
 
 SHORT = os.path.join(BIN, "shortlived")
 SHIM = os.path.join(ROOT, "tests", "targets", "shim.sh")
@@ -27,7 +27,7 @@ HASHER = ("import hashlib, os, sys, time\n"
           "    hashlib.sha256(b).digest()\n")
 
 
-class Machine:
+class Machine(Reaped):
     """fnprof -a --json ARGS in the background, from the moment its sampling events are attached
     (one perf event per online CPU among its fds) until stop(), which ends it with SIGINT and
     returns its final report."""
@@ -66,14 +66,6 @@ class Machine:
         out, err = self.stop_raw()
         check(self.proc.returncode == 0, f"fnprof -a exit {self.proc.returncode}:\n{err[-3000:]}")
         return final_report(out)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.communicate()
 
 
 def rows_of(rep, pid):

@@ -41,6 +41,23 @@ def test_fuzz_elf_reader_briefly():
     fuzz_briefly("fuzz_symbols", 15, 65536, seed)
 
 
+def test_fuzz_crashes_found_before_stay_fixed():
+    # Inputs on which a fuzzer once crashed (tests/fuzz/crashes/FUZZER-what): each runs clean now.
+    # fuzz_symbols-inline-name-past-section: an inlined call's name, an inline DW_FORM_string at the
+    # end of .debug_info without its NUL; libdw handed it out and inlines.c read past the section.
+    crashes = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz", "crashes")
+    env = dict(os.environ, LSAN_OPTIONS=f"suppressions={SUPPRESSIONS}")
+    ran = 0
+    for f in sorted(os.listdir(crashes)):
+        fuzzer = os.path.join(BIN, f.split("-", 1)[0])
+        if not os.path.exists(fuzzer):
+            raise Skip(f"{os.path.basename(fuzzer)} not built (needs clang's libFuzzer: libclang-rt-14-dev)")
+        p = subprocess.run([fuzzer, os.path.join(crashes, f)], capture_output=True, text=True, timeout=60, env=env)
+        check(p.returncode == 0, f"{f}: fuzzer exit {p.returncode}:\n{p.stderr[-3000:]}")
+        ran += 1
+    check(ran >= 1, "no crash inputs found")
+
+
 def test_fuzz_code_reader_briefly():
     """Issue 37: the code reader (exits, entry placement, jump tables) on mutated functions."""
     # Seeds: real functions, with their switches, of the targets and of Debian's python.

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Inlined-call chains with libdw: dwarf_getscopes at an address, its DW_TAG_inlined_subroutine scopes. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <gelf.h>
 #include <elfutils/libdw.h>
 #include <dwarf.h>
 
@@ -108,14 +110,54 @@ static const char *intern(struct inlines *in, const char *name)
 	return in->names[in->nr_names] ? in->names[in->nr_names++] : NULL;
 }
 
+/* Whether s lies in a .debug section of elf and ends there. */
+static bool ends_in_debug_section(Elf *elf, const char *s)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strncmp(name, ".debug_", 7))
+			continue;
+		/* libdw has read the .debug sections at dwarf_begin: this is its copy, not a new read. */
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && s >= (const char *)d->d_buf && s < (const char *)d->d_buf + d->d_size)
+			return memchr(s, 0, (const char *)d->d_buf + d->d_size - s) != NULL;
+	}
+	return false;
+}
+
+/*
+ * A string libdw handed out, or NULL where a corrupt file's does not end
+ * inside its section (an inline DW_FORM_string at the end of .debug_info:
+ * libdw 0.188 does not check, and reading it ran past the section, found by
+ * fuzz_symbols). In the file's own sections or in its supplementary (dwz) file's.
+ */
+static const char *bounded(Dwarf *dw, const char *s)
+{
+	Dwarf *alt = dwarf_getalt(dw);
+
+	if (!s)
+		return NULL;
+	return ends_in_debug_section(dwarf_getelf(dw), s) || (alt && ends_in_debug_section(dwarf_getelf(alt), s)) ?
+		       s : NULL;
+}
+
 /* The inlined function's name: demangled from its linkage name for C++, else DW_AT_name. */
-static const char *scope_name(Dwarf_Die *die, char **to_free)
+static const char *scope_name(Dwarf *dw, Dwarf_Die *die, char **to_free)
 {
 	Dwarf_Attribute attr;
-	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	const char *link = bounded(dw, dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr)));
 
 	*to_free = link ? demangle(link) : NULL;
-	return *to_free ? *to_free : dwarf_diename(die);
+	return *to_free ? *to_free : bounded(dw, dwarf_diename(die));
 }
 
 int inlines_at(struct inlines *in, __u64 vaddr, const char **names, int max)
@@ -132,7 +174,7 @@ int inlines_at(struct inlines *in, __u64 vaddr, const char **names, int max)
 
 		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
 			continue;
-		name = scope_name(&scopes[i], &dem);
+		name = scope_name(in->dw, &scopes[i], &dem);
 		names[n] = name ? intern(in, name) : NULL;
 		n += names[n] != NULL;
 		free(dem);
