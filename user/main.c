@@ -23,7 +23,7 @@
 #include "stacks/prof_kind.h"
 #include "target/kfeatures.h"
 #include "trace/events.h"
-#include "trace/kneeds.h"
+#include "target/kneeds.h"
 #include "trace/steps.h"
 #include "trace/uprobe_warm.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trace/kneeds.h"
+#include "target/kneeds.h"
 #include "unit.h"
 
 #define ALL ((1U << KNEED_NR) - 1)

@@ -8,28 +8,29 @@
 
 #include "target/kfeatures.h"
 #include "target/insnprobe.h"
+#include "target/kneeds.h"
 
-/* How a feature is found: a value of a kernel enum, a kernel function, a struct's field (BTF), libbpf's probes. */
-enum find_by { BY_ENUM_VAL, BY_FUNC, BY_FIELD, BY_HELPER, BY_MAP };
+/*
+ * How a feature is found: a value of a kernel enum, a kernel function, a
+ * struct's field (BTF). What the BPF objects need of the kernel's BPF
+ * (helpers, map types) is kneeds.c's table, listed after these.
+ */
+enum find_by { BY_ENUM_VAL, BY_FUNC, BY_FIELD };
 
 static const struct feature {
 	const char *name;
 	enum find_by by;
 	const char *type, *member;  /* BY_ENUM_VAL: enum, value; BY_FUNC: function (after the syscall prefix);
 				     * BY_FIELD: struct, field */
-	int id;                     /* BY_HELPER: BPF_FUNC_*; BY_MAP: BPF_MAP_TYPE_* */
 	const char *since;          /* the first kernel with it, or the option it needs */
 } features[] = {
-	{ "uprobe_multi links", BY_ENUM_VAL, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI", 0, "Linux 6.6" },
-	{ "uprobe sessions", BY_ENUM_VAL, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION", 0, "Linux 6.13" },
-	{ "uretprobe system call", BY_FUNC, "uretprobe", NULL, 0, "Linux 6.11" },
-	{ "bpf_loop", BY_HELPER, NULL, NULL, BPF_FUNC_loop, "Linux 5.17" },
-	{ "task storage maps", BY_MAP, NULL, NULL, BPF_MAP_TYPE_TASK_STORAGE, "Linux 5.11" },
-	{ "ring buffers", BY_MAP, NULL, NULL, BPF_MAP_TYPE_RINGBUF, "Linux 5.8" },
-	{ "BTF uprobes_state.head_tramps", BY_FIELD, "uprobes_state", "head_tramps", 0, "Linux 6.18" },
-	{ "BTF task_struct.sched_info", BY_FIELD, "task_struct", "sched_info", 0, "CONFIG_SCHED_INFO" },
-	{ "BTF sched_entity.cfs_rq", BY_FIELD, "sched_entity", "cfs_rq", 0, "CONFIG_FAIR_GROUP_SCHED" },
-	{ "BTF cfs_rq.rq", BY_FIELD, "cfs_rq", "rq", 0, "CONFIG_FAIR_GROUP_SCHED" },
+	{ "uprobe_multi links", BY_ENUM_VAL, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI", "Linux 6.6" },
+	{ "uprobe sessions", BY_ENUM_VAL, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION", "Linux 6.13" },
+	{ "uretprobe system call", BY_FUNC, "uretprobe", NULL, "Linux 6.11" },
+	{ "BTF uprobes_state.head_tramps", BY_FIELD, "uprobes_state", "head_tramps", "Linux 6.18" },
+	{ "BTF task_struct.sched_info", BY_FIELD, "task_struct", "sched_info", "CONFIG_SCHED_INFO" },
+	{ "BTF sched_entity.cfs_rq", BY_FIELD, "sched_entity", "cfs_rq", "CONFIG_FAIR_GROUP_SCHED" },
+	{ "BTF cfs_rq.rq", BY_FIELD, "cfs_rq", "rq", "CONFIG_FAIR_GROUP_SCHED" },
 };
 
 /* Whether enum type of the kernel's BTF has a value named name. */
@@ -60,33 +61,11 @@ static bool has_field(const struct btf *btf, const char *type, const char *name)
 	return false;
 }
 
-/*
- * Whether libbpf's probes can tell anything: they load a program or make a
- * map, and read a refusal (no privilege) as "no", or a helper as "yes".
- * 0, or -EPERM when a kprobe program or an array, which every kernel has,
- * cannot be made.
- */
-static int bpf_usable(void)
-{
-	static int usable = 1;
-
-	if (usable == 1)
-		usable = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) == 1 &&
-				 libbpf_probe_bpf_map_type(BPF_MAP_TYPE_ARRAY, NULL) == 1 ? 0 : -EPERM;
-	return usable;
-}
-
 /* 1 when the kernel has feature f, 0 when not, -errno when that cannot be told. */
 static int has(const struct feature *f, const struct btf *btf, int btf_err)
 {
 	char fn[128];
 
-	if ((f->by == BY_HELPER || f->by == BY_MAP) && bpf_usable())
-		return bpf_usable();
-	if (f->by == BY_HELPER)
-		return libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, f->id, NULL);
-	if (f->by == BY_MAP)
-		return libbpf_probe_bpf_map_type(f->id, NULL);
 	if (!btf)
 		return btf_err;
 	if (f->by == BY_ENUM_VAL)
@@ -130,6 +109,20 @@ static void print_insns(FILE *out)
 	fprintf(out, "  (the uprobe instructions were probed in %.1f ms)\n", ms);
 }
 
+/* What fnprof's BPF objects need (kneeds.c's one table), as the refusals before a run ask for it. */
+static void print_needs(FILE *out)
+{
+	unsigned int has, unknown;
+	char since[32];
+	int n;
+
+	has = kneeds_probe((1U << KNEED_NR) - 1, &unknown);
+	for (n = 0; n < KNEED_NR; n++) {
+		snprintf(since, sizeof(since), "Linux %s", kneeds_since(n));
+		print_line(out, kneeds_name(n), unknown & 1U << n ? -EPERM : !!(has & 1U << n), since);
+	}
+}
+
 void kfeatures_print(FILE *out)
 {
 	struct btf *btf;
@@ -144,4 +137,5 @@ void kfeatures_print(FILE *out)
 	for (i = 0; i < sizeof(features) / sizeof(features[0]); i++)
 		print_line(out, features[i].name, has(&features[i], btf, btf_err), features[i].since);
 	btf__free(btf);
+	print_needs(out);
 }

@@ -37,13 +37,17 @@ enum kmode {
 	KMODE_NR,
 };
 
+/* Need n's name ("bpf_loop") and the first kernel that has it ("5.17"). */
+const char *kneeds_name(enum kneed n);
+const char *kneeds_since(enum kneed n);
+
 /* The kneed set mode needs. */
 unsigned int kneeds_of(enum kmode mode);
 
 /*
  * Of want (a kneed set), those the running kernel has, and in *unknown
- * those it could not be asked about (no privilege, say: not refused, the
- * load will tell). libbpf's probes: a small program or map each, ~0.2 ms in
+ * those it could not be asked about (no privilege, say: every one unknown,
+ * none refused; the load will tell). libbpf's probes: a small program or map each, ~0.2 ms in
  * all once the kernel's BPF is warm; a tracepoint's arguments are read from
  * the kernel's BTF (~10 ms more, the offcpu profile's only).
  */

@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
-#include "trace/kneeds.h"
+#include "target/kneeds.h"
 
 /* How a need is asked for: libbpf's probe of a helper or a map type, or a probe of ours. */
 enum ask_by { BY_HELPER, BY_MAP, BY_ATOMICS, BY_SWITCH_ARG };
@@ -119,12 +119,43 @@ static int probe_one(enum kneed n)
 	}
 }
 
+/*
+ * Whether libbpf's probes can tell anything: they load a program or make a
+ * map, and read a refusal (no privilege) as "no", or a helper as "yes".
+ * 0, or -EPERM when a kprobe program or an array, which every kernel has,
+ * cannot be made.
+ */
+static int bpf_usable(void)
+{
+	static int usable = 1;
+
+	if (usable == 1)
+		usable = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) == 1 &&
+				 libbpf_probe_bpf_map_type(BPF_MAP_TYPE_ARRAY, NULL) == 1 ? 0 : -EPERM;
+	return usable;
+}
+
+const char *kneeds_name(enum kneed n)
+{
+	return n < KNEED_NR ? needs[n].name : "?";
+}
+
+const char *kneeds_since(enum kneed n)
+{
+	return n < KNEED_NR ? needs[n].since : "?";
+}
+
 unsigned int kneeds_probe(unsigned int want, unsigned int *unknown)
 {
 	unsigned int has = 0;
 	int n, r;
 
 	*unknown = 0;
+	if (bpf_usable()) {
+		*unknown = want;
+		log_debug("cannot ask the kernel what its BPF has: %s", strerror(EPERM));
+		return 0;
+	}
 	for (n = 0; n < KNEED_NR; n++) {
 		if (!(want & 1U << n))
 			continue;
