@@ -223,7 +223,7 @@ static int heap_load(struct heap *h, const struct prof_conf *c, pid_t pid)
 	h->skel->rodata->stack_bytes = c->stack_bytes;
 	err = prof_dw_size(c, h->skel->maps.pdw_rb, h->skel->maps.pdw_bufs);
 	if (!err)
-		err = prof_share_maps(c, h->skel->obj);
+		err = prof_share_maps(c->share, h->skel->obj);
 	if (err) {
 		log_err("cannot size the heap profile's stack buffers: %s", strerror(-err));
 		return err;

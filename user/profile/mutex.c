@@ -59,7 +59,7 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	PROF_SET_RODATA(skel, c, pid);
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
 	if (!err)
-		err = prof_share_maps(c, skel->obj);
+		err = prof_share_maps(c->share, skel->obj);
 	if (!err)
 		err = mutex_bpf__load(skel);
 	if (!err)

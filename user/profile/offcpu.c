@@ -56,7 +56,7 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	bpf_program__set_autoload(skel->progs.on_sys_exit, c->dwarf);
 	err = prof_dw_size(c, skel->maps.pdw_rb, skel->maps.pdw_bufs);
 	if (!err)
-		err = prof_share_maps(c, skel->obj);
+		err = prof_share_maps(c->share, skel->obj);
 	if (!err)
 		err = offcpu_bpf__load(skel);
 	if (!err)

@@ -38,7 +38,7 @@ int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, cons
 /* The fewest entries a shared map keeps: room for one process's stacks over a short run. */
 #define PROF_MIN_SHARE 1024
 
-int prof_share_maps(const struct prof_conf *c, struct bpf_object *obj)
+int prof_share_maps(unsigned int share, struct bpf_object *obj)
 {
 	static const char *const names[] = { "stacks", "counts", "kstacks" };
 	struct bpf_map *m;
@@ -46,10 +46,10 @@ int prof_share_maps(const struct prof_conf *c, struct bpf_object *obj)
 	size_t i;
 	int err;
 
-	for (i = 0; c->share > 1 && i < sizeof(names) / sizeof(names[0]); i++) {
+	for (i = 0; share > 1 && i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!(m = bpf_object__find_map_by_name(obj, names[i])))
 			continue;   /* kstacks: offcpu's only */
-		n = bpf_map__max_entries(m) / c->share;
+		n = bpf_map__max_entries(m) / share;
 		if ((err = bpf_map__set_max_entries(m, n > PROF_MIN_SHARE ? n : PROF_MIN_SHARE)))
 			return err;
 	}

@@ -29,11 +29,11 @@ int prof_dw_start(const struct prof_conf *c, pid_t pid, struct bpf_map *rb, cons
 		  __u32 id_off, struct prof_src *s);
 
 /*
- * Before load, -p P1,P2,... (c->share > 1): obj's stack, counts and kernel
+ * Before load, -p P1,P2,... (share > 1): obj's stack, counts and kernel
  * stack maps at 1/share of their size (at least 1024 entries), so that a
- * list's profiles hold the kernel memory of one; a map full is counted as
- * a drop. 0 or -errno.
+ * list's samplers and profiles hold the kernel memory of one; a map full is
+ * counted as a drop. 0 or -errno.
  */
-int prof_share_maps(const struct prof_conf *c, struct bpf_object *obj);
+int prof_share_maps(unsigned int share, struct bpf_object *obj);
 
 #endif /* FNPROF_PROF_DW_H */

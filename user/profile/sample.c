@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/percpu.h"
 #include "format/pprof.h"
+#include "profile/prof_dw.h"
 #include "profile/proctab.h"
 #include "profile.skel.h"
 #include "base/rbreader.h"
@@ -159,23 +160,6 @@ static int new_rows(struct sampler *s)
 	return stackrows_new(&c, &s->rows);
 }
 
-/* -p P1,P2,...: this sampler's share of the maps, never under SAMPLE_MIN_SHARE entries. */
-#define SAMPLE_MIN_SHARE 1024
-
-static int share_maps(struct sampler *s)
-{
-	__u32 stacks = FNPROF_STACK_MAP_ENTRIES, counts = FNPROF_COUNTS_ENTRIES;
-	int err;
-
-	if (s->o.share < 2)
-		return 0;
-	stacks /= s->o.share;
-	counts /= s->o.share;
-	err = bpf_map__set_max_entries(s->skel->maps.stacks, stacks > SAMPLE_MIN_SHARE ? stacks : SAMPLE_MIN_SHARE);
-	return err ? err : bpf_map__set_max_entries(s->skel->maps.counts,
-						    counts > SAMPLE_MIN_SHARE ? counts : SAMPLE_MIN_SHARE);
-}
-
 /*
  * -a: a process's mappings read the moment it is first sampled, and after
  * each exec: a process of 30 ms is gone before the next look (250 ms), and
@@ -220,7 +204,7 @@ int sampler_start(const struct sampler_conf *o, pid_t pid, struct sampler **out)
 	s->skel->rodata->per_thread = o->per_thread;
 	err = configure_dwarf(s);
 	if (!err)
-		err = share_maps(s);
+		err = prof_share_maps(s->o.share, s->skel->obj);
 	if (!err)
 		err = profile_bpf__load(s->skel);
 	if (err) {
