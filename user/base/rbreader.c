@@ -15,6 +15,7 @@ static int sample_bounded(void *arg, void *data, size_t size)
 	struct rb_reader *r = arg;
 	int err = r->sample(r->ctx, data, size);
 
+	__atomic_store_n(&r->records, r->records + 1, __ATOMIC_RELAXED);
 	return err ? err : ++r->in_pass >= RB_PASS_MAX ? -EAGAIN : 0;
 }
 
@@ -128,16 +129,23 @@ void rb_reader_stop(struct rb_reader *r)
 	pthread_cond_destroy(&r->passed);
 }
 
-bool rb_reader_sync_locked(struct rb_reader *r)
+bool rb_reader_sync_locked(struct rb_reader *r, bool final)
 {
 	/* The pass under way may have begun before the records now waiting: wait for the next one too. */
-	__u64 want = r->passes + 2;
+	__u64 want = r->passes + 2, read = __atomic_load_n(&r->records, __ATOMIC_RELAXED), now;
+	int waits = final ? RB_SYNC_FINAL_WAITS : 1;
 	struct timespec until;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += (time_t)RB_SYNC_MAX_S;
-	while (r->running && r->passes < want)
-		if (pthread_cond_timedwait(&r->passed, r->lock, &until) == ETIMEDOUT)
+	while (r->running && r->passes < want) {
+		if (pthread_cond_timedwait(&r->passed, r->lock, &until) != ETIMEDOUT)
+			continue;
+		now = __atomic_load_n(&r->records, __ATOMIC_RELAXED);
+		if (--waits <= 0 || now == read)
 			return false;
+		read = now;
+		until.tv_sec += (time_t)RB_SYNC_MAX_S;
+	}
 	return true;
 }

@@ -27,6 +27,7 @@ struct rb_reader {
 	void *ctx;
 	ring_buffer_sample_fn sample;    /* the owner's, called with ctx */
 	unsigned int in_pass;            /* records read in this pass (the thread's own) */
+	__u64 records;                   /* read so far (the thread writes it; a sync reads it for progress) */
 };
 
 /*
@@ -51,11 +52,16 @@ void rb_reader_stop(struct rb_reader *r);
 /*
  * Waits, with *lock held, until the records in the buffer now have been
  * read, or RB_SYNC_MAX_S passed: a reader far behind (a pass that takes
- * long) must not hold a report, nor the exit a signal asked for. false:
- * it timed out (the records not read yet are not in what the caller sees).
+ * long) must not hold a report, nor the exit a signal asked for. final (the
+ * run's last report): waits on while the reader gains, RB_SYNC_FINAL_WAITS
+ * times at most, so that what a slow machine (emulation: each record's
+ * stack unwound and named in seconds) has not read yet is still counted.
+ * false: it timed out (the records not read yet are not in what the caller
+ * sees).
  */
 #define RB_SYNC_MAX_S 2.0
-bool rb_reader_sync_locked(struct rb_reader *r);
+#define RB_SYNC_FINAL_WAITS 15
+bool rb_reader_sync_locked(struct rb_reader *r, bool final);
 
 /*
  * Before load, for stacks copied through a ring buffer (--call-graph

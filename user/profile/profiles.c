@@ -179,7 +179,7 @@ static struct stack_count *add_entry(struct stack_count **e, size_t *nr, size_t 
 }
 
 /* --call-graph dwarf: the unwound stacks' values (their ids apart from the stack map's), after the map's. */
-static void add_dw_counts(struct prof *p, struct stack_count **e, size_t *nr, size_t *cap)
+static void add_dw_counts(struct prof *p, struct stack_count **e, size_t *nr, size_t *cap, bool final)
 {
 	struct dwstack_prof *c = NULL;
 	struct stack_count *hit;
@@ -187,7 +187,7 @@ static void add_dw_counts(struct prof *p, struct stack_count **e, size_t *nr, si
 
 	if (!p->src.dw)
 		return;
-	dwstacks_sync(p->src.dw);
+	dwstacks_sync(p->src.dw, final);
 	n = dwstacks_prof_counts(p->src.dw, &c);
 	for (i = 0; c && i < n; i++)
 		if ((hit = add_entry(e, nr, cap, &c[i].key)))
@@ -200,7 +200,7 @@ static void add_dw_counts(struct prof *p, struct stack_count **e, size_t *nr, si
  * pointers not freed yet as entries of their own with values 2 and 3 (in
  * use), which the take sums into their stacks' entries.
  */
-static struct stack_count *read_counts(struct prof *p, size_t *nr)
+static struct stack_count *read_counts(struct prof *p, size_t *nr, bool final)
 {
 	const struct prof_desc *d = p->src.desc;
 	struct prof_key key, next, *cur = NULL;
@@ -231,7 +231,7 @@ static struct stack_count *read_counts(struct prof *p, size_t *nr)
 	 * After the live map is read: a pointer's stack was sent before the
 	 * pointer went in, so this sync has every stack those ids name.
 	 */
-	add_dw_counts(p, &e, nr, &cap);
+	add_dw_counts(p, &e, nr, &cap, final);
 	p->inuse_lost = 0;
 	for (i = 0; i < nl; i++) {
 		if (p->src.dw && live[i].key.ustack == PROF_DW_ID)  /* the stack sent under dw_id (dwarf) */
@@ -507,7 +507,7 @@ static int report_one(struct profiles *ps, struct prof *p, FILE *out, double int
 	size_t nr;
 	int k, err;
 
-	e = read_counts(p, &nr);
+	e = read_counts(p, &nr, final);
 	percpu_sums(p->src.drops_fd, PDROP_NR, drops);
 	p->dutied = p->src.duty && p->src.duty(&p->src, &p->duty);
 	for (k = 0; k < PDROP_NR; k++)

@@ -282,12 +282,12 @@ static int add_count(struct sampler *s, struct stack_count **e, size_t *nr, size
 }
 
 /* --call-graph dwarf: the counts of the stacks unwound in user space, after those read. */
-static void add_unwound(struct sampler *s, struct stack_count **e, size_t *nr, size_t *cap)
+static void add_unwound(struct sampler *s, struct stack_count **e, size_t *nr, size_t *cap, bool final)
 {
 	struct dwstack_count *c;
 	size_t i, n;
 
-	dwstacks_sync(s->dw);
+	dwstacks_sync(s->dw, final);
 	n = dwstacks_counts(s->dw, &c);
 	for (i = 0; c && i < n && !add_count(s, e, nr, cap, &c[i].key, c[i].count); i++)
 		;
@@ -295,7 +295,7 @@ static void add_unwound(struct sampler *s, struct stack_count **e, size_t *nr, s
 }
 
 /* Every (thread, stacks) count so far. */
-static struct stack_count *read_counts(struct sampler *s, size_t *nr)
+static struct stack_count *read_counts(struct sampler *s, size_t *nr, bool final)
 {
 	int fd = bpf_map__fd(s->skel->maps.counts);
 	struct sample_key key, next, *cur = NULL;
@@ -313,7 +313,7 @@ static struct stack_count *read_counts(struct sampler *s, size_t *nr)
 			break;
 	}
 	if (s->dw)
-		add_unwound(s, &e, nr, &cap);
+		add_unwound(s, &e, nr, &cap, final);
 	return e;
 }
 
@@ -432,7 +432,7 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 	size_t nr;
 	int k, err;
 
-	e = read_counts(s, &nr);
+	e = read_counts(s, &nr, final);
 	percpu_sums(bpf_map__fd(s->skel->maps.sdrops), SDROP_NR + 1, drops);
 	for (k = 0; k <= SDROP_NR; k++)
 		d[k] = drops[k] - s->drops_prev[k];
@@ -455,7 +455,7 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final)
 int sampler_pprof_add(struct sampler *s, struct pprof *p)
 {
 	size_t nr;
-	struct stack_count *e = read_counts(s, &nr);
+	struct stack_count *e = read_counts(s, &nr, false);
 
 	if (!e && nr)
 		return -ENOMEM;

@@ -212,26 +212,6 @@ void slow_stop(struct slow *s)
 	free(s);
 }
 
-/*
- * With s->lock held: the records sent so far read. An interval's report
- * waits RB_SYNC_MAX_S at most; the run's waits on while the reader gains
- * (each record's stacks unwound and named: seconds on a slow machine, as
- * under emulation), up to SLOW_FINAL_SYNCS waits, so that calls it only had
- * not read yet are not counted as dropped.
- */
-#define SLOW_FINAL_SYNCS 15
-static void sync_reader(struct slow *s, bool final)
-{
-	int waits = final ? SLOW_FINAL_SYNCS : 1;
-	__u64 before;
-
-	do {
-		before = s->seq;
-		if (rb_reader_sync_locked(&s->rd))
-			return;
-	} while (--waits > 0 && s->seq > before);
-}
-
 int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, bool final, struct slow_view *out)
 {
 	__u64 from, i;
@@ -239,7 +219,7 @@ int slow_view(struct slow *s, const __u64 kdrops[SLOWDROP_NR], bool total, bool 
 	memset(out, 0, sizeof(*out));
 	out->threshold_ns = s->threshold_ns;
 	pthread_mutex_lock(&s->lock);
-	sync_reader(s, final);
+	rb_reader_sync_locked(&s->rd, final);
 	from = total ? 0 : s->reported;
 	if (s->seq > SLOW_KEEP && from < s->seq - SLOW_KEEP)
 		from = s->seq - SLOW_KEEP;

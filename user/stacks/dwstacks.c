@@ -669,11 +669,11 @@ void dwstacks_stop(struct dwstacks *d)
 	free(d);
 }
 
-void dwstacks_sync(struct dwstacks *d)
+void dwstacks_sync(struct dwstacks *d, bool final)
 {
 	pthread_mutex_lock(&d->lock);
 	/* Behind: the samples it has not unwound yet are in a later report (or, at the end, in none). */
-	d->st.sync_timeouts += !rb_reader_sync_locked(&d->rd);
+	d->st.sync_timeouts += !rb_reader_sync_locked(&d->rd, final);
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -91,9 +91,10 @@ void dwstacks_stop(struct dwstacks *d);
 
 /*
  * Waits until the samples in the ring buffer now are counted, or
- * RB_SYNC_MAX_S passed (counted in the statistics' sync_timeouts).
+ * RB_SYNC_MAX_S passed (final: the run's last report, while the unwinder
+ * gains; rbreader.h), counted in the statistics' sync_timeouts.
  */
-void dwstacks_sync(struct dwstacks *d);
+void dwstacks_sync(struct dwstacks *d, bool final);
 
 /* A copy of the counts so far (the caller frees *out). The number of entries. */
 size_t dwstacks_counts(struct dwstacks *d, struct dwstack_count **out);
