@@ -19,8 +19,10 @@
  * become a breakpoint (then keep_live(), and SECONDS of blocks; both in the
  * thread's CPU time, however busy the machine) gives the
  * slowdown. Prints "truth heap_rate slowdown=F big=B small=S live=L
- * probed=P blocks=N": B and S allocated after the breakpoint, P the share of
- * blocks that ran with malloc's breakpoint in.
+ * probed=P blocks=N r0=R r1=R f0=US f1=US": B and S allocated after the
+ * breakpoint, P the share of blocks that ran with malloc's breakpoint in, R
+ * the ratio of the blocks' CPU times before and after, US the CPU time of a
+ * round's frees before and after (us): free's probe apart from malloc's.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -70,20 +72,28 @@ NOINLINE void keep_live(void)
 	calls += KEEP_NR;
 }
 
+static double cpu_s(void);
+
+/* The CPU time spent in round_trip()'s frees: what free's probe alone costs, apart from malloc's. */
+static double free_s;
+
 /* One round: 3 x 4 KiB in alloc_big, 64 x 64 B in alloc_small: 12 KiB to 4 KiB. */
 NOINLINE void round_trip(void)
 {
 	void *b[3], *s[64];
+	double t;
 	int i;
 
 	for (i = 0; i < 3; i++)
 		b[i] = alloc_big();
 	for (i = 0; i < 64; i++)
 		s[i] = alloc_small();
+	t = cpu_s();
 	for (i = 0; i < 3; i++)
 		free(b[i]);
 	for (i = 0; i < 64; i++)
 		free(s[i]);
+	free_s += cpu_s() - t;
 }
 
 /* The other entry points: each block freed, so they add nothing in use. */
@@ -135,7 +145,7 @@ static void spin_us(double us)
 
 /* The CPU time of blocks with allocations (a) and without (b), alternating, for seconds. */
 struct blocks {
-	double a, b;
+	double a, b, free;
 	unsigned long n, probed;
 };
 
@@ -145,6 +155,7 @@ static void run_blocks(struct blocks *r, double seconds, double spin, const vola
 	/* Seconds of this thread's CPU time: as many blocks (as large a sample) on a busy machine. */
 	double end = cpu_s() + seconds, t;
 
+	free_s = 0;
 	while (cpu_s() < end) {
 		bool in = *entry != orig;
 
@@ -158,6 +169,7 @@ static void run_blocks(struct blocks *r, double seconds, double spin, const vola
 		r->n++;
 		r->probed += in && *entry != orig;
 	}
+	r->free = free_s;
 }
 
 #define FREE_BYTES 8
@@ -208,9 +220,11 @@ static int rate_mode(double seconds, double spin)
 	keep_live();
 	run_blocks(&run, seconds, spin, entry, orig);
 	r0 = ref.a / ref.b;
-	printf("truth heap_rate slowdown=%.5f big=%llu small=%llu live=%d probed=%.4f blocks=%lu r0=%.4f r1=%.4f\n",
+	printf("truth heap_rate slowdown=%.5f big=%llu small=%llu live=%d probed=%.4f blocks=%lu r0=%.4f r1=%.4f "
+	       "f0=%.3f f1=%.3f\n",
 	       (run.a + run.b) / (r0 * run.b + run.b) - 1, big_bytes, small_bytes, KEEP_BLOCK * KEEP_NR,
-	       run.n ? (double)run.probed / run.n : 0, run.n, r0, run.a / run.b);
+	       run.n ? (double)run.probed / run.n : 0, run.n, r0, run.a / run.b, 1e6 * ref.free / ref.n,
+	       run.n ? 1e6 * run.free / run.n : 0);
 	for (i = 0; i < KEEP_NR; i++)
 		free(kept[i]);
 	return 0;
