@@ -9,11 +9,12 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
 
-from harness import FNPROF, Skip, Target, check, json_reports, run_fnprof, target, truth
+from harness import FNPROF, Skip, Target, check, json_reports, run_fnprof, target, truth, wait_for
 
 
 def profiled(kind, args, *cmd, timeout=90, pid=None):
@@ -86,10 +87,40 @@ def test_offcpu_sleep_charged_to_its_function():
     check(k and max(f["total"]["delay"] for f in k) >= 0.9 * total, "no kernel frames of the sleep")
 
 
+def links_of(pid):
+    """How many BPF links process pid holds: its programs attached."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    n = 0
+    for fd in fds:
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:bpf_link"
+        except OSError:
+            pass
+    return n
+
+
 def test_offcpu_thread_started_later_pid_mode_intervals():
-    with Target("offcpu", "thread", 0.5, 1.5) as tg:
-        reps, _ = profiled("offcpu", ["-i", "0.5", "-d", "6"], pid=tg.pid)
-        out, _ = tg.stop()
+    # The thread starts once fnprof's programs (the switch's and the syscall exit's) are attached: after
+    # a fixed delay, a start-up slowed by a busy machine missed its first sleeps (1.09 s of 1.48).
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "report.json")
+        with Target("offcpu", "thread", "usr1", 1.5) as tg:
+            fp = subprocess.Popen([FNPROF, "--profile", "offcpu", "-i", "0.5", "-d", "20", "--json", "-o", path,
+                                   "-p", str(tg.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            attached = wait_for(lambda: links_of(fp.pid) >= 2 or fp.poll() is not None, timeout=60)
+            check(attached and fp.poll() is None, f"fnprof did not attach: {fp.poll()}")
+            tg.proc.send_signal(signal.SIGUSR1)
+            out = tg.proc.communicate(timeout=30)[0]
+            _, err = fp.communicate(timeout=60)
+            check(fp.returncode == 0, f"exit {fp.returncode}: {err[-2000:]}")
+        out = tg.first + out
+        reps = [r for r in json_reports(open(path).read()) if r.get("mode") == "offcpu"]
+    finally:
+        shutil.rmtree(d)
     t = truth(out, "offcpu")
     check(len(reps) >= 3, f"{len(reps)} reports with -i 0.5")
     # With -i every interval report, the last one too, covers its own interval; the total, all.

@@ -7,12 +7,14 @@
  * caller's caller is); the wrapper keeps sleep_1ms itself visible.
  * Usage: offcpu SECONDS            main thread sleeps SECONDS in 1 ms calls
  *        offcpu thread DELAY SECONDS  a thread started after DELAY s does it
+ *        offcpu thread usr1 SECONDS   ... started once SIGUSR1 comes (once fnprof is in)
  *        offcpu runq SECONDS       3 threads burn on one CPU: run-queue waits
  * Prints "ready" first, then "truth offcpu calls=N slept_ns=T" (runq:
  * "truth runq wait_ns=W cpu_ns=C").
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,7 +113,12 @@ static int run_queue(double seconds)
 int main(int argc, char **argv)
 {
 	pthread_t t;
+	sigset_t usr1;
 
+	/* Held from before "ready": a SIGUSR1 sent at once waits for sigwait(), never kills. */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("ready\n");
 	if (argc == 3 && !strcmp(argv[1], "runq"))
@@ -119,10 +126,15 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "thread")) {
 		struct timespec d = { 0, 0 };
 		double delay = atof(argv[2]);
+		int sig;
 
 		d.tv_sec = (time_t)delay;
 		d.tv_nsec = (long)((delay - d.tv_sec) * 1e9);
-		nanosleep(&d, NULL);
+		if (!strcmp(argv[2], "usr1")) {
+			sigwait(&usr1, &sig);
+		} else {
+			nanosleep(&d, NULL);
+		}
 		thread_seconds = atof(argv[3]);
 		pthread_create(&t, NULL, sleeper, NULL);
 		pthread_join(t, NULL);
