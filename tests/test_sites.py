@@ -136,6 +136,15 @@ def test_what_the_kernel_emulates_is_probed_once_per_boot():
         f.write(b"another boot id " + b"\xff" * (size - 16))
     check(source() == "probed", "a foreign answer was believed")
     check(source() == "kept", "the new answer was not kept")
+    # A form whose hit the probe did not see (a machine too busy for its children's calls) is no
+    # answer: kept, it held for the whole boot (every form read "no" for a while on a loaded
+    # machine). The first form's answer (after the 128-byte key and the 4-byte flag) made unknown:
+    # probed over, and the new answer kept.
+    with open(path, "r+b") as f:
+        f.seek(132)
+        f.write(b"\0\0\0\0")
+    check(source() == "probed", "an answer with a form unknown was believed")
+    check(source() == "kept", "the full answer was not kept")
 
 
 def test_deflate_right_in_each_launch():

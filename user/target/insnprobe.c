@@ -326,7 +326,18 @@ static void cache_key(char *key, size_t size)
 	snprintf(key, size, "%s %s %u %x", boot, FNPROF_VERSION, arch_nr_insns, h);
 }
 
-/* This boot's answer, if a run of fnprof as the same user found one: true and *u. */
+/* Whether every form has its answer: none left INSN_UNKNOWN. */
+static bool all_answered(const struct uprobe_insns *u)
+{
+	unsigned int i;
+
+	for (i = 0; i < arch_nr_insns; i++)
+		if (u->how[i] == INSN_UNKNOWN)
+			return false;
+	return true;
+}
+
+/* This boot's answer, if a run of fnprof as the same user found one for every form: true and *u. */
 static bool cache_read(struct uprobe_insns *u)
 {
 	struct cached c, want = { .key = "" };
@@ -343,6 +354,7 @@ static bool cache_read(struct uprobe_insns *u)
 	close(fd);
 	for (i = 0; ok && i < ARCH_INSNS_MAX; i++)
 		ok = c.u.how[i] >= INSN_UNKNOWN && c.u.how[i] <= INSN_OPTIMIZED;
+	ok = ok && all_answered(&c.u);
 	if (ok)
 		*u = c.u;
 	return ok;
@@ -390,7 +402,9 @@ const struct uprobe_insns *insnprobe_here(void)
 			  strerror(-err));
 	else
 		log_debug("what the kernel emulates for a uprobe, probed in %.1f ms", ms);
-	if (here.probed)
+	/* A form whose hit was not seen (a machine too busy for the children's calls) is asked again by
+	 * the next run: kept, the guess would hold for the whole boot. */
+	if (here.probed && all_answered(&here))
 		cache_write(&here);
 	return &here;
 }
