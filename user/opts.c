@@ -675,9 +675,6 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	if (o->profiles && (o->pprof_path || o->folded_path || o->svg_path))
-		return usage_error("-p with several PIDs reports each process's profiles in the table or JSON; "
-				   "--pprof, --folded and --svg write one process's: give one PID");
 	/* What remains is one process's by construction, each said with why. */
 	if (o->max_overhead_pct)
 		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "

@@ -33,6 +33,8 @@
 #include "trace/tracer.h"
 #include "trace/upgrade.h"
 
+_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX, "a -p list's files hold every process");
+
 /* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
 #define EXPORT_DRAIN_S 0.5
 
@@ -740,19 +742,18 @@ static int write_files(struct run *r)
 	const char *svg = r->o->svg_path;
 	int err;
 
-	/* A -p list writes no files (opts.c): one sampler at most here. */
-	if (r->stacks.nr_samplers && sampler_write_files(r->stacks.sampler[0]))
+	/* A -p list's processes: one file of each kind, with all of them. */
+	if (r->stacks.nr_samplers && sampler_write_files_many(r->stacks.sampler, r->stacks.nr_samplers))
 		return EXIT_FAIL;
 	if (svg) {
-		err = pictures_write(svg, r->stacks.nr_samplers ? r->stacks.sampler[0] : NULL, r->outputs.heat,
+		err = pictures_write(svg, r->stacks.sampler, r->stacks.nr_samplers, r->outputs.heat,
 				     r->target.pid, r->loop.t_last - r->loop.t_start);
 		if (err) {
 			log_err("cannot write the pictures to %s: %s", svg, strerror(-err));
 			return EXIT_FAIL;
 		}
 	}
-	/* A -p list writes no files (opts.c): one process's profiles at most here. */
-	if (r->stacks.nr_profiles && profiles_write_files(r->stacks.profiles[0]))
+	if (r->stacks.nr_profiles && profiles_write_files_many(r->stacks.profiles, r->stacks.nr_profiles))
 		return EXIT_FAIL;
 	return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef FNPROF_PICTURES_H
 #define FNPROF_PICTURES_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "report/heatmap.h"
@@ -10,9 +11,11 @@
 
 /*
  * Writes path (a new file, renamed into place): the flame graph of the
- * sampler's samples (s may be NULL), above the latency heatmaps of hm (may
- * be NULL). pid and span_s name the run. 0 or -errno; the caller reports.
+ * samples of nr_s samplers (none, one, or a -p list's: one graph, each
+ * process under its own frame), above the latency heatmaps of hm (may be
+ * NULL). pid and span_s name the run. 0 or -errno; the caller reports.
  */
-int pictures_write(const char *path, struct sampler *s, struct heatmap *hm, pid_t pid, double span_s);
+int pictures_write(const char *path, struct sampler *const *s, size_t nr_s, struct heatmap *hm, pid_t pid,
+		   double span_s);
 
 #endif /* FNPROF_PICTURES_H */
