@@ -10,8 +10,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
-from harness import Skip, check, json_reports, run_fnprof, target
+from harness import FNPROF, Skip, check, final_report, json_reports, run_fnprof, target, truth, wait_for
 
 # As test_sample: a rate that walks through burn's 3+1 ms phases.
 HZ = 347
@@ -126,3 +127,102 @@ def test_pid_list_profile_pprof_labels_each_process():
             x.kill()
             x.wait()
         shutil.rmtree(d)
+
+
+def entry_patched(pid, exe, name):
+    """Whether function name of exe in process pid holds a breakpoint (its uprobe is in)."""
+    nm = subprocess.run(["nm", exe], capture_output=True, text=True).stdout
+    off = int(next(ln.split()[0] for ln in nm.splitlines() if ln.endswith(f" T {name}")), 16)
+    base = next(int(ln.split("-")[0], 16) for ln in open(f"/proc/{pid}/maps")
+                if ln.split()[-1] == exe and int(ln.split()[2], 16) == 0)
+    with open(f"/proc/{pid}/mem", "rb") as m:
+        m.seek(base + off)
+        return m.read(1) == b"\xcc"
+
+
+def gated(exe, *args):
+    """A target started with "gate": it waits for a line on stdin once it printed ready."""
+    proc = subprocess.Popen([exe, "gate"] + [str(a) for a in args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    check("ready" in proc.stdout.readline(), f"{exe} gate did not start")
+    return proc
+
+
+def traced_list(procs, exe, func, args, one_by_one=False):
+    """fnprof -p A,B,... -f func ARGS --json while the gated targets run to their end: (its final
+    report, its stderr, {pid: the target's stdout}). one_by_one: each target let go once the one
+    before has exited and a second has passed (--slow's rate limit counts records per second)."""
+    pids = [p.pid for p in procs]
+    fp = subprocess.Popen([FNPROF, "-p", ",".join(map(str, pids)), "-f", func, "--json"] + args,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        check(wait_for(lambda: all(entry_patched(p, exe, func) for p in pids) or fp.poll() is not None, 30),
+              "probes never in every process")
+        outs = {}
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            if one_by_one:
+                outs[p.pid] = p.communicate(timeout=120)[0]
+                time.sleep(1.1)
+        outs.update({p.pid: p.communicate(timeout=120)[0] for p in procs if p.pid not in outs})
+        # Every target gone: fnprof ends by itself.
+        fout, ferr = fp.communicate(timeout=60)
+    finally:
+        if fp.poll() is None:
+            fp.kill()
+            fp.communicate()
+    check(fp.returncode == 0, f"fnprof exit {fp.returncode}: {ferr[-2000:]}")
+    return final_report(fout), ferr, outs
+
+
+def check_slow_calls(calls, pid, t):
+    """One process's slow calls: its own pid, its 30 sleeps of 5 ms each (its truth), each stack
+    named with its own objects (ASLR puts each process's code elsewhere)."""
+    check(calls and all(c["pid"] == pid for c in calls), f"pid {pid}: calls of {sorted({c['pid'] for c in calls})}")
+    sleeps = [c for c in calls if c["function"] == "handle" and c["blocked_ns"] >= 4.5e6]
+    check(t["sleeps"] == 30 and 28 <= len(sleeps) <= 30, f"pid {pid}: {len(sleeps)} sleeping calls kept, "
+          f"it slept {t['sleeps']} times")
+    for c in sleeps:
+        check(c["wall_ns"] >= 5e6, f"pid {pid}: wall {c['wall_ns']} < 5 ms")
+        check(c["stack"][:1] == ["handle"] and "serve_loop" in c["stack"] and "main" in c["stack"],
+              f"pid {pid}: caller stack {c['stack']}")
+        check("wait_for_disk" in (c["blocked_stack"] or []), f"pid {pid}: blocked stack {c['blocked_stack']}")
+
+
+def test_pid_list_slow_calls_each_process():
+    """-p A,B -f handle --slow 1ms (before: refused, "named with one process's objects"): each
+    process's slow calls under it (A's in the report's slow_calls, B's in processes[0]), named with
+    its own objects; the text report groups them by pid."""
+    exe = target("slowcall")
+    procs = [gated(exe, 3000), gated(exe, 3000)]
+    try:
+        rep, _, outs = traced_list(procs, exe, "handle", ["--slow", "1ms"], one_by_one=True)
+        a, b = (p.pid for p in procs)
+        check(rep["pid"] == a and [x["pid"] for x in rep["processes"]] == [b], f"processes {rep['processes']}")
+        check_slow_calls(rep["slow_calls"], a, truth(outs[a], "slow"))
+        check_slow_calls(rep["processes"][0]["slow_calls"], b, truth(outs[b], "slow"))
+        kept = len(rep["slow_calls"]) + len(rep["processes"][0]["slow_calls"])
+        check(rep["slow_calls_seen"] == kept + rep["slow_calls_dropped"], f"seen {rep['slow_calls_seen']}, "
+              f"kept {kept}, dropped {rep['slow_calls_dropped']}")
+    finally:
+        stop(procs)
+    procs = [gated(exe, 300), gated(exe, 300)]
+    try:
+        pids = [p.pid for p in procs]
+        fp = subprocess.Popen([FNPROF, "-p", f"{pids[0]},{pids[1]}", "-f", "handle", "--slow", "1ms"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(wait_for(lambda: all(entry_patched(p, exe, "handle") for p in pids) or fp.poll() is not None, 30),
+              "probes never in every process")
+        for p in procs:
+            p.communicate("go\n", timeout=60)
+        _, err = fp.communicate(timeout=60)
+        check(fp.returncode == 0, err[-2000:])
+        heads = re.findall(r"^pid (\d+): (\d+) kept", err, re.M)
+        check([h[0] for h in heads] == [str(x) for x in pids] and all(int(h[1]) >= 3 for h in heads),
+              f"slow calls by pid {heads}:\n{err[-3000:]}")
+        # Both exit ~40 ms after they start: the second's stacks too are read while it runs.
+        called = re.findall(r"^ +called: +(.*)$", err, re.M)
+        check(called and all("serve_loop < main" in c for c in called), f"stacks cut short:\n{err[-3000:]}")
+    finally:
+        stop(procs)

@@ -682,9 +682,6 @@ static int cross_check_pids(const struct opts *o)
 	if (o->listen)
 		return usage_error("-p with several PIDs does not take --listen yet: the metrics and the served "
 				   "profile are one process's; trace one process, or use system-wide mode with --by pid");
-	if (o->slow_ns)
-		return usage_error("-p with several PIDs does not take --slow yet: the slow calls' stacks are named "
-				   "with one process's objects; trace one process with it");
 	return 0;
 }
 

@@ -33,7 +33,8 @@
 #include "trace/tracer.h"
 #include "trace/upgrade.h"
 
-_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX, "a -p list's files hold every process");
+_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX && MAX_PIDS <= SLOW_PROCS_MAX,
+	       "a -p list's files and slow calls hold every process");
 
 /* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
 #define EXPORT_DRAIN_S 0.5
@@ -243,16 +244,31 @@ static int start_tracer(struct run *r)
 	return 0;
 }
 
-/* --slow: the thread that reads, unwinds and names the slow calls. */
-static int start_slow(struct run *r)
+/* --slow: what unwinds and names the slow calls, before the probes (slow.h). */
+static int prepare_slow(struct run *r)
 {
-	struct slow_conf c = { .pid = r->target.pid, .threshold_ns = r->o->slow_ns, .max_memory = r->o->max_memory };
+	struct slow_conf c = {
+		.pid = r->target.pid, .threshold_ns = r->o->slow_ns, .max_memory = r->o->max_memory,
+		.pids = r->o->nr_pids > 1 ? r->o->pids : NULL, .nr_pids = r->o->nr_pids,   /* each with its objects */
+	};
 	int err;
 
 	if (!r->o->slow_ns)
 		return 0;
-	c.rb_fd = tracer_slow_fd(r->trace.tracer);
-	err = slow_start(&c, &r->trace.slow);
+	err = slow_new(&c, &r->trace.slow);
+	if (err)
+		log_err("cannot set up --slow: %s", strerror(-err));
+	return err ? EXIT_FAIL : 0;
+}
+
+/* --slow: the thread that reads the slow calls. */
+static int start_slow(struct run *r)
+{
+	int err;
+
+	if (!r->trace.slow)
+		return 0;
+	err = slow_start(r->trace.slow, tracer_slow_fd(r->trace.tracer));
 	if (err)
 		log_err("cannot set up --slow: %s", strerror(-err));
 	return err ? EXIT_FAIL : 0;
@@ -477,6 +493,7 @@ static const struct step tracing_steps[] = {
 	{ resolve, "resolve" },
 	{ watch_files, NULL },
 	{ open_events, NULL },
+	{ prepare_slow, NULL },
 	{ start_tracer, NULL },
 	{ start_slow, NULL },
 	{ start_tally, NULL },

@@ -896,8 +896,24 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	free(order);
 }
 
+/* Most processes of a -p list: the tracer's. */
+#define MAX_LISTED (1 + TRACER_MORE_MAX)
+
+/* -p P1,P2,...: the processes given, the report's own first, into pids; how many (1 without a list). */
+static size_t listed_pids(const struct report *r, pid_t *pids)
+{
+	size_t k, n = 1;
+
+	pids[0] = r->pid;
+	for (k = 1; k < r->nr_procs && n < MAX_LISTED; k++)
+		if (r->procs[k].pid && !r->procs[k].ppid)
+			pids[n++] = r->procs[k].pid;
+	return n;
+}
+
 void report_print_table(const struct report *r, FILE *f, bool hist)
 {
+	pid_t pids[MAX_LISTED];
 	struct report c;
 	size_t k;
 
@@ -906,7 +922,7 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 		if (child_report(r, k, &c))
 			print_table(&c, f, hist, &r->procs[k]);
 	if (r->slow)
-		slow_print_table(r->slow, r->pl, f);
+		slow_print_table(r->slow, r->pl, pids, listed_pids(r, pids), f);
 }
 
 static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
@@ -1134,6 +1150,8 @@ static void json_children(struct json *j, const struct report *r, bool listed)
 		json_functions(j, &c);
 		if (c.cal)
 			json_u64(j, "probe_ns", (__u64)probe_overhead_ns(&c));
+		if (listed && r->slow)
+			slow_print_json_calls(r->slow, r->pl, &(struct slow_pick){ .pid = c.pid }, j);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -1163,8 +1181,14 @@ void report_print_json(const struct report *r, FILE *f)
 		json_children(&j, r, false);
 		json_children(&j, r, true);
 	}
-	if (r->slow)
-		slow_print_json(r->slow, r->pl, &j);
+	if (r->slow) {
+		pid_t pids[MAX_LISTED];
+		size_t n = listed_pids(r, pids);
+
+		/* A -p list: its first process's calls here (and its fork children's), the others' under processes. */
+		slow_print_json(r->slow, r->pl, n > 1 ? &(struct slow_pick){ .skip = pids + 1, .nr_skip = n - 1 } : NULL,
+				&j);
+	}
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);
