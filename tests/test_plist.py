@@ -226,3 +226,67 @@ def test_pid_list_slow_calls_each_process():
         check(called and all("serve_loop < main" in c for c in called), f"stacks cut short:\n{err[-3000:]}")
     finally:
         stop(procs)
+
+
+def series(text, metric):
+    """{labels string: value} of every sample of metric in a /metrics text."""
+    return {m.group(1): float(m.group(2))
+            for m in re.finditer(r"^" + metric + r"\{([^}]*)\} (\S+)$", text, re.M)}
+
+
+def calls_by_pid(text, function):
+    out = {}
+    for labels, v in series(text, "fnprof_calls_total").items():
+        if f'function="{function}"' in labels:
+            pid = int(re.search(r'pid="(\d+)"', labels).group(1)) if 'pid="' in labels else None
+            out[pid] = out.get(pid, 0) + v
+    return out
+
+
+def test_pid_list_listen_labels_each_process():
+    """-p A,B,C,D -f outer --listen (before: refused, "one process's"): fnprof_calls_total of outer
+    labelled pid, A's 3000 and B's 5000 calls as each counted them (C and D, work loop, call
+    none and keep the run going); /debug/pprof/profile samples C and D, labelled pid and comm,
+    and ?pid= picks one of the list."""
+    from test_fleet import Fnprof, http_get
+    exe = target("work")
+    gates = [gated(exe, 3000), gated(exe, 5000)]
+    loops = [subprocess.Popen([exe, "loop"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for _ in range(2)]
+    d = tempfile.mkdtemp()
+    try:
+        for p in loops:
+            check("ready" in p.stdout.readline(), "work loop did not start")
+        pids = [p.pid for p in gates + loops]
+        with Fnprof(["-p", ",".join(map(str, pids)), "-f", "outer", "--call-graph", "fp"]) as fp:
+            check(wait_for(lambda: all(entry_patched(p.pid, exe, "outer") for p in gates), 30),
+                  f"probes never in A and B:\n{fp.err()}")
+            want = {}
+            for p in gates:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+            for p in gates:
+                want[p.pid] = truth(p.communicate(timeout=60)[1], "outer")["calls"]
+            check(want == {gates[0].pid: 3000, gates[1].pid: 5000}, f"targets counted {want}")
+            check(wait_for(lambda: calls_by_pid(fp.metrics(), "outer") == want, timeout=10),
+                  f"outer's calls by pid {calls_by_pid(fp.metrics(), 'outer')}, truth {want}")
+            status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1", timeout=60)
+            check(status == 200, f"profile answered {status}: {body[:200]}")
+            path = os.path.join(d, "list.pb.gz")
+            open(path, "wb").write(body)
+            if shutil.which("go"):
+                raw = go_pprof(["-raw", path], d)
+                labelled = {int(x) for x in re.findall(r"pid:\[(\d+)\]", raw.stdout)}
+                check(labelled == {p.pid for p in loops} and "comm:[work]" in raw.stdout,
+                      f"samples labelled {sorted(labelled)}: {raw.stdout[:1500]}{raw.stderr}")
+                status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1&pid={loops[1].pid}")
+                open(path, "wb").write(body)
+                raw = go_pprof(["-raw", path], d)
+                labelled = {int(x) for x in re.findall(r"pid:\[(\d+)\]", raw.stdout)}
+                check(status == 200 and labelled == {loops[1].pid}, f"?pid={loops[1].pid}: {sorted(labelled)}")
+            status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1&pid=1")
+            check(status == 404 and b"not one of" in body, f"?pid=1: {status} {body[:200]}")
+            fp.stop()
+    finally:
+        stop(gates + loops)
+        shutil.rmtree(d)

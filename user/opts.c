@@ -679,9 +679,6 @@ static int cross_check_pids(const struct opts *o)
 	if (o->max_overhead_pct)
 		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "
 				   "share of the work they saw on one process's CPU clock; trace one process with it");
-	if (o->listen)
-		return usage_error("-p with several PIDs does not take --listen yet: the metrics and the served "
-				   "profile are one process's; trace one process, or use system-wide mode with --by pid");
 	return 0;
 }
 

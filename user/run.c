@@ -33,8 +33,8 @@
 #include "trace/tracer.h"
 #include "trace/upgrade.h"
 
-_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX && MAX_PIDS <= SLOW_PROCS_MAX,
-	       "a -p list's files and slow calls hold every process");
+_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX && MAX_PIDS <= SLOW_PROCS_MAX &&
+	       MAX_PIDS <= EXPORT_LIST_MAX, "a -p list's files, slow calls and profiles served hold every process");
 
 /* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
 #define EXPORT_DRAIN_S 0.5
@@ -360,6 +360,7 @@ static int start_export(struct run *r)
 		.listen = o->listen, .by = o->by, .max_series = o->max_series, .freq_hz = o->freq_hz,
 		.dwarf = o->call_graph != CG_FP, .stack_bytes = o->stack_bytes, .pid = r->target.pid,
 		.pl = r->trace.tracer ? &r->trace.pl : NULL, .all = o->all, .max_memory = o->max_memory,
+		.pids = o->pids, .nr_pids = o->nr_pids,
 	};
 
 	if (!o->listen)
