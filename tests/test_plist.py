@@ -150,7 +150,7 @@ def gated(exe, *args):
 
 def traced_list(procs, exe, func, args, one_by_one=False):
     """fnprof -p A,B,... -f func ARGS --json while the gated targets run to their end: (its final
-    report, its stderr, {pid: the target's stdout}). one_by_one: each target let go once the one
+    report, its stderr, {pid: the target's stdout and stderr}). one_by_one: each target let go once the one
     before has exited and a second has passed (--slow's rate limit counts records per second)."""
     pids = [p.pid for p in procs]
     fp = subprocess.Popen([FNPROF, "-p", ",".join(map(str, pids)), "-f", func, "--json"] + args,
@@ -163,9 +163,9 @@ def traced_list(procs, exe, func, args, one_by_one=False):
             p.stdin.write("go\n")
             p.stdin.flush()
             if one_by_one:
-                outs[p.pid] = p.communicate(timeout=120)[0]
+                outs[p.pid] = "".join(p.communicate(timeout=120))
                 time.sleep(1.1)
-        outs.update({p.pid: p.communicate(timeout=120)[0] for p in procs if p.pid not in outs})
+        outs.update({p.pid: "".join(p.communicate(timeout=120)) for p in procs if p.pid not in outs})
         # Every target gone: fnprof ends by itself.
         fout, ferr = fp.communicate(timeout=60)
     finally:
@@ -289,4 +289,23 @@ def test_pid_list_listen_labels_each_process():
             fp.stop()
     finally:
         stop(gates + loops)
+        shutil.rmtree(d)
+
+
+def test_pid_list_svg_heatmap_per_process():
+    """-p A,B -f outer --svg (before: A's heatmap alone, B's calls nowhere in the file): a heatmap per
+    process under its pid, each holding the calls its process counted (3000 and 5000)."""
+    exe = target("work")
+    procs = [gated(exe, 3000), gated(exe, 5000)]
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "p.svg")
+        rep, _, outs = traced_list(procs, exe, "outer", ["--svg", path])
+        want = {p.pid: truth(outs[p.pid], "outer")["calls"] for p in procs}
+        svg = open(path).read()
+        heads = [int(x) for x in re.findall(r"Latency over time: pid (\d+)", svg)]
+        calls = [int(x) for x in re.findall(r'class="heatmap" data-fn="outer" data-calls="(\d+)"', svg)]
+        check(dict(zip(heads, calls)) == want and len(heads) == 2, f"heatmaps {heads} of {calls} calls, truth {want}")
+    finally:
+        stop(procs)
         shutil.rmtree(d)

@@ -413,6 +413,23 @@ static const struct calibration *bias_to_subtract(const struct run_trace *tr)
 	return tr->subtract_bias ? &tr->cal : NULL;
 }
 
+/* --svg with -f: a heatmap per process of a -p list, or the target's. */
+static int new_heatmaps(struct run *r)
+{
+	const struct opts *o = r->o;
+	size_t n = o->nr_pids > 1 ? o->nr_pids : 1;
+
+	for (r->outputs.nr_heat = 0; r->outputs.nr_heat < n; r->outputs.nr_heat++) {
+		r->outputs.heat[r->outputs.nr_heat] = heatmap_new(&r->trace.pl, r->loop.t_start, o->interval_s,
+								  o->duration_s);
+		if (!r->outputs.heat[r->outputs.nr_heat]) {
+			log_err("out of memory");
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 /* The run starts now: its clock, the target's CPU time, the bursts' budget, the heatmaps, the tally's sinks. */
 static int start_clock(struct run *r)
 {
@@ -430,14 +447,11 @@ static int start_clock(struct run *r)
 		burst_init(&tr->burst, o->max_overhead_pct, &tr->cal, &tr->pl, r->target.pid, tr->tracer, l->t_start);
 		tr->bursts = true;
 	}
-	if (tr->tracer && o->svg_path &&
-	    !(r->outputs.heat = heatmap_new(&tr->pl, l->t_start, o->interval_s, o->duration_s))) {
-		log_err("out of memory");
+	if (tr->tracer && o->svg_path && new_heatmaps(r))
 		return EXIT_FAIL;
-	}
 	if (tr->tally) {
-		tally_set_sinks(tr->tally, r->outputs.export, r->outputs.heat, tr->bursts ? &tr->burst : NULL,
-				bias_to_subtract(tr));
+		tally_set_sinks(tr->tally, r->outputs.export, r->outputs.heat, r->outputs.nr_heat,
+				tr->bursts ? &tr->burst : NULL, bias_to_subtract(tr));
 		/* Intervals show the steady state; the total includes the start-up. */
 		tally_begin(tr->tally);
 	}
@@ -721,7 +735,7 @@ static int main_loop(struct run *r)
 	int err;
 
 	while (!r->target.gone) {
-		double column = r->outputs.heat ? heatmap_next(r->outputs.heat) : NEVER;
+		double column = r->outputs.nr_heat ? heatmap_next(r->outputs.heat[0]) : NEVER;
 
 		wait_event(r, next_deadline(r, column));
 		if (handle_signal(r, &forwarded))
@@ -764,8 +778,13 @@ static int write_files(struct run *r)
 	if (r->stacks.nr_samplers && sampler_write_files_many(r->stacks.sampler, r->stacks.nr_samplers))
 		return EXIT_FAIL;
 	if (svg) {
-		err = pictures_write(svg, r->stacks.sampler, r->stacks.nr_samplers, r->outputs.heat,
-				     r->target.pid, r->loop.t_last - r->loop.t_start);
+		const struct pictures_conf pc = {
+			.samplers = r->stacks.sampler, .nr_samplers = r->stacks.nr_samplers, .heat = r->outputs.heat,
+			.nr_heat = r->outputs.nr_heat, .pids = r->o->nr_pids > 1 ? r->o->pids : &r->target.pid,
+			.span_s = r->loop.t_last - r->loop.t_start,
+		};
+
+		err = pictures_write(svg, &pc);
 		if (err) {
 			log_err("cannot write the pictures to %s: %s", svg, strerror(-err));
 			return EXIT_FAIL;
@@ -832,7 +851,8 @@ void run_cleanup(struct run *r)
 	events_close(&r->trace.evs);
 	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
 		sampler_stop(r->stacks.sampler[i]);
-	heatmap_free(r->outputs.heat);
+	for (size_t i = 0; i < r->outputs.nr_heat; i++)
+		heatmap_free(r->outputs.heat[i]);
 	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
 		profiles_stop(r->stacks.profiles[i]);
 	launch_abort(&r->target.child);

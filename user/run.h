@@ -58,7 +58,9 @@ struct run_stacks {
 /* Where the results go besides the files claimed at the start. */
 struct run_outputs {
 	FILE *out;                  /* the report's stream: -o FILE, stdout or stderr */
-	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
+	/* --svg with -f: the latency heatmaps' columns, of each process of a -p list (slot order) */
+	struct heatmap *heat[MAX_PIDS];
+	size_t nr_heat;
 	struct export *export;      /* --listen */
 };
 

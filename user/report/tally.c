@@ -25,7 +25,8 @@
 struct tally {
 	struct tally_conf c;
 	struct export *export;          /* sinks (tally_set_sinks) */
-	struct heatmap *heat;
+	struct heatmap *const *heat;    /* of slots 0..nr_heat-1 */
+	size_t nr_heat;
 	struct burst *burst;
 	const struct calibration *cal;
 	size_t nr_slots, nr;            /* slots, and figures in all of them */
@@ -73,11 +74,12 @@ void tally_free(struct tally *t)
 	free(t);
 }
 
-void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *heat, struct burst *burst,
-		     const struct calibration *cal)
+void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *const *heat, size_t nr_heat,
+		     struct burst *burst, const struct calibration *cal)
 {
 	t->export = e;
 	t->heat = heat;
+	t->nr_heat = nr_heat < t->nr_slots ? nr_heat : t->nr_slots;
 	t->burst = burst;
 	t->cal = cal;
 }
@@ -120,10 +122,12 @@ int tally_drain(struct tally *t)
 		t->interval_drops[i] += drops[i];
 	if (t->export)
 		to_export(t, drops);
-	/* --svg: every drain is a heatmap column (the target's block), or part of one. */
-	if (t->heat && heatmap_add(t->heat, monotonic_s(), t->delta, t->cal)) {
-		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
-		return -ENOMEM;
+	/* --svg: every drain is a heatmap column (each listed process's block), or part of one. */
+	for (i = 0; i < t->nr_heat; i++) {
+		if (heatmap_add(t->heat[i], monotonic_s(), t->delta + i * nr_fn, t->cal)) {
+			log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
 	}
 	tracer_release_exited(t->c.tracer);
 	return 0;
