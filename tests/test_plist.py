@@ -140,9 +140,9 @@ def entry_patched(pid, exe, name):
         return m.read(1) == b"\xcc"
 
 
-def gated(exe, *args):
-    """A target started with "gate": it waits for a line on stdin once it printed ready."""
-    proc = subprocess.Popen([exe, "gate"] + [str(a) for a in args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def gated(exe, *args, word="gate"):
+    """A target started with word (gate; work's gated MODE): it waits for a line on stdin once it printed ready."""
+    proc = subprocess.Popen([exe, word] + [str(a) for a in args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     check("ready" in proc.stdout.readline(), f"{exe} gate did not start")
     return proc
@@ -309,3 +309,43 @@ def test_pid_list_svg_heatmap_per_process():
     finally:
         stop(procs)
         shutil.rmtree(d)
+
+
+def rate_slowdown(t):
+    """The target's own slowdown (run_rate in work.c): CPU time of its blocks with calls against
+    that of as much work without calls, interleaved with them in the same run."""
+    return (t["calls_cpu_ns"] + t["ref_cpu_ns"]) / (2 * t["ref_cpu_ns"]) - 1
+
+
+def test_pid_list_max_overhead_bounds_each_process():
+    """-p A,B -f tiny --max-overhead 5 (before: refused, "one process's CPU clock"): each process's
+    probes bounded by its own work. A calls tiny rarely (tracing all of it would cost it ~3%), B
+    often (~30%): a budget held against A's work, or both together, would let B's slowdown run
+    past 5%. Each target measures its own slowdown; each estimated count's range holds its calls."""
+    from harness import func, traced
+    budget, exe = 5, target("work")
+    # What a call of tiny costs here, and how long busy_us(30) really takes (as test_bias does).
+    pre, pp = traced(["-f", "tiny"], exe, "rate", 2000, 30)
+    us_real = truth(pp.stderr, "rate")["ref_cpu_ns"] / (2000 * 30e3)
+    cost_us = pre["calibration"][func(pre, "tiny")["site"]]["cost_ns"] / 1e3
+    plan = [(round(cost_us / 0.03 / us_real), 8000), (max(10, round(cost_us / 0.30 / us_real)), 80000)]
+    procs = [gated(exe, "rate", n, us, word="gated") for us, n in plan]
+    try:
+        rep, err, outs = traced_list(procs, exe, "tiny", ["--max-overhead", str(budget)])
+        reps = {rep["pid"]: rep}
+        reps.update({x["pid"]: x for x in rep["processes"]})
+        for p, (us, n) in zip(procs, plan):
+            t, r = truth(outs[p.pid], "rate"), reps[p.pid]
+            f = func(r, "tiny")
+            slow = rate_slowdown(t)
+            check(slow < (budget + 0.5) / 100, f"pid {p.pid} ({us} us a call): slowdown {100 * slow:.2f}% with "
+                  f"--max-overhead {budget}")
+            rg = f["calls_range"]
+            what = (f"pid {p.pid}: estimated {f['calls']:.0f} calls of {n}, range {rg['min']}..{rg['max']} "
+                    f"({f['calls_measured']} measured, fraction {r['attached_fraction']})")
+            check(r["estimated"] is True and f["calls_measured"] < n, what)
+            check(rg["min"] is not None and rg["min"] <= n <= rg["max"], what)
+            check(r["overhead"]["budget_pct"] == budget and r["overhead"]["over_budget"] is False,
+                  f"pid {p.pid}: overhead {r['overhead']}")
+    finally:
+        stop(procs)

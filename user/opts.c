@@ -675,10 +675,6 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	/* What remains is one process's by construction, each said with why. */
-	if (o->max_overhead_pct)
-		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "
-				   "share of the work they saw on one process's CPU clock; trace one process with it");
 	return 0;
 }
 

@@ -444,14 +444,16 @@ static int start_clock(struct run *r)
 	l->next_report = o->interval_s ? l->t_start + o->interval_s : NEVER;
 	update_cpu(&r->target);
 	if (tr->tracer && o->max_overhead_pct) {
-		burst_init(&tr->burst, o->max_overhead_pct, &tr->cal, &tr->pl, r->target.pid, tr->tracer, l->t_start);
+		tr->nr_bursts = o->nr_pids > 1 ? o->nr_pids : 1;
+		bursts_init(tr->burst, tr->nr_bursts, o->max_overhead_pct, &tr->cal, &tr->pl,
+			    o->nr_pids > 1 ? o->pids : &r->target.pid, tr->tracer, l->t_start);
 		tr->bursts = true;
 	}
 	if (tr->tracer && o->svg_path && new_heatmaps(r))
 		return EXIT_FAIL;
 	if (tr->tally) {
 		tally_set_sinks(tr->tally, r->outputs.export, r->outputs.heat, r->outputs.nr_heat,
-				tr->bursts ? &tr->burst : NULL, bias_to_subtract(tr));
+				tr->bursts ? tr->burst : NULL, tr->nr_bursts, bias_to_subtract(tr));
 		/* Intervals show the steady state; the total includes the start-up. */
 		tally_begin(tr->tally);
 	}
@@ -720,7 +722,8 @@ static double next_deadline(struct run *r, double column)
 	double deadline = earliest(earliest(r->loop.next_report, r->loop.end), column);
 
 	if (r->trace.bursts)
-		deadline = earliest(deadline, burst_tick(&r->trace.burst, r->trace.tracer, monotonic_s()));
+		deadline = earliest(deadline, bursts_tick(r->trace.burst, r->trace.nr_bursts, r->trace.tracer,
+							  monotonic_s()));
 	if (r->outputs.export && r->trace.tracer)
 		deadline = earliest(deadline, r->loop.next_drain);
 	if (samples_calib(r))
@@ -759,8 +762,8 @@ static int main_loop(struct run *r)
 			/* --svg without -i: a heatmap column; its figures wait in the interval's for the report. */
 			if (tally_drain(r->trace.tally))
 				return EXIT_FAIL;
-			if (r->trace.bursts)
-				burst_rebase(&r->trace.burst, r->trace.tracer);
+			for (size_t k = 0; r->trace.bursts && k < r->trace.nr_bursts; k++)
+				burst_rebase(&r->trace.burst[k], r->trace.tracer);
 		}
 	}
 	return report(r, true);

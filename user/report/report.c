@@ -760,6 +760,18 @@ static void print_hists(const struct report *r, FILE *f, const size_t *order)
 	}
 }
 
+/* --max-overhead with a -p list: a listed process's report, its own bursts' figures and CPU time. */
+static void take_share(struct report *c, const struct report_share *s)
+{
+	c->attached_fraction = s->fraction;
+	c->attached_lo = s->lo;
+	c->attached_hi = s->hi;
+	c->attached_work_ns = s->work_ns;
+	c->uncounted_probe_ns = s->uncounted_ns;
+	c->proc_cpu_known = true;
+	c->proc_cpu_ns = s->cpu_ns;
+}
+
 /*
  * --follow-forks: the report of the fork child in block k, sharing all but
  * the figures. False when that slot holds no process.
@@ -775,6 +787,9 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	c->nr_procs = 0;
 	c->proc_cpu_known = false;
 	c->note = NULL;
+	c->nr_shares = 0;
+	if (k < r->nr_shares)
+		take_share(c, &r->shares[k]);
 	report_prepare(c);
 	return true;
 }
@@ -1065,13 +1080,11 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_obj_end(j);
 }
 
-static void json_overhead(struct json *j, const struct report *r)
+/* "overhead": what the probes cost the process, and with --max-overhead its budget. */
+static void json_probe_cost(struct json *j, const struct report *r)
 {
 	double ns = probe_overhead_ns(r);
-	int k;
 
-	if (!r->cal)
-		return;
 	json_obj_begin(j, "overhead");
 	json_u64(j, "probe_ns", (__u64)ns);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
@@ -1084,6 +1097,15 @@ static void json_overhead(struct json *j, const struct report *r)
 		json_bool(j, "over_budget", over_budget(r, ns, &slowdown));
 	}
 	json_obj_end(j);
+}
+
+static void json_overhead(struct json *j, const struct report *r)
+{
+	int k;
+
+	if (!r->cal)
+		return;
+	json_probe_cost(j, r);
 	json_obj_begin(j, "calibration");
 	for (k = 0; k < CAL_NR; k++) {
 		json_obj_begin(j, calib_case_name(k));
@@ -1125,6 +1147,18 @@ static void json_functions(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
+/* --max-overhead with a -p list: a listed process's own share of its work the counts stand for. */
+static void json_share(struct json *j, const struct report *c)
+{
+	json_bool(j, "estimated", estimated(c));
+	json_f64(j, "attached_fraction", estimated(c) ? c->attached_fraction : 1.0);
+	json_obj_begin(j, "attached_fraction_range");
+	json_f64(j, "min", estimated(c) ? c->attached_lo : 1.0);
+	json_f64(j, "max", estimated(c) ? c->attached_hi : 1.0);
+	json_obj_end(j);
+	json_u64(j, "proc_cpu_ns", c->proc_cpu_ns);
+}
+
 /*
  * --follow-forks: "children": [{pid, ppid, traced_after_ns, functions,
  * probe_ns}], in fork order; -p P1,P2,...: "processes": [{pid, functions,
@@ -1147,9 +1181,13 @@ static void json_children(struct json *j, const struct report *r, bool listed)
 			json_u64(j, "traced_after_ns", r->procs[k].delay_ns);
 		else if (!listed)
 			json_null(j, "traced_after_ns");
+		if (listed && k < r->nr_shares)
+			json_share(j, &c);
 		json_functions(j, &c);
 		if (c.cal)
 			json_u64(j, "probe_ns", (__u64)probe_overhead_ns(&c));
+		if (listed && k < r->nr_shares && c.cal)
+			json_probe_cost(j, &c);
 		if (listed && r->slow)
 			slow_print_json_calls(r->slow, r->pl, &(struct slow_pick){ .pid = c.pid }, j);
 		json_obj_end(j);

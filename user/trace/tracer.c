@@ -992,6 +992,9 @@ int tracer_pause(struct tracer *t)
 	 */
 	t->skel->bss->generation++;
 	uprobes_detach(&t->links);
+	/* -p P1,P2,...: the other processes' probes go with the first's. */
+	for (size_t slot = 1; slot <= t->nr_more; slot++)
+		uprobes_detach(&t->child_links[slot]);
 	t->paused = true;
 	return 0;
 }
@@ -1012,6 +1015,12 @@ int tracer_resume(struct tracer *t)
 	 */
 	t->skel->bss->generation++;
 	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid, 0);
+	for (size_t slot = 1; !err && slot <= t->nr_more; slot++) {
+		/* One that has exited takes no probes: the others go on. */
+		if (attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, t->more[slot - 1],
+				     slot << FNPROF_COOKIE_SLOT_SHIFT))
+			log_debug("burst: process %d takes no probes; it has exited", t->more[slot - 1]);
+	}
 	t->paused = false;
 	return err;
 }
@@ -1026,14 +1035,24 @@ __u64 tracer_paused_calls(struct tracer *t)
 	return t->skel->bss->paused_calls;
 }
 
+__u64 tracer_paused_calls_of(struct tracer *t, __u32 slot)
+{
+	return slot < FNPROF_PAUSED_SLOTS ? t->skel->bss->paused_calls_slot[slot] : 0;
+}
+
 void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx)
+{
+	tracer_peek_slot(t, 0, fn, ctx);
+}
+
+void tracer_peek_slot(struct tracer *t, __u32 slot, tracer_peek_fn fn, void *ctx)
 {
 	struct fn_stats s;
 	__u32 i;
 
-	for (i = 0; i < t->nr_probes; i++) {
+	for (i = 0; slot < t->nr_slots && i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
+		if (!read_stats(t, stats_key(t, t->epoch, slot, i), &s, false))
 			fn(ctx, &t->pl->probes[i], &s);
 	}
 }
