@@ -47,6 +47,8 @@ static const char usage_text[] =
 "Target:\n"
 "  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
 "                         several: each process traced or sampled and reported on its own\n"
+"                         (--slow, --listen, --max-overhead: per process; --pprof, --folded,\n"
+"                         --svg: one file for all, each stack labelled with its pid)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction; a script or\n"
 "                         wrapper (sh -c, env, nice, taskset, timeout...) is followed to the\n"
 "                         program with the -f functions\n"
