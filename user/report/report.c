@@ -1224,8 +1224,8 @@ void report_print_json(const struct report *r, FILE *f)
 		size_t n = listed_pids(r, pids);
 
 		/* A -p list: its first process's calls here (and its fork children's), the others' under processes. */
-		slow_print_json(r->slow, r->pl, n > 1 ? &(struct slow_pick){ .skip = pids + 1, .nr_skip = n - 1 } : NULL,
-				&j);
+		slow_print_json(r->slow, r->pl,
+				n > 1 ? &(struct slow_pick){ .skip = pids + 1, .nr_skip = n - 1, .head = pids[0] } : NULL, &j);
 	}
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)

@@ -130,7 +130,7 @@ static void print_group(const struct slow_view *v, const struct probe_list *pl, 
 	size_t first, shown, n = count_picked(v, k, &first, &shown), i;
 
 	if (k)
-		fprintf(f, "pid %d: %zu kept%s\n", (int)(k->pid ? k->pid : k->skip[-1]), n,
+		fprintf(f, "pid %d: %zu kept%s\n", (int)(k->pid ? k->pid : k->head), n,
 			shown < n ? ", the last ones shown" : "");
 	for (i = first; i < v->nr; i++)
 		if (picked(&v->recs[i], k))
@@ -166,7 +166,7 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, co
 
 	for (i = 0; i < n; i++)
 		k[i] = i ? (struct slow_pick){ .pid = listed[i] } :
-			   (struct slow_pick){ .skip = listed + 1, .nr_skip = n - 1 };
+			   (struct slow_pick){ .skip = listed + 1, .nr_skip = n - 1, .head = listed[0] };
 	for (i = 0; i < (n ? n : 1); i++) {
 		count_picked(v, n ? &k[i] : NULL, &first, &one);
 		shown += one;

@@ -14,13 +14,13 @@
 /*
  * Which slow calls a printer takes (NULL: all): those of process pid, or
  * with pid 0 all but those of the nr_skip processes in skip (a -p list's
- * first process: its calls, and its fork children's). With pid 0, skip[-1]
- * is that first process.
+ * first process, head: its calls, and its fork children's).
  */
 struct slow_pick {
 	pid_t pid;
 	const pid_t *skip;
 	size_t nr_skip;
+	pid_t head;        /* the process a pid 0 group is headed with */
 };
 
 /*
