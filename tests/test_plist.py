@@ -150,7 +150,7 @@ def gated(exe, *args, word="gate"):
 
 def traced_list(procs, exe, func, args, one_by_one=False):
     """fnprof -p A,B,... -f func ARGS --json while the gated targets run to their end: (its final
-    report, its stderr, {pid: the target's stdout and stderr}). one_by_one: each target let go once the one
+    report, its stdout: every report, {pid: the target's stdout and stderr}). one_by_one: each target let go once the one
     before has exited and a second has passed (--slow's rate limit counts records per second)."""
     pids = [p.pid for p in procs]
     fp = subprocess.Popen([FNPROF, "-p", ",".join(map(str, pids)), "-f", func, "--json"] + args,
@@ -173,7 +173,7 @@ def traced_list(procs, exe, func, args, one_by_one=False):
             fp.kill()
             fp.communicate()
     check(fp.returncode == 0, f"fnprof exit {fp.returncode}: {ferr[-2000:]}")
-    return final_report(fout), ferr, outs
+    return final_report(fout), fout, outs
 
 
 def check_slow_calls(calls, pid, t):
@@ -347,5 +347,38 @@ def test_pid_list_max_overhead_bounds_each_process():
             check(rg["min"] is not None and rg["min"] <= n <= rg["max"], what)
             check(r["overhead"]["budget_pct"] == budget and r["overhead"]["over_budget"] is False,
                   f"pid {p.pid}: overhead {r['overhead']}")
+    finally:
+        stop(procs)
+
+
+def test_pid_list_max_overhead_goes_on_after_one_exits():
+    """-p A,B --max-overhead -i 1: A (a call of tiny every ~28 us) exits after ~1 s of work; B goes
+    on for ~6 s. Before, once A was gone no burst put B's probes back (A's path to the object,
+    /proc/A/map_files, was gone: ENOENT), and B's later intervals counted nothing. Bursts come about
+    once a second: at least half of B's intervals after A's exit count calls."""
+    from harness import func, traced
+    exe = target("work")
+    pre, pp = traced(["-f", "tiny"], exe, "rate", 2000, 30)
+    us_real = truth(pp.stderr, "rate")["ref_cpu_ns"] / (2000 * 30e3)
+    cost_us = pre["calibration"][func(pre, "tiny")["site"]]["cost_ns"] / 1e3
+    us = max(10, round(cost_us / 0.30 / us_real))
+    # Each call comes after us of work and before as much again (CPU time): A ~1 s of it, B ~6 s.
+    n = int(1e6 / (2 * us * us_real))
+    procs = [gated(exe, "rate", n, us, word="gated"), gated(exe, "rate", 6 * n, us, word="gated")]
+    try:
+        _, out, outs = traced_list(procs, exe, "tiny", ["--max-overhead", "5", "-i", "1"])
+        b = procs[1].pid
+        later = []
+        for r in json_reports(out):
+            if r.get("mode") != "trace" or r["total"]:
+                continue
+            mine = r if r["pid"] == b else next((x for x in r["processes"] if x["pid"] == b), None)
+            later.append(func(mine, "tiny")["calls_measured"])
+        a_cpu = truth(outs[procs[0].pid], "rate")["elapsed_ns"] / 1e9
+        check(len(later) >= 4, f"{len(later)} interval reports of B")
+        # The intervals after A's exit (with a second to spare), but the last (B's end).
+        after = later[int(a_cpu) + 2:-1]
+        check(len(after) >= 2 and sum(c > 0 for c in after) >= len(after) / 2,
+              f"B's calls measured per interval {later}; A ran {a_cpu:.1f} s")
     finally:
         stop(procs)

@@ -207,7 +207,7 @@ static void start_burst(struct burst *b, size_t n, struct tracer *t, double now)
 		b[k].attach_s = monotonic_s() - t0;
 		log_debug("burst: pid %d off %.2f s, its CPU %.1f ms, detach cost %.2f ms; attach took %.1f ms",
 			  b[k].pid, b[k].off_s, b[k].off_cpu / 1e6, b[k].detach_cost / 1e6, b[k].attach_s * 1e3);
-		l = next_on_len(&b[k]);
+		l = b[k].gone ? PERIOD_S : next_on_len(&b[k]);
 		len = !k || l < len ? l : len;
 	}
 	for (k = 0; k < n; k++) {
@@ -302,7 +302,7 @@ static void end_burst(struct burst *b, size_t n, struct tracer *t, double now)
 
 	tracer_count_calls(t, false);
 	for (k = 0; k < n; k++)
-		stay &= burst_ended(&b[k], t, now);
+		stay &= burst_ended(&b[k], t, now) || b[k].gone;
 	if (stay) {
 		/* Within budget: stay attached, look again later. */
 		tracer_count_calls(t, true);
@@ -375,7 +375,7 @@ static double next_start_all(const struct burst *b, size_t n, double now)
 	double next = now, at;
 
 	for (size_t k = 0; k < n; k++) {
-		at = next_start(&b[k], now);
+		at = b[k].gone ? now : next_start(&b[k], now);
 		next = at > next ? at : next;
 	}
 	return next;
@@ -389,7 +389,9 @@ double bursts_tick(struct burst *b, size_t n, struct tracer *t, double now)
 
 	for (k = 0; k < n; k++) {
 		settle(&b[k], t);
-		debt |= in_debt(&b[k]);
+		/* One of a list that has exited earns nothing more: it must not keep the others' probes out. */
+		b[k].gone = n > 1 && !proc_alive(b[k].pid);
+		debt |= !b[k].gone && in_debt(&b[k]);
 	}
 	refresh_cost(b, now);
 	look = monotonic_s() - t0;

@@ -33,6 +33,7 @@ struct burst {
 	double phase_start, phase_end;
 	pid_t pid;
 	__u32 slot;           /* the process's statistics slot (a -p list's: its place in the list) */
+	bool gone;            /* a -p list's process that has exited: its account no longer holds the others */
 	struct calibration *cal;     /* its cost per call is measured again between bursts */
 	/* Readings at the last settle: */
 	__u64 cpu0;           /* target CPU time */
