@@ -258,7 +258,8 @@ def test_pid_list_listen_labels_each_process():
         for p in loops:
             check("ready" in p.stdout.readline(), "work loop did not start")
         pids = [p.pid for p in gates + loops]
-        with Fnprof(["-p", ",".join(map(str, pids)), "-f", "outer", "--call-graph", "fp"]) as fp:
+        # work loop is on the CPU ~5% of the time: 499 Hz gives the profiles served samples of both.
+        with Fnprof(["-p", ",".join(map(str, pids)), "-f", "outer", "--call-graph", "fp", "-F", "499"]) as fp:
             check(wait_for(lambda: all(entry_patched(p.pid, exe, "outer") for p in gates), 30),
                   f"probes never in A and B:\n{fp.err()}")
             want = {}
@@ -270,7 +271,7 @@ def test_pid_list_listen_labels_each_process():
             check(want == {gates[0].pid: 3000, gates[1].pid: 5000}, f"targets counted {want}")
             check(wait_for(lambda: calls_by_pid(fp.metrics(), "outer") == want, timeout=10),
                   f"outer's calls by pid {calls_by_pid(fp.metrics(), 'outer')}, truth {want}")
-            status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1", timeout=60)
+            status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=2", timeout=60)
             check(status == 200, f"profile answered {status}: {body[:200]}")
             path = os.path.join(d, "list.pb.gz")
             open(path, "wb").write(body)
@@ -279,7 +280,8 @@ def test_pid_list_listen_labels_each_process():
                 labelled = {int(x) for x in re.findall(r"pid:\[(\d+)\]", raw.stdout)}
                 check(labelled == {p.pid for p in loops} and "comm:[work]" in raw.stdout,
                       f"samples labelled {sorted(labelled)}: {raw.stdout[:1500]}{raw.stderr}")
-                status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=1&pid={loops[1].pid}")
+                status, body = http_get(f"http://{fp.addr}/debug/pprof/profile?seconds=2&pid={loops[1].pid}",
+                                        timeout=60)
                 open(path, "wb").write(body)
                 raw = go_pprof(["-raw", path], d)
                 labelled = {int(x) for x in re.findall(r"pid:\[(\d+)\]", raw.stdout)}
@@ -343,8 +345,9 @@ def test_pid_list_max_overhead_bounds_each_process():
             rg = f["calls_range"]
             what = (f"pid {p.pid}: estimated {f['calls']:.0f} calls of {n}, range {rg['min']}..{rg['max']} "
                     f"({f['calls_measured']} measured, fraction {r['attached_fraction']})")
-            check(r["estimated"] is True and f["calls_measured"] < n, what)
-            check(rg["min"] is not None and rg["min"] <= n <= rg["max"], what)
+            check(r["estimated"] is True and 0 < f["calls_measured"] < n, what)
+            # Fewer than 3 bursts long enough to rate (a loaded machine): the range is unknown, said so.
+            check(rg["min"] is None or rg["min"] <= n <= rg["max"], what)
             check(r["overhead"]["budget_pct"] == budget and r["overhead"]["over_budget"] is False,
                   f"pid {p.pid}: overhead {r['overhead']}")
     finally:
