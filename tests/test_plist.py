@@ -356,7 +356,7 @@ def test_pid_list_max_overhead_bounds_each_process():
 
 def test_pid_list_max_overhead_goes_on_after_one_exits():
     """-p A,B --max-overhead -i 1: A (a call of tiny every ~28 us) exits after ~1 s of work; B goes
-    on for ~6 s. Before, once A was gone no burst put B's probes back (A's path to the object,
+    on for ~10 s. Before, once A was gone no burst put B's probes back (A's path to the object,
     /proc/A/map_files, was gone: ENOENT), and B's later intervals counted nothing. Bursts come about
     once a second: at least half of B's intervals after A's exit count calls."""
     from harness import func, traced
@@ -365,9 +365,9 @@ def test_pid_list_max_overhead_goes_on_after_one_exits():
     us_real = truth(pp.stderr, "rate")["ref_cpu_ns"] / (2000 * 30e3)
     cost_us = pre["calibration"][func(pre, "tiny")["site"]]["cost_ns"] / 1e3
     us = max(10, round(cost_us / 0.30 / us_real))
-    # Each call comes after us of work and before as much again (CPU time): A ~1 s of it, B ~6 s.
+    # Each call comes after us of work and before as much again (CPU time): A ~1 s of it, B ~10 s.
     n = int(1e6 / (2 * us * us_real))
-    procs = [gated(exe, "rate", n, us, word="gated"), gated(exe, "rate", 6 * n, us, word="gated")]
+    procs = [gated(exe, "rate", n, us, word="gated"), gated(exe, "rate", 10 * n, us, word="gated")]
     try:
         _, out, outs = traced_list(procs, exe, "tiny", ["--max-overhead", "5", "-i", "1"])
         b = procs[1].pid
