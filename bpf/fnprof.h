@@ -63,6 +63,9 @@
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
 #define FNPROF_MAX_FUNCS (FNPROF_COOKIE_ID_MASK + 1)
 
+/* Slots whose calls while paused are counted apart (-p P1,P2,...'s processes: at most 64). */
+#define FNPROF_PAUSED_SLOTS 64
+
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
 

@@ -95,6 +95,8 @@ volatile __u32 generation = 0;
 volatile __u32 paused = 0;
 /* Calls that hit the probes while paused: not measured, but they cost the target. */
 volatile __u64 paused_calls = 0;
+/* The same per process slot (a -p list's bursts price each process's own). */
+volatile __u64 paused_calls_slot[FNPROF_PAUSED_SLOTS];
 
 /*
  * Thread states live in a pool: a thread takes one at its first traced call
@@ -475,6 +477,8 @@ static __always_inline bool entry_counts(__u32 cookie, __u32 *slot)
 		return false;
 	if (paused && !(cookie & FNPROF_COOKIE_SELF)) {
 		__sync_fetch_and_add(&paused_calls, 1);
+		if (*slot < FNPROF_PAUSED_SLOTS)
+			__sync_fetch_and_add(&paused_calls_slot[*slot], 1);
 		return false;
 	}
 	return true;

@@ -466,12 +466,7 @@ def test_pid_list_table_and_errors():
         check(heads == [str(a.pid), str(b.pid)], f"reports {heads}:\n{p.stderr[-2000:]}")
         for args, what in (([f"{a.pid},{a.pid}", "-f", "spin_us"], "twice"),
                            ([f"{a.pid},x", "-f", "spin_us"], "invalid PID"),
-                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID"),
-                           # --slow names stacks with one process's objects.
-                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--slow", "1ms"], "one process's objects"),
-                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--max-overhead", "2"], "one process's CPU clock"),
-                           ([f"{a.pid},{b.pid}", "-f", "spin_us", "--listen", "127.0.0.1:0"], "--by pid"),
-                           ([f"{a.pid},{b.pid}", "--pprof", "/tmp/never.pb.gz"], "give one PID")):
+                           ([f"{a.pid},", "-f", "spin_us"], "invalid PID")):
             p = run_fnprof(["-p"] + args)
             check(p.returncode == 2 and what in p.stderr, f"-p {args}: {p.returncode} {p.stderr!r}")
         p = run_fnprof(["-p", f"{a.pid},999999999", "-f", "spin_us"])

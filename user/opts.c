@@ -47,6 +47,8 @@ static const char usage_text[] =
 "Target:\n"
 "  -p, --pid PID[,PID...] trace every thread of process PID (threads started later too);\n"
 "                         several: each process traced or sampled and reported on its own\n"
+"                         (--slow, --listen, --max-overhead: per process; --pprof, --folded,\n"
+"                         --svg: one file for all, each stack labelled with its pid)\n"
 "  -- COMMAND ARGS        launch COMMAND and trace it from its first instruction; a script or\n"
 "                         wrapper (sh -c, env, nice, taskset, timeout...) is followed to the\n"
 "                         program with the -f functions\n"
@@ -675,19 +677,6 @@ static int cross_check_pids(const struct opts *o)
 {
 	if (o->nr_pids < 2)
 		return 0;
-	if (o->profiles && (o->pprof_path || o->folded_path || o->svg_path))
-		return usage_error("-p with several PIDs reports each process's profiles in the table or JSON; "
-				   "--pprof, --folded and --svg write one process's: give one PID");
-	/* What remains is one process's by construction, each said with why. */
-	if (o->max_overhead_pct)
-		return usage_error("-p with several PIDs does not take --max-overhead yet: its bursts measure the "
-				   "share of the work they saw on one process's CPU clock; trace one process with it");
-	if (o->listen)
-		return usage_error("-p with several PIDs does not take --listen yet: the metrics and the served "
-				   "profile are one process's; trace one process, or use system-wide mode with --by pid");
-	if (o->slow_ns)
-		return usage_error("-p with several PIDs does not take --slow yet: the slow calls' stacks are named "
-				   "with one process's objects; trace one process with it");
 	return 0;
 }
 

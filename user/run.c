@@ -33,6 +33,9 @@
 #include "trace/tracer.h"
 #include "trace/upgrade.h"
 
+_Static_assert(MAX_PIDS <= SAMPLER_MANY_MAX && MAX_PIDS <= PROFILES_MANY_MAX && MAX_PIDS <= SLOW_PROCS_MAX &&
+	       MAX_PIDS <= EXPORT_LIST_MAX, "a -p list's files, slow calls and profiles served hold every process");
+
 /* --listen: how often the metrics take the figures (a scrape sees them this late at most). */
 #define EXPORT_DRAIN_S 0.5
 
@@ -241,16 +244,31 @@ static int start_tracer(struct run *r)
 	return 0;
 }
 
-/* --slow: the thread that reads, unwinds and names the slow calls. */
-static int start_slow(struct run *r)
+/* --slow: what unwinds and names the slow calls, before the probes (slow.h). */
+static int prepare_slow(struct run *r)
 {
-	struct slow_conf c = { .pid = r->target.pid, .threshold_ns = r->o->slow_ns, .max_memory = r->o->max_memory };
+	struct slow_conf c = {
+		.pid = r->target.pid, .threshold_ns = r->o->slow_ns, .max_memory = r->o->max_memory,
+		.pids = r->o->nr_pids > 1 ? r->o->pids : NULL, .nr_pids = r->o->nr_pids,   /* each with its objects */
+	};
 	int err;
 
 	if (!r->o->slow_ns)
 		return 0;
-	c.rb_fd = tracer_slow_fd(r->trace.tracer);
-	err = slow_start(&c, &r->trace.slow);
+	err = slow_new(&c, &r->trace.slow);
+	if (err)
+		log_err("cannot set up --slow: %s", strerror(-err));
+	return err ? EXIT_FAIL : 0;
+}
+
+/* --slow: the thread that reads the slow calls. */
+static int start_slow(struct run *r)
+{
+	int err;
+
+	if (!r->trace.slow)
+		return 0;
+	err = slow_start(r->trace.slow, tracer_slow_fd(r->trace.tracer));
 	if (err)
 		log_err("cannot set up --slow: %s", strerror(-err));
 	return err ? EXIT_FAIL : 0;
@@ -342,6 +360,7 @@ static int start_export(struct run *r)
 		.listen = o->listen, .by = o->by, .max_series = o->max_series, .freq_hz = o->freq_hz,
 		.dwarf = o->call_graph != CG_FP, .stack_bytes = o->stack_bytes, .pid = r->target.pid,
 		.pl = r->trace.tracer ? &r->trace.pl : NULL, .all = o->all, .max_memory = o->max_memory,
+		.pids = o->pids, .nr_pids = o->nr_pids,
 	};
 
 	if (!o->listen)
@@ -394,6 +413,23 @@ static const struct calibration *bias_to_subtract(const struct run_trace *tr)
 	return tr->subtract_bias ? &tr->cal : NULL;
 }
 
+/* --svg with -f: a heatmap per process of a -p list, or the target's. */
+static int new_heatmaps(struct run *r)
+{
+	const struct opts *o = r->o;
+	size_t n = o->nr_pids > 1 ? o->nr_pids : 1;
+
+	for (r->outputs.nr_heat = 0; r->outputs.nr_heat < n; r->outputs.nr_heat++) {
+		r->outputs.heat[r->outputs.nr_heat] = heatmap_new(&r->trace.pl, r->loop.t_start, o->interval_s,
+								  o->duration_s);
+		if (!r->outputs.heat[r->outputs.nr_heat]) {
+			log_err("out of memory");
+			return EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 /* The run starts now: its clock, the target's CPU time, the bursts' budget, the heatmaps, the tally's sinks. */
 static int start_clock(struct run *r)
 {
@@ -408,17 +444,16 @@ static int start_clock(struct run *r)
 	l->next_report = o->interval_s ? l->t_start + o->interval_s : NEVER;
 	update_cpu(&r->target);
 	if (tr->tracer && o->max_overhead_pct) {
-		burst_init(&tr->burst, o->max_overhead_pct, &tr->cal, &tr->pl, r->target.pid, tr->tracer, l->t_start);
+		tr->nr_bursts = o->nr_pids > 1 ? o->nr_pids : 1;
+		bursts_init(tr->burst, tr->nr_bursts, o->max_overhead_pct, &tr->cal, &tr->pl,
+			    o->nr_pids > 1 ? o->pids : &r->target.pid, tr->tracer, l->t_start);
 		tr->bursts = true;
 	}
-	if (tr->tracer && o->svg_path &&
-	    !(r->outputs.heat = heatmap_new(&tr->pl, l->t_start, o->interval_s, o->duration_s))) {
-		log_err("out of memory");
+	if (tr->tracer && o->svg_path && new_heatmaps(r))
 		return EXIT_FAIL;
-	}
 	if (tr->tally) {
-		tally_set_sinks(tr->tally, r->outputs.export, r->outputs.heat, tr->bursts ? &tr->burst : NULL,
-				bias_to_subtract(tr));
+		tally_set_sinks(tr->tally, r->outputs.export, r->outputs.heat, r->outputs.nr_heat,
+				tr->bursts ? tr->burst : NULL, tr->nr_bursts, bias_to_subtract(tr));
 		/* Intervals show the steady state; the total includes the start-up. */
 		tally_begin(tr->tally);
 	}
@@ -475,6 +510,7 @@ static const struct step tracing_steps[] = {
 	{ resolve, "resolve" },
 	{ watch_files, NULL },
 	{ open_events, NULL },
+	{ prepare_slow, NULL },
 	{ start_tracer, NULL },
 	{ start_slow, NULL },
 	{ start_tally, NULL },
@@ -686,7 +722,8 @@ static double next_deadline(struct run *r, double column)
 	double deadline = earliest(earliest(r->loop.next_report, r->loop.end), column);
 
 	if (r->trace.bursts)
-		deadline = earliest(deadline, burst_tick(&r->trace.burst, r->trace.tracer, monotonic_s()));
+		deadline = earliest(deadline, bursts_tick(r->trace.burst, r->trace.nr_bursts, r->trace.tracer,
+							  monotonic_s()));
 	if (r->outputs.export && r->trace.tracer)
 		deadline = earliest(deadline, r->loop.next_drain);
 	if (samples_calib(r))
@@ -701,7 +738,7 @@ static int main_loop(struct run *r)
 	int err;
 
 	while (!r->target.gone) {
-		double column = r->outputs.heat ? heatmap_next(r->outputs.heat) : NEVER;
+		double column = r->outputs.nr_heat ? heatmap_next(r->outputs.heat[0]) : NEVER;
 
 		wait_event(r, next_deadline(r, column));
 		if (handle_signal(r, &forwarded))
@@ -725,8 +762,8 @@ static int main_loop(struct run *r)
 			/* --svg without -i: a heatmap column; its figures wait in the interval's for the report. */
 			if (tally_drain(r->trace.tally))
 				return EXIT_FAIL;
-			if (r->trace.bursts)
-				burst_rebase(&r->trace.burst, r->trace.tracer);
+			for (size_t k = 0; r->trace.bursts && k < r->trace.nr_bursts; k++)
+				burst_rebase(&r->trace.burst[k], r->trace.tracer);
 		}
 	}
 	return report(r, true);
@@ -740,19 +777,23 @@ static int write_files(struct run *r)
 	const char *svg = r->o->svg_path;
 	int err;
 
-	/* A -p list writes no files (opts.c): one sampler at most here. */
-	if (r->stacks.nr_samplers && sampler_write_files(r->stacks.sampler[0]))
+	/* A -p list's processes: one file of each kind, with all of them. */
+	if (r->stacks.nr_samplers && sampler_write_files_many(r->stacks.sampler, r->stacks.nr_samplers))
 		return EXIT_FAIL;
 	if (svg) {
-		err = pictures_write(svg, r->stacks.nr_samplers ? r->stacks.sampler[0] : NULL, r->outputs.heat,
-				     r->target.pid, r->loop.t_last - r->loop.t_start);
+		const struct pictures_conf pc = {
+			.samplers = r->stacks.sampler, .nr_samplers = r->stacks.nr_samplers, .heat = r->outputs.heat,
+			.nr_heat = r->outputs.nr_heat, .pids = r->o->nr_pids > 1 ? r->o->pids : &r->target.pid,
+			.span_s = r->loop.t_last - r->loop.t_start,
+		};
+
+		err = pictures_write(svg, &pc);
 		if (err) {
 			log_err("cannot write the pictures to %s: %s", svg, strerror(-err));
 			return EXIT_FAIL;
 		}
 	}
-	/* A -p list writes no files (opts.c): one process's profiles at most here. */
-	if (r->stacks.nr_profiles && profiles_write_files(r->stacks.profiles[0]))
+	if (r->stacks.nr_profiles && profiles_write_files_many(r->stacks.profiles, r->stacks.nr_profiles))
 		return EXIT_FAIL;
 	return 0;
 }
@@ -813,7 +854,8 @@ void run_cleanup(struct run *r)
 	events_close(&r->trace.evs);
 	for (size_t i = 0; i < r->stacks.nr_samplers; i++)
 		sampler_stop(r->stacks.sampler[i]);
-	heatmap_free(r->outputs.heat);
+	for (size_t i = 0; i < r->outputs.nr_heat; i++)
+		heatmap_free(r->outputs.heat[i]);
 	for (size_t i = 0; i < r->stacks.nr_profiles; i++)
 		profiles_stop(r->stacks.profiles[i]);
 	launch_abort(&r->target.child);

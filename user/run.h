@@ -39,7 +39,9 @@ struct run_trace {
 	struct calibration cal;
 	bool calibrated;
 	bool subtract_bias;         /* the figures lose the calibration's bias: calibrated, no --raw */
-	struct burst burst;         /* --max-overhead: probes attached in bursts, when bursts */
+	/* --max-overhead: probes attached in bursts, when bursts; one account per process of a -p list */
+	struct burst burst[MAX_PIDS];
+	size_t nr_bursts;
 	bool bursts;
 	struct upgrades *upgrades;  /* system-wide: the objects' files, to follow their upgrades */
 	struct slow *slow;          /* --slow: the slow calls' records */
@@ -58,7 +60,9 @@ struct run_stacks {
 /* Where the results go besides the files claimed at the start. */
 struct run_outputs {
 	FILE *out;                  /* the report's stream: -o FILE, stdout or stderr */
-	struct heatmap *heat;       /* --svg with -f: the latency heatmaps' columns */
+	/* --svg with -f: the latency heatmaps' columns, of each process of a -p list (slot order) */
+	struct heatmap *heat[MAX_PIDS];
+	size_t nr_heat;
 	struct export *export;      /* --listen */
 };
 

@@ -4,7 +4,8 @@
  * stacks need DWARF). serve_loop calls handle N times (default 3000); each
  * call spins 10 us, every 100th also sleeps 5 ms in wait_for_disk. handle
  * times itself (wall, and its thread's CPU time) and counts its slow calls.
- * Usage: slowcall [N [DEPTH]]: with DEPTH, serve_loop runs under DEPTH frames
+ * Usage: slowcall [gate] [N [DEPTH]]: with gate, it prints "ready" and waits
+ * for a line on stdin before it starts (for -p: probes in place first); with DEPTH, serve_loop runs under DEPTH frames
  * of nest (a stack deeper than --slow keeps; "truth nest depth=DEPTH").
  * Prints "truth slow calls=N sleeps=S over=O near=M min_sleep_wall_ns=W
  * min_sleep_off_ns=B": O calls took 1 ms or more, M of all calls took
@@ -14,6 +15,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -91,7 +93,18 @@ NOINLINE void nest(int depth, int n)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 3000, depth = argc > 2 ? atoi(argv[2]) : 0;
+	int gate = argc > 1 && !strcmp(argv[1], "gate");
+	int n, depth;
+	char line[16];
+
+	argc -= gate, argv += gate;
+	n = argc > 1 ? atoi(argv[1]) : 3000, depth = argc > 2 ? atoi(argv[2]) : 0;
+	if (gate) {
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 
 	if (depth) {
 		printf("truth nest depth=%d\n", depth);

@@ -14,6 +14,7 @@
  *   recurse DEPTH N    N calls of recurse(DEPTH)
  *   nest N             N calls of outer(), which spins 50 us and calls inner() (100 us)
  *   gate N             prints "ready", waits for a line on stdin, then as nest N (to attach first)
+ *   gated MODE ARGS    prints "ready", waits for a line on stdin, then as MODE ARGS
  *   threads T N        T threads, each N calls of spin_us(20)
  *   waves W T N        W waves, one after the other, of T threads each making N calls of spin_us(20)
  *   loop               prints "ready", then spin_us(50) + sleep_us(1000) until SIGTERM/SIGINT
@@ -359,7 +360,17 @@ int main(int argc, char **argv)
 {
 	unsigned long i, n, sum = 0;
 	const char *mode = argc > 1 ? argv[1] : "";
+	char wait[16];
 
+	/* gated MODE ARGS: as MODE, once a line came on stdin (for -p: probes in place first). */
+	if (!strcmp(mode, "gated")) {
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(wait, sizeof(wait), stdin))
+			return 1;
+		argc--, argv++;
+		mode = argc > 1 ? argv[1] : "";
+	}
 	if (!strcmp(mode, "spin")) {
 		for (i = 0, n = arg(argc, argv, 3); i < n; i++)
 			spin_us(arg(argc, argv, 2));

@@ -383,7 +383,7 @@ int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 
 }
 
 int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, __u32 pid,
-			 const char *comm)
+			 const char *comm, const char *label_key, const char *label_str)
 {
 	struct buf *m = &p->tmp, label = {};
 
@@ -395,6 +395,11 @@ int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64
 	pb_uint(&label, 1, intern(p, "comm"));  /* Label{1 key, 2 str} */
 	pb_uint(&label, 2, intern(p, comm));
 	pb_msg(m, 3, &label);
+	if (label_key) {
+		pb_uint(&label, 1, intern(p, label_key));
+		pb_uint(&label, 2, intern(p, label_str));
+		pb_msg(m, 3, &label);
+	}
 	free(label.p);
 	pb_msg(&p->samples, 2, m);
 	return p->samples.err;

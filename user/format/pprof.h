@@ -51,9 +51,12 @@ int pprof_sample(struct pprof *p, const __u64 *locs, int nr, __u64 count);
 int pprof_sample_values(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, const char *label_key,
 			const char *label_str);
 
-/* -a: pprof_sample_values' sample of process pid, labelled pid (a number) and comm (its name). 0 or -errno. */
+/*
+ * -a, -p P1,P2,...: pprof_sample_values' sample of process pid, labelled pid
+ * (a number) and comm (its name), and label_key (NULL: none) as there. 0 or -errno.
+ */
 int pprof_sample_process(struct pprof *p, const __u64 *locs, int nr, const __u64 *values, __u32 pid,
-			 const char *comm);
+			 const char *comm, const char *label_key, const char *label_str);
 
 /* The encoded, gzip-compressed profile, malloc'd into *out. 0 or -errno. */
 int pprof_encode(struct pprof *p, unsigned char **out, size_t *len);

@@ -86,7 +86,10 @@ static const char *proc_comm(void *ctx, __u32 pid)
 /* Kind k's objects, and its stack pipeline over their maps. 0 or -errno. */
 static int start_one(struct profiles *ps, struct prof *p, int k)
 {
-	struct stackrows_conf rc = { .pid = ps->pid, .sym = ps->sym, .per_thread = ps->c.per_thread, .top = ps->c.top };
+	struct stackrows_conf rc = {
+		.pid = ps->pid, .sym = ps->sym, .per_thread = ps->c.per_thread, .top = ps->c.top,
+		.name_process = ps->c.share > 1,
+	};
 	int err = starters[k](&ps->c, ps->pid, &p->src);
 
 	if (err)
@@ -538,37 +541,55 @@ int profiles_report(struct profiles *ps, FILE *out, double interval_s, bool fina
 
 /* --- pprof ------------------------------------------------------------------- */
 
-static int write_pprof(struct prof *p, const char *path)
+/* Kind k of n profiles (a -p list's, or one) into one file: each process's samples labelled with it. */
+static int write_pprof(struct profiles *const *ps, size_t n, int k, const char *path)
 {
+	const struct prof *p = &ps[0]->p[k];
 	const struct prof_desc *d = p->src.desc;
-	unsigned int unknown = unknown_values(p);
+	struct stackrows *rows[PROFILES_MANY_MAX];
+	unsigned int unknown = 0;
+	double run_s = 0;
 	struct pprof *pp;
+	size_t i;
 	int nv;
 
+	for (i = 0; i < n; i++) {
+		rows[i] = ps[i]->p[k].rows;
+		unknown |= unknown_values(&ps[i]->p[k]);
+		run_s = ps[i]->p[k].run_s > run_s ? ps[i]->p[k].run_s : run_s;
+	}
 	/* The values the file has: all, or those before the unknown states (which come last). */
 	for (nv = 0; nv < d->nr_values && !(unknown & 1U << nv); nv++)
 		;
-	pp = pprof_new_types(d->types, nv, d->period_type, p->src.period, (__u64)(p->run_s * 1e9));
+	pp = pprof_new_types(d->types, nv, d->period_type, p->src.period, (__u64)(run_s * 1e9));
 	if (pp && d->default_type)
 		pprof_default_type(pp, d->default_type);
-	return stackrows_write_pprof(p->rows, pp, unknown, path);
+	return stackrows_write_pprof_many(rows, n, pp, unknown, path);
 }
 
 int profiles_write_files(struct profiles *ps)
 {
-	bool several = __builtin_popcount(ps->c.kinds) > 1;
+	return profiles_write_files_many(&ps, 1);
+}
+
+int profiles_write_files_many(struct profiles *const *ps, size_t n)
+{
+	const struct prof_conf *c = &ps[0]->c;
+	bool several = __builtin_popcount(c->kinds) > 1;
 	char path[PATH_MAX];
 	int k, err = 0;
 
-	for (k = 0; ps->c.pprof_path && !err && k < PROF_KIND_NR; k++) {
-		if (!ps->p[k].on)
+	if (n > PROFILES_MANY_MAX)
+		return -E2BIG;
+	for (k = 0; c->pprof_path && !err && k < PROF_KIND_NR; k++) {
+		if (!ps[0]->p[k].on)
 			continue;
-		err = prof_file_name(ps->c.pprof_path, k, several, path, sizeof(path));
+		err = prof_file_name(c->pprof_path, k, several, path, sizeof(path));
 		if (!err)
-			err = write_pprof(&ps->p[k], path);
+			err = write_pprof(ps, n, k, path);
 		if (err)
 			log_err("cannot write the %s pprof profile to %s: %s", prof_kind_name(k),
-				err == -ENAMETOOLONG ? ps->c.pprof_path : path, strerror(-err));
+				err == -ENAMETOOLONG ? c->pprof_path : path, strerror(-err));
 	}
 	return err;
 }

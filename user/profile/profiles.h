@@ -8,6 +8,7 @@
 #define FNPROF_PROFILES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <linux/types.h>
@@ -31,6 +32,16 @@ int profiles_report(struct profiles *p, FILE *out, double interval_s, bool final
 
 /* The --pprof files of the whole run. 0 or -errno (message printed). */
 int profiles_write_files(struct profiles *p);
+
+/* Most profiles one file holds (a -p list's). */
+#define PROFILES_MANY_MAX 64
+
+/*
+ * The same of n (a -p list's, at most PROFILES_MANY_MAX), to the first's
+ * path: one file per kind, with every process's samples labelled pid and
+ * comm. 0 or -errno (message printed).
+ */
+int profiles_write_files_many(struct profiles *const *ps, size_t n);
 
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. Safe with NULL. */
 void profiles_refresh(struct profiles *p);

@@ -149,6 +149,7 @@ static int new_rows(struct sampler *s)
 	struct stackrows_conf c = {
 		.desc = &cpu_desc, .pid = s->pid, .sym = s->sym, .stacks_fd = bpf_map__fd(s->skel->maps.stacks),
 		.kstacks_fd = -1, .dw = s->dw, .per_thread = s->o.per_thread, .top = s->o.top,
+		.name_process = s->o.share > 1,
 	};
 
 	if (s->procs) {
@@ -465,37 +466,69 @@ int sampler_pprof_add(struct sampler *s, struct pprof *p)
 
 int sampler_write_files(struct sampler *s)
 {
+	return sampler_write_files_many(&s, 1);
+}
+
+/* The run's span: the longest of the samplers' (a -p list's all sample the same run). */
+static double run_span(struct sampler *const *s, size_t n)
+{
+	double span = 0;
+
+	for (size_t i = 0; i < n; i++)
+		span = s[i]->run_s > span ? s[i]->run_s : span;
+	return span;
+}
+
+int sampler_write_files_many(struct sampler *const *s, size_t n)
+{
+	struct stackrows *rows[SAMPLER_MANY_MAX];
+	const struct sampler_conf *o = &s[0]->o;
 	int err = 0;
 
-	if (s->o.folded_path && (err = stackrows_write_folded(s->rows, s->o.folded_path)))
-		log_err("cannot write folded stacks to %s: %s", s->o.folded_path, strerror(-err));
-	if (err || !s->o.pprof_path)
+	if (n > SAMPLER_MANY_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++)
+		rows[i] = s[i]->rows;
+	if (o->folded_path && (err = stackrows_write_folded_many(rows, n, o->folded_path)))
+		log_err("cannot write folded stacks to %s: %s", o->folded_path, strerror(-err));
+	if (err || !o->pprof_path)
 		return err;
-	err = stackrows_write_pprof(s->rows, pprof_new(1000000000ULL / s->o.freq_hz, (__u64)(s->run_s * 1e9)), 0,
-				    s->o.pprof_path);
+	err = stackrows_write_pprof_many(rows, n, pprof_new(1000000000ULL / o->freq_hz, (__u64)(run_span(s, n) * 1e9)),
+					 0, o->pprof_path);
 	if (err)
-		log_err("cannot write the pprof profile to %s: %s", s->o.pprof_path, strerror(-err));
+		log_err("cannot write the pprof profile to %s: %s", o->pprof_path, strerror(-err));
 	return err;
 }
 
-struct flame *sampler_flame(struct sampler *s, char *heading, size_t size)
+/* The graph's root: the process, or "N processes" of a -p list (each then a frame under it). */
+static void flame_root(struct sampler *const *s, size_t n, char *buf, size_t size)
+{
+	if (n == 1)
+		snprintf(buf, size, "%s (pid %d)", stackrows_comm(s[0]->rows), s[0]->pid);
+	else
+		snprintf(buf, size, "%zu processes", n);
+}
+
+struct flame *sampler_flame(struct sampler *const *s, size_t n, char *heading, size_t size)
 {
 	const struct stack_count *e;
 	char root[128];
 	struct flame *fl;
 	__u64 samples = 0;
-	size_t i, nr;
+	size_t i, k, nr;
 
-	snprintf(root, sizeof(root), "%s (pid %d)", stackrows_comm(s->rows), s->pid);
+	flame_root(s, n, root, sizeof(root));
 	fl = flame_new(root);
-	if (fl && stackrows_add_flame(s->rows, fl)) {
-		flame_free(fl);
-		return NULL;
+	for (k = 0; fl && k < n; k++) {
+		if (stackrows_add_flame(s[k]->rows, fl)) {
+			flame_free(fl);
+			return NULL;
+		}
+		e = stackrows_counts(s[k]->rows, &nr);
+		for (i = 0; i < nr; i++)
+			samples += (__u64)e[i].total[0];
 	}
-	e = stackrows_counts(s->rows, &nr);
-	for (i = 0; i < nr; i++)
-		samples += (__u64)e[i].total[0];
-	snprintf(heading, size, "CPU flame graph: %s, %.2f s, %llu samples at %u Hz (%s)", root, s->run_s,
-		 (unsigned long long)samples, s->o.freq_hz, s->event);
+	snprintf(heading, size, "CPU flame graph: %s, %.2f s, %llu samples at %u Hz (%s)", root, run_span(s, n),
+		 (unsigned long long)samples, s[0]->o.freq_hz, s[0]->event);
 	return fl;
 }

@@ -8,6 +8,7 @@
 #define FNPROF_SAMPLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -47,6 +48,16 @@ int sampler_report(struct sampler *s, FILE *out, double interval_s, bool final);
 /* Writes the --pprof / --folded files from all samples of the run. 0 or -errno. */
 int sampler_write_files(struct sampler *s);
 
+/* Most samplers one file holds (a -p list's). */
+#define SAMPLER_MANY_MAX 64
+
+/*
+ * The same of n samplers (a -p list's, at most SAMPLER_MANY_MAX), to the
+ * first one's paths: one file each, with every process's samples
+ * (stackrows_conf.name_process). 0 or -errno (message printed).
+ */
+int sampler_write_files_many(struct sampler *const *s, size_t n);
+
 /*
  * Instead of reports: every sample so far into a profile being built
  * (pprof.h, made with pprof_new at this sampler's period), so that the
@@ -58,10 +69,11 @@ int sampler_pprof_add(struct sampler *s, struct pprof *p);
 struct flame;
 
 /*
- * All samples of the run as a flame graph (kinds: the program, libraries,
+ * All samples of the run of n samplers (one, or a -p list's, each process
+ * a frame under the root) as a flame graph (kinds: the program, libraries,
  * kernel, unknown), with the line to head it in heading. NULL: no memory.
  */
-struct flame *sampler_flame(struct sampler *s, char *heading, size_t size);
+struct flame *sampler_flame(struct sampler *const *s, size_t n, char *heading, size_t size);
 
 /* Re-reads the target's mappings while it runs, for symbolizing after it exits. */
 void sampler_refresh(struct sampler *s);

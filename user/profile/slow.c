@@ -17,12 +17,21 @@
 #include "stacks/symbolize.h"
 #include "stacks/unwind.h"
 
-struct slow {
-	__u64 threshold_ns;
-	struct rb_reader rd;       /* its thread: everything but the fields below the lock */
+/* A process whose calls are named with its own objects. */
+struct slow_proc {
+	pid_t pid;
 	struct unwinder *uw;       /* the thread's own, as is the symbolizer */
 	struct symbolizer *sym;
 	bool refreshed;            /* the symbolizer re-read the mappings in this pass */
+};
+
+struct slow {
+	__u64 threshold_ns;
+	struct rb_reader rd;       /* its thread: everything but the fields below the lock */
+	struct slow_proc procs[SLOW_PROCS_MAX];   /* [0]: the target, and the calls of processes not listed */
+	size_t nr_procs;
+	struct unwinder *uw;       /* the record's process's, while the thread names it */
+	struct symbolizer *sym;
 	pthread_mutex_t lock;      /* everything below */
 	struct slow_rec ring[SLOW_KEEP];   /* record seq at [(seq - 1) % SLOW_KEEP] */
 	__u64 seq;                 /* the last record's */
@@ -150,6 +159,21 @@ static void thread_frames(struct slow *s, const struct slow_call *c, struct slow
 		blocked_frames(s, &c->blocked, r);
 }
 
+/* The unwinder and symbolizer of process pid's calls: its own in a -p list, else the target's. */
+static void use_proc(struct slow *s, __u32 pid)
+{
+	struct slow_proc *p = &s->procs[0];
+
+	for (size_t i = 1; i < s->nr_procs; i++)
+		if ((__u32)s->procs[i].pid == pid)
+			p = &s->procs[i];
+	if (!p->refreshed)  /* objects loaded since the last pass */
+		symbolizer_refresh(p->sym);
+	p->refreshed = true;
+	s->uw = p->uw;
+	s->sym = p->sym;
+}
+
 /* One record from the ring buffer: unwound and named here, kept under the lock. */
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -159,9 +183,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*c))
 		return 0;
-	if (!s->refreshed)  /* objects loaded since the last pass */
-		symbolizer_refresh(s->sym);
-	s->refreshed = true;
+	use_proc(s, c->pid);
 	fill_figures(&r, c);
 	if (c->flags & SLOW_GO)
 		go_frames(s, c, &r);
@@ -177,22 +199,51 @@ static int on_record(void *ctx, void *data, size_t size)
 /* After each pass of the reader: the next record may re-read the mappings again. */
 static void pass_done(void *ctx)
 {
-	((struct slow *)ctx)->refreshed = false;
+	struct slow *s = ctx;
+
+	for (size_t i = 0; i < s->nr_procs; i++)
+		s->procs[i].refreshed = false;
 }
 
-int slow_start(const struct slow_conf *c, struct slow **out)
+/* Each process's unwinder and symbolizer. 0 or -errno. */
+static int new_procs(struct slow *s, const struct slow_conf *c)
+{
+	size_t n = c->pids && c->nr_pids ? c->nr_pids : 1;
+
+	if (n > SLOW_PROCS_MAX)
+		return -E2BIG;
+	for (s->nr_procs = 0; s->nr_procs < n; s->nr_procs++) {
+		struct slow_proc *p = &s->procs[s->nr_procs];
+
+		p->pid = c->pids && c->nr_pids ? c->pids[s->nr_procs] : c->pid;
+		p->uw = unwinder_new(p->pid, NULL);
+		p->sym = symbolizer_new(p->pid, c->max_memory);
+		if (!p->uw || !p->sym) {
+			s->nr_procs++;   /* freed with the others */
+			return -ENOMEM;
+		}
+		/* One thread unwinds every process's calls in turn: one may exit before its first is read. */
+		if (n > 1)
+			unwinder_prepare(p->uw);
+	}
+	return 0;
+}
+
+int slow_start(struct slow *s, int rb_fd)
+{
+	return rb_reader_start(&s->rd, rb_fd, on_record, s, &s->lock, pass_done, NULL);
+}
+
+int slow_new(const struct slow_conf *c, struct slow **out)
 {
 	struct slow *s = calloc(1, sizeof(*s));
-	int err = -ENOMEM;
+	int err;
 
 	if (!s)
 		return -ENOMEM;
 	s->threshold_ns = c->threshold_ns;
 	pthread_mutex_init(&s->lock, NULL);
-	s->uw = unwinder_new(c->pid, NULL);
-	s->sym = symbolizer_new(c->pid, c->max_memory);
-	if (s->uw && s->sym)
-		err = rb_reader_start(&s->rd, c->rb_fd, on_record, s, &s->lock, pass_done, NULL);
+	err = new_procs(s, c);
 	if (err) {
 		slow_stop(s);
 		return err;
@@ -206,8 +257,10 @@ void slow_stop(struct slow *s)
 	if (!s)
 		return;
 	rb_reader_stop(&s->rd);
-	unwinder_free(s->uw);
-	symbolizer_free(s->sym);
+	for (size_t i = 0; i < s->nr_procs; i++) {
+		unwinder_free(s->procs[i].uw);
+		symbolizer_free(s->procs[i].sym);
+	}
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -56,15 +56,30 @@ struct slow_view {
 
 struct slow;
 
+/* Most processes one collector names the stacks of (a -p list's). */
+#define SLOW_PROCS_MAX 64
+
 struct slow_conf {
 	pid_t pid;               /* the target (its objects are unwound and named) */
-	int rb_fd;               /* the ring buffer map */
+	/*
+	 * -p P1,P2,...: every process (pids[0] == pid), each one's calls
+	 * unwound and named with its own objects; a call of another process (a
+	 * fork child) with pid's. NULL: pid alone. At most SLOW_PROCS_MAX.
+	 */
+	const pid_t *pids;
+	size_t nr_pids;
 	__u64 threshold_ns;      /* --slow */
 	size_t max_memory;       /* --max-memory: what the names may hold (0: the default) */
 };
 
-/* Starts the reading thread. 0 or -errno. */
-int slow_start(const struct slow_conf *c, struct slow **out);
+/*
+ * The collector, each process's objects read now (a -p list's: before the
+ * probes are in, so that a process that exits at once is named too). 0 or
+ * -errno.
+ */
+int slow_new(const struct slow_conf *c, struct slow **out);
+/* Starts the reading thread on the ring buffer map rb_fd. 0 or -errno. */
+int slow_start(struct slow *s, int rb_fd);
 /* Stops the thread (after it read what is in the ring buffer) and frees; safe with NULL. */
 void slow_stop(struct slow *s);
 

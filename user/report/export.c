@@ -37,6 +37,7 @@ struct export {
 	struct metrics *metrics;
 	struct http_server *http;
 	struct sampler_conf sample_conf; /* how the profiles served are sampled */
+	char pid_names[EXPORT_LIST_MAX][12]; /* -p P1,P2,...: each pid as ?pid= gives it */
 	struct label *labels;        /* per statistics slot */
 	size_t nr_labels;
 };
@@ -356,6 +357,31 @@ static size_t traced_pids(const struct export *e, pid_t *pids, size_t max)
 	return n;
 }
 
+/* -p P1,P2,...: the one ?pid= names, if listed, else all of them. How many, or 0 after an error answer. */
+static size_t listed_pids(const struct export *e, const char *query, pid_t *pids, struct http_response *resp)
+{
+	char buf[16];
+	size_t k;
+	int err = http_query_get(query, "pid", buf, sizeof(buf));
+
+	if (err == -E2BIG) {
+		http_respond_text(resp, 400, "pid must be a process id\n");
+		return 0;
+	}
+	if (err) {
+		memcpy(pids, e->conf.pids, e->conf.nr_pids * sizeof(*pids));
+		return e->conf.nr_pids;
+	}
+	for (k = 0; k < e->conf.nr_pids; k++) {
+		if (!strcmp(buf, e->pid_names[k])) {
+			pids[0] = e->conf.pids[k];
+			return 1;
+		}
+	}
+	http_respond_text(resp, 404, "process %s is not one of -p's\n", buf);
+	return 0;
+}
+
 /*
  * The processes a profile is of: the target; system-wide, the one ?pid=
  * names if it maps a traced file, else every one that does (up to
@@ -369,6 +395,8 @@ static size_t profile_pids(const struct export *e, const char *query, pid_t *pid
 	size_t n;
 	long v;
 
+	if (e->conf.nr_pids > 1)
+		return listed_pids(e, query, pids, resp);
 	if (e->conf.pid || e->conf.all) {
 		pids[0] = e->conf.pid;   /* -a: 0, every process */
 		return 1;
@@ -398,7 +426,7 @@ static size_t profile_pids(const struct export *e, const char *query, pid_t *pid
 static int profile(struct export *e, const pid_t *pids, size_t n, long secs, const volatile int *stopping,
 		   unsigned char **out, size_t *len)
 {
-	struct sampler *s[PROFILE_MAX_PROCS] = { 0 };
+	struct sampler *s[EXPORT_LIST_MAX] = { 0 };
 	struct pprof *p = NULL;
 	size_t k, started = 0;
 	int err = 0, i;
@@ -409,9 +437,9 @@ static int profile(struct export *e, const pid_t *pids, size_t n, long secs, con
 		return -ESRCH;
 	for (i = 0; i < secs * 10 && !*stopping; i++) {
 		usleep(100000);
-		/* -a: the processes' names and mappings read while they run (they may exit before the answer). */
-		if (e->conf.all && i % 3 == 2)
-			sampler_refresh(s[0]);
+		/* -a, -p list: the processes' names and mappings read while they run (they may exit before the answer). */
+		for (k = 0; (e->conf.all || e->conf.nr_pids > 1) && i % 3 == 2 && k < n; k++)
+			sampler_refresh(s[k]);
 	}
 	/* Stopped early (fnprof stops, the client hung up): nobody reads the answer, so none is made. */
 	p = *stopping ? NULL : pprof_new(1000000000ULL / e->sample_conf.freq_hz, i * 100000000ULL);
@@ -430,7 +458,7 @@ static int profile(struct export *e, const pid_t *pids, size_t n, long secs, con
 static void serve_profile(void *ctx, const struct http_request *req, struct http_response *resp)
 {
 	struct export *e = ctx;
-	pid_t pids[PROFILE_MAX_PROCS];
+	pid_t pids[EXPORT_LIST_MAX];
 	unsigned char *data = NULL;
 	size_t len = 0, n;
 	long secs;
@@ -452,8 +480,8 @@ static void serve_profile(void *ctx, const struct http_request *req, struct http
 
 static void serve_index(void *ctx, const struct http_request *req, struct http_response *resp)
 {
-	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide: &pid=PID for one "
-			  "process; -a: every process, labelled pid and comm)\n");
+	http_respond_text(resp, 200, "fnprof\n/metrics\n/debug/pprof/profile?seconds=N (system-wide or -p P1,P2,...: "
+			  "&pid=PID for one process; -a and -p lists: every process, labelled pid and comm)\n");
 }
 
 static const struct http_route routes[] = {
@@ -461,6 +489,22 @@ static const struct http_route routes[] = {
 	{ "/debug/pprof/profile", serve_profile, true },
 	{ "/", serve_index, false },
 };
+
+/*
+ * -p P1,P2,...: each process's metrics apart, labelled pid unless --by
+ * asked for another label; the profiles' samples labelled too (a sampler
+ * sharing its maps among the list's, stackrows_conf.name_process).
+ */
+static void take_list(struct export *e)
+{
+	size_t k;
+
+	if (e->conf.by == BY_NONE)
+		e->conf.by = BY_PID;
+	e->sample_conf.share = e->conf.nr_pids;
+	for (k = 0; k < e->conf.nr_pids && k < EXPORT_LIST_MAX; k++)
+		snprintf(e->pid_names[k], sizeof(e->pid_names[k]), "%d", e->conf.pids[k]);
+}
 
 int export_start(const struct export_conf *conf, struct export **out)
 {
@@ -479,7 +523,9 @@ int export_start(const struct export_conf *conf, struct export **out)
 	e->sample_conf.all = conf->all;
 	e->sample_conf.max_memory = conf->max_memory;
 	hc.ctx = e;
-	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, conf->by, conf->max_series))) {
+	if (conf->nr_pids > 1)
+		take_list(e);
+	if (conf->pl && conf->pl->nr && !(e->metrics = metrics_new(conf->pl, e->conf.by, conf->max_series))) {
 		log_err("out of memory");
 		free(e);
 		return -ENOMEM;

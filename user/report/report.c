@@ -760,6 +760,18 @@ static void print_hists(const struct report *r, FILE *f, const size_t *order)
 	}
 }
 
+/* --max-overhead with a -p list: a listed process's report, its own bursts' figures and CPU time. */
+static void take_share(struct report *c, const struct report_share *s)
+{
+	c->attached_fraction = s->fraction;
+	c->attached_lo = s->lo;
+	c->attached_hi = s->hi;
+	c->attached_work_ns = s->work_ns;
+	c->uncounted_probe_ns = s->uncounted_ns;
+	c->proc_cpu_known = true;
+	c->proc_cpu_ns = s->cpu_ns;
+}
+
 /*
  * --follow-forks: the report of the fork child in block k, sharing all but
  * the figures. False when that slot holds no process.
@@ -775,6 +787,9 @@ static bool child_report(const struct report *r, size_t k, struct report *c)
 	c->nr_procs = 0;
 	c->proc_cpu_known = false;
 	c->note = NULL;
+	c->nr_shares = 0;
+	if (k < r->nr_shares)
+		take_share(c, &r->shares[k]);
 	report_prepare(c);
 	return true;
 }
@@ -896,8 +911,24 @@ static void print_table(const struct report *r, FILE *f, bool hist, const struct
 	free(order);
 }
 
+/* Most processes of a -p list: the tracer's. */
+#define MAX_LISTED (1 + TRACER_MORE_MAX)
+
+/* -p P1,P2,...: the processes given, the report's own first, into pids; how many (1 without a list). */
+static size_t listed_pids(const struct report *r, pid_t *pids)
+{
+	size_t k, n = 1;
+
+	pids[0] = r->pid;
+	for (k = 1; k < r->nr_procs && n < MAX_LISTED; k++)
+		if (r->procs[k].pid && !r->procs[k].ppid)
+			pids[n++] = r->procs[k].pid;
+	return n;
+}
+
 void report_print_table(const struct report *r, FILE *f, bool hist)
 {
+	pid_t pids[MAX_LISTED];
 	struct report c;
 	size_t k;
 
@@ -906,7 +937,7 @@ void report_print_table(const struct report *r, FILE *f, bool hist)
 		if (child_report(r, k, &c))
 			print_table(&c, f, hist, &r->procs[k]);
 	if (r->slow)
-		slow_print_table(r->slow, r->pl, f);
+		slow_print_table(r->slow, r->pl, pids, listed_pids(r, pids), f);
 }
 
 static void json_avg_total(struct json *j, const char *key, double avg, __u64 total)
@@ -1049,13 +1080,11 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_obj_end(j);
 }
 
-static void json_overhead(struct json *j, const struct report *r)
+/* "overhead": what the probes cost the process, and with --max-overhead its budget. */
+static void json_probe_cost(struct json *j, const struct report *r)
 {
 	double ns = probe_overhead_ns(r);
-	int k;
 
-	if (!r->cal)
-		return;
 	json_obj_begin(j, "overhead");
 	json_u64(j, "probe_ns", (__u64)ns);
 	if (r->proc_cpu_known && r->proc_cpu_ns)
@@ -1068,6 +1097,15 @@ static void json_overhead(struct json *j, const struct report *r)
 		json_bool(j, "over_budget", over_budget(r, ns, &slowdown));
 	}
 	json_obj_end(j);
+}
+
+static void json_overhead(struct json *j, const struct report *r)
+{
+	int k;
+
+	if (!r->cal)
+		return;
+	json_probe_cost(j, r);
 	json_obj_begin(j, "calibration");
 	for (k = 0; k < CAL_NR; k++) {
 		json_obj_begin(j, calib_case_name(k));
@@ -1109,6 +1147,18 @@ static void json_functions(struct json *j, const struct report *r)
 	json_arr_end(j);
 }
 
+/* --max-overhead with a -p list: a listed process's own share of its work the counts stand for. */
+static void json_share(struct json *j, const struct report *c)
+{
+	json_bool(j, "estimated", estimated(c));
+	json_f64(j, "attached_fraction", estimated(c) ? c->attached_fraction : 1.0);
+	json_obj_begin(j, "attached_fraction_range");
+	json_f64(j, "min", estimated(c) ? c->attached_lo : 1.0);
+	json_f64(j, "max", estimated(c) ? c->attached_hi : 1.0);
+	json_obj_end(j);
+	json_u64(j, "proc_cpu_ns", c->proc_cpu_ns);
+}
+
 /*
  * --follow-forks: "children": [{pid, ppid, traced_after_ns, functions,
  * probe_ns}], in fork order; -p P1,P2,...: "processes": [{pid, functions,
@@ -1131,9 +1181,15 @@ static void json_children(struct json *j, const struct report *r, bool listed)
 			json_u64(j, "traced_after_ns", r->procs[k].delay_ns);
 		else if (!listed)
 			json_null(j, "traced_after_ns");
+		if (listed && k < r->nr_shares)
+			json_share(j, &c);
 		json_functions(j, &c);
 		if (c.cal)
 			json_u64(j, "probe_ns", (__u64)probe_overhead_ns(&c));
+		if (listed && k < r->nr_shares && c.cal)
+			json_probe_cost(j, &c);
+		if (listed && r->slow)
+			slow_print_json_calls(r->slow, r->pl, &(struct slow_pick){ .pid = c.pid }, j);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -1163,8 +1219,14 @@ void report_print_json(const struct report *r, FILE *f)
 		json_children(&j, r, false);
 		json_children(&j, r, true);
 	}
-	if (r->slow)
-		slow_print_json(r->slow, r->pl, &j);
+	if (r->slow) {
+		pid_t pids[MAX_LISTED];
+		size_t n = listed_pids(r, pids);
+
+		/* A -p list: its first process's calls here (and its fork children's), the others' under processes. */
+		slow_print_json(r->slow, r->pl,
+				n > 1 ? &(struct slow_pick){ .skip = pids + 1, .nr_skip = n - 1, .head = pids[0] } : NULL, &j);
+	}
 	json_obj_begin(&j, "dropped");
 	for (i = 0; i < DROP_NR; i++)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);

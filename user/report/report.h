@@ -15,6 +15,14 @@
 #include "profile/slow.h"
 #include "trace/tracer.h"
 
+/* --max-overhead with a -p list: what the bursts measured of one listed process. */
+struct report_share {
+	double fraction, lo, hi;    /* as attached_fraction, attached_lo, attached_hi */
+	double work_ns;             /* as attached_work_ns */
+	double uncounted_ns;        /* as uncounted_probe_ns */
+	__u64 cpu_ns;               /* its CPU time in the report's span */
+};
+
 struct report {
 	pid_t pid;
 	double interval_s;          /* seconds covered */
@@ -58,6 +66,13 @@ struct report {
 	double max_overhead_pct;    /* --max-overhead budget, 0 without */
 	double uncounted_probe_ns;  /* burst mode: probe time of calls not counted (attaching, detaching) */
 	const struct slow_view *slow;  /* --slow: the report's slow calls, or NULL */
+	/*
+	 * --max-overhead with a -p list: each listed process's own bursts'
+	 * figures, in slot order (nr_shares; [0] is the report's own, set in
+	 * the fields above too); each process's report takes its own.
+	 */
+	const struct report_share *shares;
+	size_t nr_shares;
 	/*
 	 * Calls open on the target's threads as the report was taken, indexed
 	 * as stats (NULL: not known): entered in it, returned after.

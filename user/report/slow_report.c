@@ -95,15 +95,57 @@ static void go_note(const struct slow_view *v, size_t first, const struct probe_
 		   "the goroutine's next run, blocked and waiting for a thread together)\n", go_cpu_unknown(pl, v->recs[i].id));
 }
 
-void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FILE *f)
+/* Whether record r is one a group takes: of pid, or (pid 0) of none of the skip ones. */
+static bool picked(const struct slow_rec *r, const struct slow_pick *k)
 {
-	size_t first = v->nr > SLOW_SHOWN ? v->nr - SLOW_SHOWN : 0, i;
+	if (!k)
+		return true;
+	if (k->pid)
+		return r->pid == (__u32)k->pid;
+	for (size_t i = 0; i < k->nr_skip; i++)
+		if (r->pid == (__u32)k->skip[i])
+			return false;
+	return true;
+}
+
+/* The kept records of a group: how many, and from which index its last SLOW_SHOWN (*shown of them) are. */
+static size_t count_picked(const struct slow_view *v, const struct slow_pick *k, size_t *first, size_t *shown)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < v->nr; i++)
+		n += picked(&v->recs[i], k);
+	*first = v->nr;
+	*shown = 0;
+	for (i = v->nr; i-- > 0 && *shown < SLOW_SHOWN;)
+		if (picked(&v->recs[i], k))
+			++*shown, *first = i;
+	return n;
+}
+
+/* A group's blocks, its latest SLOW_SHOWN; under a line of its own in a -p list. */
+static void print_group(const struct slow_view *v, const struct probe_list *pl, const struct slow_pick *k,
+			FILE *f)
+{
+	size_t first, shown, n = count_picked(v, k, &first, &shown), i;
+
+	if (k)
+		fprintf(f, "pid %d: %zu kept%s\n", (int)(k->pid ? k->pid : k->head), n,
+			shown < n ? ", the last ones shown" : "");
+	for (i = first; i < v->nr; i++)
+		if (picked(&v->recs[i], k))
+			print_one(&v->recs[i], pl, f);
+}
+
+/* The section's heading: how many, how many not kept and why. */
+static void print_heading(const struct slow_view *v, size_t shown, FILE *f)
+{
 	char b[16];
 
 	fprintf(f, "\nslow calls (%s or longer): %llu", fmt_ns(v->threshold_ns, b, sizeof(b)),
 		(unsigned long long)v->seen);
-	if (v->seen && first)
-		fprintf(f, ", the last %zu; %zu earlier ones in --json", v->nr - first, first);
+	if (v->seen && shown < v->nr)
+		fprintf(f, ", the last %zu; %zu earlier ones in --json", shown, v->nr - shown);
 	if (v->dropped) {
 		__u64 sent = v->over_rate + v->ringbuf_full;
 
@@ -114,9 +156,25 @@ void slow_print_table(const struct slow_view *v, const struct probe_list *pl, FI
 			(unsigned long long)(v->dropped > sent ? v->dropped - sent : 0), SLOW_KEEP);
 	}
 	fprintf(f, "%s\n", v->seen ? ":" : "");
-	for (i = first; i < v->nr; i++)
-		print_one(&v->recs[i], pl, f);
-	go_note(v, first, pl, f);
+}
+
+void slow_print_table(const struct slow_view *v, const struct probe_list *pl, const pid_t *listed, size_t nr_listed,
+		      FILE *f)
+{
+	struct slow_pick k[SLOW_PROCS_MAX];
+	size_t i, n = nr_listed > 1 && nr_listed <= SLOW_PROCS_MAX ? nr_listed : 0, first, one, shown = 0;
+
+	for (i = 0; i < n; i++)
+		k[i] = i ? (struct slow_pick){ .pid = listed[i] } :
+			   (struct slow_pick){ .skip = listed + 1, .nr_skip = n - 1, .head = listed[0] };
+	for (i = 0; i < (n ? n : 1); i++) {
+		count_picked(v, n ? &k[i] : NULL, &first, &one);
+		shown += one;
+	}
+	print_heading(v, shown, f);
+	for (i = 0; i < (n ? n : 1); i++)
+		print_group(v, pl, n ? &k[i] : NULL, f);
+	go_note(v, 0, pl, f);
 	if (v->no_block_stack)
 		fprintf(f, "(%llu slow calls without the stack of their longest block: no capture slot was free)\n",
 			(unsigned long long)v->no_block_stack);
@@ -180,15 +238,21 @@ static void json_one(const struct slow_rec *r, const struct probe_list *pl, stru
 	json_obj_end(j);
 }
 
-void slow_print_json(const struct slow_view *v, const struct probe_list *pl, struct json *j)
+void slow_print_json_calls(const struct slow_view *v, const struct probe_list *pl, const struct slow_pick *k,
+			   struct json *j)
 {
-	size_t i;
-
-	json_u64(j, "slow_threshold_ns", v->threshold_ns);
 	json_arr_begin(j, "slow_calls");
-	for (i = 0; i < v->nr; i++)
-		json_one(&v->recs[i], pl, j);
+	for (size_t i = 0; i < v->nr; i++)
+		if (picked(&v->recs[i], k))
+			json_one(&v->recs[i], pl, j);
 	json_arr_end(j);
+}
+
+void slow_print_json(const struct slow_view *v, const struct probe_list *pl, const struct slow_pick *k,
+		     struct json *j)
+{
+	json_u64(j, "slow_threshold_ns", v->threshold_ns);
+	slow_print_json_calls(v, pl, k, j);
 	json_u64(j, "slow_calls_seen", v->seen);
 	json_u64(j, "slow_calls_dropped", v->dropped);
 	json_u64(j, "slow_calls_over_rate", v->over_rate);

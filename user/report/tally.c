@@ -25,8 +25,13 @@
 struct tally {
 	struct tally_conf c;
 	struct export *export;          /* sinks (tally_set_sinks) */
-	struct heatmap *heat;
-	struct burst *burst;
+	struct heatmap *const *heat;    /* of slots 0..nr_heat-1 */
+	size_t nr_heat;
+	struct burst *burst;            /* of slots 0..nr_bursts-1 */
+	size_t nr_bursts;
+	struct burst_share shares[1 + TRACER_MORE_MAX];     /* each burst's share, at the report */
+	double uncounted[1 + TRACER_MORE_MAX];              /* and the probe time of its calls not counted */
+	struct report_share rshares[1 + TRACER_MORE_MAX];   /* as the report takes them */
 	const struct calibration *cal;
 	size_t nr_slots, nr;            /* slots, and figures in all of them */
 	struct fn_stats *delta, *interval, *total;
@@ -73,12 +78,14 @@ void tally_free(struct tally *t)
 	free(t);
 }
 
-void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *heat, struct burst *burst,
-		     const struct calibration *cal)
+void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *const *heat, size_t nr_heat,
+		     struct burst *burst, size_t nr_bursts, const struct calibration *cal)
 {
 	t->export = e;
 	t->heat = heat;
+	t->nr_heat = nr_heat < t->nr_slots ? nr_heat : t->nr_slots;
 	t->burst = burst;
+	t->nr_bursts = burst ? (nr_bursts < t->nr_slots ? nr_bursts : t->nr_slots) : 0;
 	t->cal = cal;
 }
 
@@ -120,21 +127,34 @@ int tally_drain(struct tally *t)
 		t->interval_drops[i] += drops[i];
 	if (t->export)
 		to_export(t, drops);
-	/* --svg: every drain is a heatmap column (the target's block), or part of one. */
-	if (t->heat && heatmap_add(t->heat, monotonic_s(), t->delta, t->cal)) {
-		log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
-		return -ENOMEM;
+	/* --svg: every drain is a heatmap column (each listed process's block), or part of one. */
+	for (i = 0; i < t->nr_heat; i++) {
+		if (heatmap_add(t->heat[i], monotonic_s(), t->delta + i * nr_fn, t->cal)) {
+			log_err("cannot keep the heatmap's columns: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
 	}
 	tracer_release_exited(t->c.tracer);
 	return 0;
 }
 
 /* One report: an interval's figures, or the total's (total). */
+/* A -p list's bursts: each process's share (sh[k], uncounted[k]) as the report takes them. */
+static void take_shares(struct tally *t, const struct burst_share *sh, const double *uncounted)
+{
+	for (size_t k = 0; k < t->nr_bursts; k++)
+		t->rshares[k] = (struct report_share){
+			.fraction = sh[k].fraction, .lo = sh[k].lo, .hi = sh[k].hi, .work_ns = sh[k].work_ns,
+			.uncounted_ns = uncounted[k], .cpu_ns = sh[k].cpu_ns,
+		};
+}
+
 static void print_report(struct tally *t, const struct fn_stats *stats, const __u64 *drops, double span,
 			 bool cpu_known, __u64 cpu, bool total, const struct burst_share *attached, __u64 self_cpu,
 			 double self_wall_s, const char *note)
 {
 	struct report rep = {
+		.shares = t->nr_bursts > 1 ? t->rshares : NULL, .nr_shares = t->nr_bursts > 1 ? t->nr_bursts : 0,
 		.attached_fraction = attached->fraction, .attached_lo = attached->lo, .attached_hi = attached->hi,
 		.attached_work_ns = attached->work_ns,
 		.max_overhead_pct = t->c.max_overhead_pct,
@@ -187,7 +207,7 @@ static void take_open(struct tally *t, bool again)
 
 int tally_report(struct tally *t, bool final, const struct tally_moment *m, const char *note)
 {
-	struct burst_share attached = { 1, 1, 1, 0 }, whole = { 1, 1, 1, 0 };
+	struct burst_share attached = { 1, 1, 1, 0, 0 }, whole = { 1, 1, 1, 0, 0 };
 	__u64 self_cpu = proc_self_cpu_ns();
 	/* A run with a single report: that report is the total, start-up included. */
 	bool only = final && !t->nr_reports;
@@ -196,13 +216,19 @@ int tally_report(struct tally *t, bool final, const struct tally_moment *m, cons
 
 	if (t->burst)
 		burst_take_share(t->burst, t->c.tracer, m->now, m->cpu_now_ns, &t->uncounted_ns, &attached);
+	/* A -p list: the others' own (their clocks are read by the bursts: no hint). */
+	t->shares[0] = attached;
+	t->uncounted[0] = t->uncounted_ns;
+	for (i = 1; i < t->nr_bursts; i++)
+		burst_take_share(&t->burst[i], t->c.tracer, m->now, 0, &t->uncounted[i], &t->shares[i]);
+	take_shares(t, t->shares, t->uncounted);
 	take_open(t, false);
 	err = tally_drain(t);
 	if (err)
 		return err;
 	take_open(t, true);
-	if (t->burst)
-		burst_rebase(t->burst, t->c.tracer);
+	for (i = 0; i < t->nr_bursts; i++)
+		burst_rebase(&t->burst[i], t->c.tracer);
 	for (i = 0; i < t->nr; i++)
 		fn_stats_merge(&t->total[i], &t->interval[i]);
 	for (i = 0; i < DROP_NR; i++)
@@ -212,6 +238,12 @@ int tally_report(struct tally *t, bool final, const struct tally_moment *m, cons
 		     only ? self_cpu : self_cpu - t->self_cpu_last, only ? m->now - t->c.t_exec : m->span_s, note);
 	if (final && t->burst)
 		burst_total_share(t->burst, &whole);
+	for (i = 0; final && t->nr_reports && i < t->nr_bursts; i++) {
+		burst_total_share(&t->burst[i], &t->shares[i]);
+		t->uncounted[i] = t->burst[i].uncounted_ns;
+	}
+	if (final && t->nr_reports)
+		take_shares(t, t->shares, t->uncounted);
 	if (final && t->nr_reports)
 		print_report(t, t->total, t->total_drops, m->total_s, m->cpu_known, m->cpu_total_ns, true, &whole,
 			     self_cpu, m->now - t->c.t_exec, note);

@@ -55,11 +55,13 @@ void tally_free(struct tally *t);
 
 /*
  * Where each drain's figures also go (NULL: nowhere): --listen's metrics,
- * --svg's heatmap, --max-overhead's bursts; the calibration's bias to
- * subtract (NULL: none, --raw). Set before the first drain.
+ * --svg's heatmaps (heat[k] of slot k's process: a -p list's, in order;
+ * nr_heat of them, the array the caller's), --max-overhead's bursts (burst[k]
+ * the account of slot k's process, nr_bursts of them); the
+ * calibration's bias to subtract (NULL: none, --raw). Set before the first drain.
  */
-void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *heat, struct burst *burst,
-		     const struct calibration *cal);
+void tally_set_sinks(struct tally *t, struct export *e, struct heatmap *const *heat, size_t nr_heat,
+		     struct burst *burst, size_t nr_bursts, const struct calibration *cal);
 
 /*
  * Takes the figures since the last drain into the interval's, and gives them

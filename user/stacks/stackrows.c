@@ -754,7 +754,19 @@ static int cmp_folded(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->frames, ((const struct folded_line *)b)->frames);
 }
 
-/* "comm;root;...;leaf" of one counted stack, root first, kernel frames marked _[k]. NULL: no memory. */
+/* A name as a folded frame, into buf: flamegraph.pl splits frames on ';' and the count off at the last space. */
+static const char *folded_comm(const char *name, char *buf, size_t size)
+{
+	if (buf != name)
+		snprintf(buf, size, "%s", name);
+	buf[strcspn(buf, "; ")] = 0;
+	return buf[0] ? buf : "[process]";
+}
+
+/*
+ * "comm;root;...;leaf" of one counted stack, root first, kernel frames
+ * marked _[k]; a -p list's "comm-PID;" first. NULL: no memory.
+ */
 static char *folded_frames(struct stackrows *r, const struct stack_count *e)
 {
 	const struct frame_info *fr[MAX_FRAMES];
@@ -766,15 +778,16 @@ static char *folded_frames(struct stackrows *r, const struct stack_count *e)
 
 	if (!f)
 		return NULL;
+	if (r->c.name_process)
+		fprintf(f, "%s-%d;", folded_comm(stackrows_comm(r), comm, sizeof(comm)), (int)r->c.pid);
 	if (e->key.tid)
 		thread_name(r, e->key.pid, e->key.tid, comm, sizeof(comm));
 	else if (r->c.comm_of)
 		snprintf(comm, sizeof(comm), "%s", r->c.comm_of(r->c.ctx, e->key.pid));
-	else
+	else if (!r->c.name_process)
 		snprintf(comm, sizeof(comm), "%s", stackrows_comm(r));
-	/* flamegraph.pl splits frames on ';' and the count off at the last space. */
-	comm[strcspn(comm, "; ")] = 0;
-	fputs(comm[0] ? comm : "[process]", f);
+	if (e->key.tid || !r->c.name_process)
+		fputs(folded_comm(comm, comm, sizeof(comm)), f);
 	n = stack_frames(r, &e->key, fr, ips);
 	while (n--)
 		fprintf(f, ";%s%s", sanitize_folded(frame_name(fr[n], name, sizeof(name)), clean, sizeof(clean)),
@@ -808,21 +821,40 @@ static int write_lines(const char *path, const struct folded_line *l, size_t nr)
 
 int stackrows_write_folded(struct stackrows *r, const char *path)
 {
-	struct folded_line *l = calloc(r->nr_prev ? r->nr_prev : 1, sizeof(*l));
-	size_t i, nr = 0;
-	int err = -ENOMEM;
+	return stackrows_write_folded_many(&r, 1, path);
+}
 
-	for (i = 0; l && i < r->nr_prev; i++, nr++) {
-		l[nr].count = (__u64)llround(r->prev[i].out[r->c.desc->rank]);
-		l[nr].frames = folded_frames(r, &r->prev[i]);
-		if (!l[nr].frames)
-			goto cleanup;
+/* The lines of r's counts into l from *nr on. -ENOMEM, or 0. */
+static int folded_lines(struct stackrows *r, struct folded_line *l, size_t *nr)
+{
+	size_t i;
+
+	for (i = 0; i < r->nr_prev; i++, (*nr)++) {
+		l[*nr].count = (__u64)llround(r->prev[i].out[r->c.desc->rank]);
+		l[*nr].frames = folded_frames(r, &r->prev[i]);
+		if (!l[*nr].frames)
+			return -ENOMEM;
 	}
-	if (l) {
-		qsort(l, nr, sizeof(*l), cmp_folded);
-		err = write_lines(path, l, nr);
-	}
+	return 0;
+}
+
+int stackrows_write_folded_many(struct stackrows *const *r, size_t n, const char *path)
+{
+	struct folded_line *l;
+	size_t i, nr = 0, all = 0;
+	int err = 0;
+
+	for (i = 0; i < n; i++)
+		all += r[i]->nr_prev;
+	l = calloc(all ? all : 1, sizeof(*l));
+	for (i = 0; l && !err && i < n; i++)
+		err = folded_lines(r[i], l, &nr);
+	if (!l || err)
+		goto cleanup;
+	qsort(l, nr, sizeof(*l), cmp_folded);
+	err = write_lines(path, l, nr);
 cleanup:
+	err = l ? err : -ENOMEM;
 	for (i = 0; l && i < nr; i++)
 		free(l[i].frames);
 	free(l);
@@ -864,6 +896,7 @@ static int pprof_count(struct stackrows *r, struct pprof *p, const struct stack_
 	const struct prof_desc *d = r->c.desc;
 	const struct frame_info *fr[MAX_FRAMES];
 	__u64 ips[MAX_FRAMES], locs[MAX_FRAMES], v[PROF_NR_VALUES];
+	const char *label;
 	int n, k, g, nl, i;
 
 	n = stack_frames(r, &e->key, fr, ips);
@@ -871,10 +904,14 @@ static int pprof_count(struct stackrows *r, struct pprof *p, const struct stack_
 		locs[nl] = pprof_frames(p, &fr[k], ips[k], n - k, &g);
 	for (i = 0; i < nv; i++)
 		v[i] = (__u64)llround(e->out[i]);
-	/* -a: whose each sample is, as pprof labels (go tool pprof -tags, Parca, Pyroscope). */
+	label = d->label_key ? d->labels[e->key.label & 1] : NULL;
+	/* -a, -p list: whose each sample is, as pprof labels (go tool pprof -tags, Parca, Pyroscope). */
 	if (r->c.comm_of)
-		return pprof_sample_process(p, locs, nl, v, e->key.pid, r->c.comm_of(r->c.ctx, e->key.pid));
-	return pprof_sample_values(p, locs, nl, v, d->label_key, d->label_key ? d->labels[e->key.label & 1] : NULL);
+		return pprof_sample_process(p, locs, nl, v, e->key.pid, r->c.comm_of(r->c.ctx, e->key.pid),
+					    d->label_key, label);
+	if (r->c.name_process)
+		return pprof_sample_process(p, locs, nl, v, r->c.pid, stackrows_comm(r), d->label_key, label);
+	return pprof_sample_values(p, locs, nl, v, d->label_key, label);
 }
 
 int stackrows_add_pprof(struct stackrows *r, struct pprof *p, unsigned int unknown)
@@ -895,9 +932,18 @@ int stackrows_add_pprof(struct stackrows *r, struct pprof *p, unsigned int unkno
 
 int stackrows_write_pprof(struct stackrows *r, struct pprof *p, unsigned int unknown, const char *path)
 {
+	return stackrows_write_pprof_many(&r, 1, p, unknown, path);
+}
+
+int stackrows_write_pprof_many(struct stackrows *const *r, size_t n, struct pprof *p, unsigned int unknown,
+			       const char *path)
+{
 	unsigned char *data = NULL;
-	size_t len;
-	int err = p ? stackrows_add_pprof(r, p, unknown) : -ENOMEM;
+	size_t len, i;
+	int err = p ? 0 : -ENOMEM;
+
+	for (i = 0; !err && i < n; i++)
+		err = stackrows_add_pprof(r[i], p, unknown);
 
 	if (!err)
 		err = pprof_encode(p, &data, &len);
@@ -919,15 +965,19 @@ static enum flame_kind frame_kind(const struct frame_info *f, const char *exe)
 	return exe && !strcmp(f->object, exe) ? FLAME_USER : FLAME_LIB;
 }
 
-/* One counted stack into the graph: root first, below the thread with --per-thread. */
+/* One counted stack into the graph: root first, below the thread with --per-thread, the process with a -p list. */
 static int flame_stack(struct stackrows *r, struct flame *fl, const struct stack_count *e, const char *exe)
 {
 	const struct frame_info *fr[MAX_FRAMES];
-	struct flame_frame out[MAX_FRAMES + 1];
+	struct flame_frame out[MAX_FRAMES + 2];
 	__u64 ips[MAX_FRAMES];
-	char names[MAX_FRAMES][64], comm[64], thread[96];
+	char names[MAX_FRAMES][64], comm[64], thread[96], proc[96];
 	int n, k = 0, i;
 
+	if (r->c.name_process) {
+		snprintf(proc, sizeof(proc), "%s (pid %d)", stackrows_comm(r), (int)r->c.pid);
+		out[k++] = (struct flame_frame){ .name = proc, .object = "", .kind = FLAME_ROOT };
+	}
 	if (e->key.tid) {
 		thread_name(r, e->key.pid, e->key.tid, comm, sizeof(comm));
 		snprintf(thread, sizeof(thread), "%s (thread %u)", comm, e->key.tid);

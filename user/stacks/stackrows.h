@@ -114,6 +114,12 @@ struct stackrows_conf {
 	 */
 	const char *(*comm_of)(void *ctx, __u32 pid);
 	void *ctx;
+	/*
+	 * -p P1,P2,...: the files hold these stacks among other processes':
+	 * pprof samples labelled pid and comm, folded stacks start "comm-PID"
+	 * (stackcollapse-perf.pl --pid), flame stacks sit under "comm (pid N)".
+	 */
+	bool name_process;
 	int stacks_fd;               /* the stack map (FNPROF_STACK_MAP_ENTRIES) */
 	int kstacks_fd;              /* kernel stacks kept by hash id (offcpu); -1: in stacks_fd */
 	struct dwstacks *dw;         /* user stacks unwound in user space (ids >= DWSTACK_BASE); NULL: none */
@@ -169,6 +175,8 @@ void stackrows_json_values(struct stackrows *r, struct json *j, const char *key,
 
 /* Folded stacks of the counts since the start ("comm;root;...;leaf count"), written atomically. 0 or -errno. */
 int stackrows_write_folded(struct stackrows *r, const char *path);
+/* The same of n stackrows (a -p list's processes) in one file. */
+int stackrows_write_folded_many(struct stackrows *const *r, size_t n, const char *path);
 
 /*
  * The counts since the start into p (made with the desc's types, or for the
@@ -179,6 +187,9 @@ int stackrows_add_pprof(struct stackrows *r, struct pprof *p, unsigned int unkno
 
 /* Adds the counts since the start into p (as above), encodes it and writes it to path; frees p. 0 or -errno. */
 int stackrows_write_pprof(struct stackrows *r, struct pprof *p, unsigned int unknown, const char *path);
+/* The same of n stackrows (a -p list's processes) in one profile. */
+int stackrows_write_pprof_many(struct stackrows *const *r, size_t n, struct pprof *p, unsigned int unknown,
+			       const char *path);
 
 /* The counts since the start into fl, root first, below the thread with per_thread. 0 or -ENOMEM. */
 int stackrows_add_flame(struct stackrows *r, struct flame *fl);

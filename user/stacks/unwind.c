@@ -784,6 +784,15 @@ void unwinder_set_snapshots(struct unwinder *u, struct mapsnap *m)
 	u->snap = m;
 }
 
+void unwinder_prepare(struct unwinder *u)
+{
+	unsigned long mark = sigbus_guard_begin();
+
+	report_objects(u);
+	if (sigbus_guard_end(mark))
+		u->digest = 0;   /* an object truncated under libdwfl: read again at the first walk */
+}
+
 bool unwinder_has_objects(const struct unwinder *u)
 {
 	return u->dwfl;

@@ -55,6 +55,13 @@ int unwinder_unwind(struct unwinder *u, const struct dwarf_sample *s, __u64 *ips
 struct mapsnap;
 void unwinder_set_snapshots(struct unwinder *u, struct mapsnap *m);
 
+/*
+ * Reads the process's mappings and objects now, while it runs, rather than
+ * at the first walk: a process whose first stack is unwound late (one of
+ * several a thread serves) may be gone by then.
+ */
+void unwinder_prepare(struct unwinder *u);
+
 /* Whether the unwinder has read the process's mappings once (after an unwinder_unwind): not if it was gone. */
 bool unwinder_has_objects(const struct unwinder *u);
 

@@ -61,11 +61,11 @@ static void price_calls(void *ctx, const struct probe *p, const struct fn_stats 
  * probe time, at the calibrated cost per call of each function's probes;
  * and how many calls that is.
  */
-static double peek_probe_ns(struct tracer *t, const struct calibration *cal, __u64 *calls)
+static double peek_probe_ns(struct tracer *t, __u32 slot, const struct calibration *cal, __u64 *calls)
 {
 	struct peek pk = { .cal = cal };
 
-	tracer_peek(t, price_calls, &pk);
+	tracer_peek_slot(t, slot, price_calls, &pk);
 	*calls = pk.calls;
 	return pk.ns;
 }
@@ -73,17 +73,26 @@ static double peek_probe_ns(struct tracer *t, const struct calibration *cal, __u
 void burst_init(struct burst *b, double budget_pct, struct calibration *cal, const struct probe_list *pl,
 		pid_t pid, struct tracer *t, double now)
 {
-	size_t i;
+	bursts_init(b, 1, budget_pct, cal, pl, &pid, t, now);
+}
 
-	*b = (struct burst){
-		.budget = budget_pct / 100, .on = true, .first = true, .phase_start = now,
-		.phase_end = now + FIRST_ON_S, .pid = pid, .cal = cal, .taken_at = now, .refreshed_at = now,
-	};
-	for (i = 0; i < pl->nr; i++)
-		b->cases |= calib_cases_of(&pl->probes[i]);
-	b->cpu0 = b->cpu_taken = b->cpu_start = target_cpu(b, 0);
-	peek_probe_ns(t, cal, &b->calls0);
-	b->paused0 = tracer_paused_calls(t);
+void bursts_init(struct burst *b, size_t n, double budget_pct, struct calibration *cal, const struct probe_list *pl,
+		 const pid_t *pids, struct tracer *t, double now)
+{
+	size_t i, k;
+
+	for (k = 0; k < n; k++) {
+		b[k] = (struct burst){
+			.budget = budget_pct / 100, .on = true, .first = true, .phase_start = now,
+			.phase_end = now + FIRST_ON_S, .pid = pids[k], .slot = k, .cal = cal, .taken_at = now,
+			.refreshed_at = now,
+		};
+		for (i = 0; i < pl->nr; i++)
+			b[k].cases |= calib_cases_of(&pl->probes[i]);
+		b[k].cpu0 = b[k].cpu_taken = b[k].cpu_start = target_cpu(&b[k], 0);
+		peek_probe_ns(t, k, cal, &b[k].calls0);
+		b[k].paused0 = tracer_paused_calls_of(t, k);
+	}
 	/* The probes were put in paused (tracer_conf.start_paused): the first burst begins with the work read. */
 	tracer_count_calls(t, true);
 }
@@ -129,8 +138,8 @@ void burst_settle(struct burst *b, __u64 cpu, __u64 calls, double probe, __u64 p
 /* Adds what the target did since the last settle to the accounts. */
 static void settle(struct burst *b, struct tracer *t)
 {
-	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls(t);
-	double probe = peek_probe_ns(t, b->cal, &calls);
+	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls_of(t, b->slot);
+	double probe = peek_probe_ns(t, b->slot, b->cal, &calls);
 
 	burst_settle(b, cpu, calls, probe, paused);
 }
@@ -181,23 +190,36 @@ static void new_burst(struct burst *b)
 	b->burst_calls = 0;
 }
 
-static void start_burst(struct burst *b, struct tracer *t, double now)
+/*
+ * One switch for n processes (a -p list's): a burst as long as the dearest
+ * process's budget allows, so that each one's probes stay within its own.
+ */
+static void start_burst(struct burst *b, size_t n, struct tracer *t, double now)
 {
-	double t0 = now;
+	double t0 = now, len = 0, l;
+	size_t k;
 
 	tracer_resume(t);
-	/* The attach is off-time; the burst starts when the probes are in. */
-	settle(b, t);
-	b->off_s = now - b->phase_start;
-	b->attach_s = monotonic_s() - t0;
-	log_debug("burst: off %.2f s, target CPU %.1f ms, detach cost %.2f ms; attach took %.1f ms",
-		  b->off_s, b->off_cpu / 1e6, b->detach_cost / 1e6, b->attach_s * 1e3);
-	b->on = true;
-	b->burst_len = next_on_len(b);
-	new_burst(b);
+	for (k = 0; k < n; k++) {
+		/* The attach is off-time; the burst starts when the probes are in. */
+		settle(&b[k], t);
+		b[k].off_s = now - b[k].phase_start;
+		b[k].attach_s = monotonic_s() - t0;
+		log_debug("burst: pid %d off %.2f s, its CPU %.1f ms, detach cost %.2f ms; attach took %.1f ms",
+			  b[k].pid, b[k].off_s, b[k].off_cpu / 1e6, b[k].detach_cost / 1e6, b[k].attach_s * 1e3);
+		l = b[k].gone ? PERIOD_S : next_on_len(&b[k]);
+		len = !k || l < len ? l : len;
+	}
+	for (k = 0; k < n; k++) {
+		b[k].on = true;
+		b[k].burst_len = len;
+		new_burst(&b[k]);
+	}
 	tracer_count_calls(t, true);
-	b->phase_start = monotonic_s();
-	b->phase_end = b->phase_start + b->burst_len;
+	for (k = 0; k < n; k++) {
+		b[k].phase_start = monotonic_s();
+		b[k].phase_end = b[k].phase_start + len;
+	}
 }
 
 static double rate_at(const struct burst *b, double scale)
@@ -252,11 +274,11 @@ double burst_rate_error(const struct burst *b)
 	return t_9973(b->nr_rated - 1) * sqrt(var / b->nr_rated) / mean;
 }
 
-static void end_burst(struct burst *b, struct tracer *t, double now)
+/* The burst of one process ends: its figures taken. Whether it may stay attached (within its budget). */
+static bool burst_ended(struct burst *b, struct tracer *t, double now)
 {
-	double s, t0;
+	double s;
 
-	tracer_count_calls(t, false);
 	settle(b, t);
 	burst_rate(b);
 	b->burst_len = now - b->phase_start;
@@ -264,29 +286,47 @@ static void end_burst(struct burst *b, struct tracer *t, double now)
 	b->nr_bursts++;
 	b->first = false;
 	s = burst_slowdown(b);
-	log_debug("burst: %.1f ms, %llu calls in %.2f ms of CPU (probes %.2f ms): %.2f a ms of work, "
-		  "probes slow the target by %.1f%%; account %.2f ms", b->burst_len * 1e3,
+	log_debug("burst: pid %d %.1f ms, %llu calls in %.2f ms of CPU (probes %.2f ms): %.2f a ms of work, "
+		  "probes slow it by %.1f%%; account %.2f ms", b->pid, b->burst_len * 1e3,
 		  (unsigned long long)b->burst_calls, b->burst_cpu / 1e6, b->burst_probe / 1e6, 1e6 * rate_at(b, 1),
 		  100 * s, burst_account(b) / 1e6);
-	if (s <= MARGIN * b->budget && burst_account(b) >= 0) {
+	return s <= MARGIN * b->budget && burst_account(b) >= 0;
+}
+
+/* The bursts end; attached on while every process is within its budget, else the probes go. */
+static void end_burst(struct burst *b, size_t n, struct tracer *t, double now)
+{
+	bool stay = true;
+	double t0;
+	size_t k;
+
+	tracer_count_calls(t, false);
+	for (k = 0; k < n; k++)
+		stay &= burst_ended(&b[k], t, now) || b[k].gone;
+	if (stay) {
 		/* Within budget: stay attached, look again later. */
 		tracer_count_calls(t, true);
-		new_burst(b);
-		b->phase_start = now;
-		b->phase_end = now + period(b);
+		for (k = 0; k < n; k++) {
+			new_burst(&b[k]);
+			b[k].phase_start = now;
+			b[k].phase_end = now + period(&b[0]);
+		}
 		return;
 	}
-	b->on = false;
-	b->off_cpu = b->off_s = b->detach_cost = 0;
-	b->phase_start = now;
-	b->phase_end = now;
+	for (k = 0; k < n; k++) {
+		b[k].on = false;
+		b[k].off_cpu = b[k].off_s = b[k].detach_cost = 0;
+		b[k].phase_start = b[k].phase_end = now;
+	}
 	t0 = monotonic_s();
 	tracer_pause(t);
-	/* The calls that hit the probes until the kernel took them out. */
-	settle(b, t);
-	b->switch_s = b->attach_s + monotonic_s() - t0;
-	log_debug("burst: detach took %.1f ms, cost the target %.2f ms", (monotonic_s() - t0) * 1e3,
-		  b->detach_cost / 1e6);
+	for (k = 0; k < n; k++) {
+		/* The calls that hit the probes until the kernel took them out. */
+		settle(&b[k], t);
+		b[k].switch_s = b[k].attach_s + monotonic_s() - t0;
+		log_debug("burst: pid %d: detach took %.1f ms, cost it %.2f ms", b[k].pid, (monotonic_s() - t0) * 1e3,
+			  b[k].detach_cost / 1e6);
+	}
 }
 
 /* Off: when will the account pay for the next burst, at the target's recent rate of work? */
@@ -320,21 +360,51 @@ static void refresh_cost(struct burst *b, double now)
 
 double burst_tick(struct burst *b, struct tracer *t, double now)
 {
-	double t0 = monotonic_s(), look, next;
+	return bursts_tick(b, 1, t, now);
+}
 
-	settle(b, t);
+/* Whether a process's account ran into more debt than a burst may. */
+static bool in_debt(const struct burst *b)
+{
+	return burst_account(b) < -MARGIN * b->budget * DEBT_WORK_NS;
+}
+
+/* Off: when every process's account pays for the next burst. */
+static double next_start_all(const struct burst *b, size_t n, double now)
+{
+	double next = now, at;
+
+	for (size_t k = 0; k < n; k++) {
+		at = b[k].gone ? now : next_start(&b[k], now);
+		next = at > next ? at : next;
+	}
+	return next;
+}
+
+double bursts_tick(struct burst *b, size_t n, struct tracer *t, double now)
+{
+	double t0 = monotonic_s(), look, next;
+	bool debt = false;
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		settle(&b[k], t);
+		/* One of a list that has exited earns nothing more: it must not keep the others' probes out. */
+		b[k].gone = n > 1 && !proc_alive(b[k].pid);
+		debt |= !b[k].gone && in_debt(&b[k]);
+	}
 	refresh_cost(b, now);
 	look = monotonic_s() - t0;
-	if (b->on && (now >= b->phase_end || burst_account(b) < -MARGIN * b->budget * DEBT_WORK_NS))
-		end_burst(b, t, now);
-	else if (!b->on && next_start(b, now) <= now)
-		start_burst(b, t, now);
+	if (b->on && (now >= b->phase_end || debt))
+		end_burst(b, n, t, now);
+	else if (!b->on && next_start_all(b, n, now) <= now)
+		start_burst(b, n, t, now);
 	if (b->on) {
 		/* Look often in the first burst, which has no idea yet of the cost, less later. */
 		next = now + POLL_S + 20 * look + (b->first ? 0 : b->burst_len / 4);
 		next = next < b->phase_end ? next : b->phase_end;
 	} else
-		next = next_start(b, now);
+		next = next_start_all(b, n, now);
 	now = monotonic_s();
 	return next < now ? now : next > now + IDLE_POLL_S ? now + IDLE_POLL_S : next;
 }
@@ -404,6 +474,7 @@ void burst_take_share(struct burst *b, struct tracer *t, double now, __u64 cpu_h
 		  (b->uncounted_ns - b->uncounted_taken) / 1e6, on_s - b->on_taken, b->nr_bursts);
 	sh->fraction = clamp_share(f);
 	sh->work_ns = work_all > 1e4 ? work_all : 0;
+	sh->cpu_ns = b->cpu0 - b->cpu_taken;
 	share_range(b, work_on, b->probe_on - b->probe_on_taken, b->cpu0 - b->cpu_taken, b->probe_all - b->probe_taken,
 		    sh);
 	*uncounted_ns = b->uncounted_ns - b->uncounted_taken;
@@ -418,7 +489,7 @@ void burst_take_share(struct burst *b, struct tracer *t, double now, __u64 cpu_h
 
 void burst_rebase(struct burst *b, struct tracer *t)
 {
-	peek_probe_ns(t, b->cal, &b->calls0);
+	peek_probe_ns(t, b->slot, b->cal, &b->calls0);
 }
 
 static double total_fraction(const struct burst *b, double work_all)
@@ -432,5 +503,6 @@ void burst_total_share(const struct burst *b, struct burst_share *sh)
 
 	sh->fraction = total_fraction(b, work_all);
 	sh->work_ns = work_all > 1e4 ? work_all : 0;
+	sh->cpu_ns = b->cpu0 - b->cpu_start;
 	share_range(b, b->work_on, b->probe_on, b->cpu0 - b->cpu_start, b->probe_all, sh);
 }

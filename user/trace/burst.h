@@ -19,6 +19,7 @@
 #define FNPROF_BURST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 #include <linux/types.h>
 
@@ -31,6 +32,8 @@ struct burst {
 	bool first;           /* the first burst: how much do the probes cost? */
 	double phase_start, phase_end;
 	pid_t pid;
+	__u32 slot;           /* the process's statistics slot (a -p list's: its place in the list) */
+	bool gone;            /* a -p list's process that has exited: its account no longer holds the others */
 	struct calibration *cal;     /* its cost per call is measured again between bursts */
 	/* Readings at the last settle: */
 	__u64 cpu0;           /* target CPU time */
@@ -80,6 +83,7 @@ struct burst {
 struct burst_share {
 	double fraction, lo, hi;
 	double work_ns;       /* the target's own work the fraction is of (0: too little to measure) */
+	__u64 cpu_ns;         /* the target's CPU time over the span, as the bursts read it */
 };
 
 /* A range needs the call rates of this many bursts: fewer say nothing of how the rate moves. */
@@ -90,6 +94,17 @@ void burst_init(struct burst *b, double budget_pct, struct calibration *cal, con
 
 /* Attaches or detaches as the account says. Returns when to look again (seconds). */
 double burst_tick(struct burst *b, struct tracer *t, double now);
+
+/*
+ * -p P1,P2,...: the bursts of n processes (pids, in slot order) under one
+ * switch, each with its own account against its own work: a burst starts
+ * when every account pays for it, lasts what the dearest process's budget
+ * allows, and ends when any runs into debt. burst_take_share and the others
+ * then take each process's b[k].
+ */
+void bursts_init(struct burst *b, size_t n, double budget_pct, struct calibration *cal, const struct probe_list *pl,
+		 const pid_t *pids, struct tracer *t, double now);
+double bursts_tick(struct burst *b, size_t n, struct tracer *t, double now);
 
 /*
  * At a report, before the tracer's buffers are drained: the fraction of the

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +64,15 @@ struct tracer {
 	size_t nr_exited;
 	__u64 slow_ns;             /* --slow, 0 without */
 	__u32 slow_rate;           /* slow calls sent per second, at most */
+	/*
+	 * -p P1,P2,...: each probe's object held open, its path /proc/self/fd/N
+	 * (NULL: not held): the resolver's open_path goes through the first
+	 * process (/proc/PID/map_files), gone once it exits, while the others'
+	 * probes are attached again after each pause.
+	 */
+	char **held_paths;
+	int *held_fds;
+	size_t nr_held;
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -421,10 +432,57 @@ static int load(struct tracer *t, const struct events *evs)
 static struct uprobe_site site_of(struct tracer *t, const struct probe *p, pid_t pid, struct bpf_program *prog,
 				  __u64 offset, __u64 cookie)
 {
+	const char *path = p->open_path;
+
+	if (t->held_paths && p >= t->pl->probes && p < t->pl->probes + t->pl->nr && t->held_paths[p - t->pl->probes])
+		path = t->held_paths[p - t->pl->probes];
 	return (struct uprobe_site){
-		.prog = prog, .path = p->open_path, .offset = offset, .cookie = cookie,
+		.prog = prog, .path = path, .offset = offset, .cookie = cookie,
 		.pid = pid, .what = p->name, .object = p->object,
 	};
+}
+
+/*
+ * -p P1,P2,...: the probes' objects held open (one fd per object), for
+ * attaching again once the first process has exited. A file that cannot
+ * be opened keeps its open_path. 0 or -ENOMEM.
+ */
+static int hold_objects(struct tracer *t)
+{
+	size_t i, k, n = t->pl->nr;
+	int fd;
+
+	t->held_paths = calloc(n ? n : 1, sizeof(*t->held_paths));
+	t->held_fds = calloc(n ? n : 1, sizeof(*t->held_fds));
+	if (!t->held_paths || !t->held_fds)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const char *op = t->pl->probes[i].open_path;
+
+		for (k = 0; k < i && strcmp(t->pl->probes[k].open_path, op); k++)
+			;
+		if (k < i) {   /* the same object as probe k */
+			t->held_paths[i] = t->held_paths[k] ? strdup(t->held_paths[k]) : NULL;
+			continue;
+		}
+		fd = open(op, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		t->held_fds[t->nr_held++] = fd;
+		if (asprintf(&t->held_paths[i], "/proc/self/fd/%d", fd) < 0)
+			t->held_paths[i] = NULL;
+	}
+	return 0;
+}
+
+static void release_objects(struct tracer *t)
+{
+	for (size_t i = 0; t->held_paths && i < t->pl->nr; i++)
+		free(t->held_paths[i]);
+	for (size_t i = 0; i < t->nr_held; i++)
+		close(t->held_fds[i]);
+	free(t->held_paths);
+	free(t->held_fds);
 }
 
 /*
@@ -809,6 +867,11 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	/* -p P1,P2,...: a slot each, and with --follow-forks at least one for a fork child. */
 	if (t->nr_more)
 		t->nr_slots = t->nr_slots + t->nr_more;
+	if (t->nr_more && hold_objects(t)) {
+		log_err("out of memory");
+		tracer_stop(t);
+		return -ENOMEM;
+	}
 	t->nr_threads = conf->max_threads ? conf->max_threads : default_threads(pid);
 	/* fnprof's own thread, when it calibrates, takes one too. */
 	t->nr_threads += calibrates(t);
@@ -992,6 +1055,9 @@ int tracer_pause(struct tracer *t)
 	 */
 	t->skel->bss->generation++;
 	uprobes_detach(&t->links);
+	/* -p P1,P2,...: the other processes' probes go with the first's. */
+	for (size_t slot = 1; slot <= t->nr_more; slot++)
+		uprobes_detach(&t->child_links[slot]);
 	t->paused = true;
 	return 0;
 }
@@ -1012,8 +1078,16 @@ int tracer_resume(struct tracer *t)
 	 */
 	t->skel->bss->generation++;
 	err = attach_functions(t, &t->links, t->pl->probes, t->pl->nr, t->pid, 0);
+	/* -p P1,P2,...: one that has exited takes no probes, the first as the others; the rest go on. */
+	if (err && t->nr_more)
+		log_debug("burst: process %d takes no probes; it has exited", t->pid);
+	for (size_t slot = 1; slot <= t->nr_more; slot++) {
+		if (attach_functions(t, &t->child_links[slot], t->pl->probes, t->pl->nr, t->more[slot - 1],
+				     slot << FNPROF_COOKIE_SLOT_SHIFT))
+			log_debug("burst: process %d takes no probes; it has exited", t->more[slot - 1]);
+	}
 	t->paused = false;
-	return err;
+	return t->nr_more ? 0 : err;
 }
 
 void tracer_count_calls(struct tracer *t, bool on)
@@ -1026,14 +1100,24 @@ __u64 tracer_paused_calls(struct tracer *t)
 	return t->skel->bss->paused_calls;
 }
 
+__u64 tracer_paused_calls_of(struct tracer *t, __u32 slot)
+{
+	return slot < FNPROF_PAUSED_SLOTS ? t->skel->bss->paused_calls_slot[slot] : 0;
+}
+
 void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx)
+{
+	tracer_peek_slot(t, 0, fn, ctx);
+}
+
+void tracer_peek_slot(struct tracer *t, __u32 slot, tracer_peek_fn fn, void *ctx)
 {
 	struct fn_stats s;
 	__u32 i;
 
-	for (i = 0; i < t->nr_probes; i++) {
+	for (i = 0; slot < t->nr_slots && i < t->nr_probes; i++) {
 		memset(&s, 0, sizeof(s));
-		if (!read_stats(t, stats_key(t, t->epoch, 0, i), &s, false))
+		if (!read_stats(t, stats_key(t, t->epoch, slot, i), &s, false))
 			fn(ctx, &t->pl->probes[i], &s);
 	}
 }
@@ -1105,5 +1189,6 @@ void tracer_stop(struct tracer *t)
 	trace_bpf__destroy(t->sched);
 	trace_bpf__destroy(t->skel);
 	free(t->percpu);
+	release_objects(t);
 	free(t);
 }

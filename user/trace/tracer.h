@@ -135,7 +135,8 @@ int tracer_collect(struct tracer *t, struct fn_stats *out, __u64 drops[DROP_NR])
 int tracer_open_calls(struct tracer *t, __u64 *open);
 
 /*
- * Burst mode: removes the target's probes, or puts them back. Both wait for
+ * Burst mode: removes the target's probes (a -p list's: every process's),
+ * or puts them back. Both wait for
  * the kernel (an RCU grace period before the breakpoints change); from the
  * pause until tracer_count_calls(t, true) the probes count no call.
  */
@@ -144,6 +145,8 @@ int tracer_resume(struct tracer *t);
 void tracer_count_calls(struct tracer *t, bool on);
 /* Calls that hit the probes while they did not count (attaching, detaching): they cost the same. */
 __u64 tracer_paused_calls(struct tracer *t);
+/* The same of the process in slot (below FNPROF_PAUSED_SLOTS; else 0). */
+__u64 tracer_paused_calls_of(struct tracer *t, __u32 slot);
 
 /*
  * Shows fn each target probe's aggregate in the current buffer so far (not
@@ -152,6 +155,8 @@ __u64 tracer_paused_calls(struct tracer *t);
  */
 typedef void (*tracer_peek_fn)(void *ctx, const struct probe *p, const struct fn_stats *s);
 void tracer_peek(struct tracer *t, tracer_peek_fn fn, void *ctx);
+/* The same of the process in slot (a -p list's: 0 the first, 1.. the others). */
+void tracer_peek_slot(struct tracer *t, __u32 slot, tracer_peek_fn fn, void *ctx);
 
 /*
  * System-wide: probes on more files (an upgraded object), each probe with the
