@@ -62,6 +62,15 @@
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
 #define FNPROF_MAX_FUNCS (FNPROF_COOKIE_ID_MASK + 1)
+/* The compat trace object's answer for a probed address user space did not fill in (bpf/compat.bpf.h). */
+#define FNPROF_COOKIE_NONE (1ULL << 63)
+
+/* The compat trace object's key of a probe's cookie: the process and the probed address in it. */
+struct probe_addr {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
 
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
@@ -87,6 +96,7 @@ enum fnprof_drop {
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
 	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
+	DROP_NO_COOKIE,    /* compat object: an entry at an address user space had not filled in (bpf/compat.bpf.h) */
 	DROP_NR,
 };
 

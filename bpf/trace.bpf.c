@@ -26,6 +26,7 @@
 #include "arch.bpf.h"
 #include "bits.bpf.h"
 #include "figures.h"
+#include "compat.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -108,12 +109,7 @@ SIZED_ARRAY(tstates, struct thread_state);
 /* Pool indexes not in use. */
 FREE_INDEXES(free_tstates);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_ref);
-} threads SEC(".maps");
+THREAD_MAP(threads, struct thread_ref);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -217,9 +213,49 @@ static __always_inline struct thread_state *ref_state(const struct thread_ref *r
 	return ref ? pool_state(ref->idx1) : NULL;
 }
 
+/* Thread task's entry in `threads`, NULL if it has none. */
+static __always_inline struct thread_ref *task_ref(struct task_struct *task)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = task->pid;
+
+	return bpf_map_lookup_elem(&threads, &tid);
+#else
+	return bpf_task_storage_get(&threads, task, NULL, 0);
+#endif
+}
+
+/* The current thread's entry in `threads`; with create, made if it has none (NULL: no room). */
+static __always_inline struct thread_ref *current_ref(bool create)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = bpf_get_current_pid_tgid();
+	struct thread_ref *ref = bpf_map_lookup_elem(&threads, &tid), fresh = {};
+
+	if (ref || !create)
+		return ref;
+	/* A full hash refuses it: the caller counts the call (DROP_NO_STATE). */
+	bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+#else
+	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+#endif
+}
+
+/* Thread task exits: its entry goes (task storage goes with the task itself). */
+static __always_inline void task_ref_gone(struct task_struct *task)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&threads, &tid);
+#endif
+}
+
 static __always_inline struct thread_state *task_state(struct task_struct *task)
 {
-	return ref_state(bpf_task_storage_get(&threads, task, NULL, 0));
+	return ref_state(task_ref(task));
 }
 
 static __always_inline struct cpu_thread *this_cpu_thread(void)
@@ -277,10 +313,16 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 
 	if (!c)
 		return NULL;
+#ifdef FNPROF_COMPAT
+	/* No note of the running thread: sched_switch, which keeps it, is not loaded. */
+	ref = current_ref(create);
+	if (!ref)
+		return NULL;
+	return ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
+#endif
 	if (c->regs == (__u64)regs && c->idx1)
 		return pool_state(c->idx1);
-	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				   create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	ref = current_ref(create);
 	if (!ref)
 		return NULL;
 	ts = ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
@@ -339,8 +381,14 @@ static long match_step(__u32 i, struct match_ctx *m)
 	if (j >= FNPROF_MAX_DEPTH)
 		return 1;
 	f = &m->ts->frames[j];
+#ifdef FNPROF_COMPAT
+	/* FNPROF_MAX_FUNCS: any function's (a return's cookie is not known). */
+	if (f->id != m->id && m->id != FNPROF_MAX_FUNCS)
+		return 0;
+#else
 	if (f->id != m->id)
 		return 0;
+#endif
 	if (f->sp + ARCH_RET_ADDR_BYTES == m->sp) {
 		m->exact = j;
 		return 1;
@@ -364,7 +412,7 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 	/* The common case: the top frame is the one returning. */
 	if (top->id == id && top->sp + ARCH_RET_ADDR_BYTES == sp)
 		return d - 1;
-	bpf_loop(d, match_step, &m, 0);
+	FNPROF_LOOP(d, FNPROF_MAX_DEPTH, match_step, &m);
 	return m.exact;
 }
 
@@ -406,7 +454,7 @@ static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp,
 	/* A tail caller whose return did not follow its callee's is dead, wherever this call is. */
 	if (top->flags & FRAME_TAIL_DONE)
 		c.d--;
-	bpf_loop(FNPROF_MAX_DEPTH, dead_step, &c, 0);
+	FNPROF_LOOP(FNPROF_MAX_DEPTH, FNPROF_MAX_DEPTH, dead_step, &c);
 	count_drops(DROP_ABANDONED, ts->depth - c.d);
 	ts->depth = c.d;
 	ts->over = 0;
@@ -543,12 +591,18 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = attach_cookie(ctx);
 	__u32 d, id = cookie & FNPROF_COOKIE_ID_MASK;
 	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
 
+#ifdef FNPROF_COMPAT
+	if (cookie == FNPROF_COOKIE_NONE) {
+		count_drop(DROP_NO_COOKIE);
+		return 0;
+	}
+#endif
 	if (!entry_counts(cookie, &slot))
 		return 0;
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
@@ -684,7 +738,7 @@ static __always_inline void count_orphan(void)
 	/* System-wide: fnprof's own calls were left out at entry, not lost. */
 	if (!target_tgid && current_tgid() == fnprof_tgid)
 		return;
-	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ref = current_ref(false);
 	if (!ref || !ref->refused)
 		count_drop(DROP_ORPHAN_RET);
 }
@@ -714,8 +768,18 @@ static __always_inline int returning_frame(struct pt_regs *ctx, struct thread_st
 		*id = top->id;
 		return d - 1;
 	}
+#ifdef FNPROF_COMPAT
+	/* No cookie at a return: the frame is the topmost one entered just below its stack pointer. */
+	{
+		int k = match_frame(ts, d, FNPROF_MAX_FUNCS, sp);
+
+		*id = k >= 0 ? ts->frames[k & (FNPROF_MAX_DEPTH - 1)].id : 0;
+		return k;
+	}
+#else
 	*id = bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_ID_MASK;
 	return match_frame(ts, d, *id, sp);
+#endif
 }
 
 /*
@@ -729,7 +793,8 @@ static __always_inline void frame_close(struct thread_state *ts, struct thread_c
 
 	if (stack_switching && k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
-		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }, 0);
+		FNPROF_LOOP(d - k - 1, FNPROF_MAX_DEPTH, shift_step_from,
+			    (&(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }));
 		ts->depth = d - 1;
 		return;
 	}
@@ -841,10 +906,15 @@ SEC("uprobe")
 int BPF_KPROBE(fn_mid)
 {
 	__u64 now = bpf_ktime_get_ns(), a, off;
-	__u32 cookie = bpf_get_attach_cookie(ctx), id = cookie & FNPROF_COOKIE_ID_MASK;
+	__u64 cookie64 = attach_cookie(ctx);
+	__u32 cookie = cookie64, id = cookie & FNPROF_COOKIE_ID_MASK;
 	struct thread_state *ts = probe_thread(ctx, false);
 	struct fn_frame *f;
 
+#ifdef FNPROF_COMPAT
+	if (cookie64 == FNPROF_COOKIE_NONE)
+		return 0;
+#endif
 	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
 	/* off_A below must have the entry probe's time switched out. */
@@ -878,7 +948,7 @@ int BPF_KPROBE(fn_exit_ret)
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_tail)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = attach_cookie(ctx);
 
 	if (cookie & FNPROF_COOKIE_JMP)
 		return tail_jump(ctx, cookie);
@@ -908,7 +978,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			cpu->regs = 0;
 		return 0;
 	}
-	ref = bpf_task_storage_get(&threads, next, NULL, 0);
+	ref = task_ref(next);
 	ts = ref_state(ref);
 	if (switch_in_hidden(cpu, ts)) {
 		cpu->regs = 0;
@@ -1005,13 +1075,16 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	struct thread_ref *ref = bpf_task_storage_get(&threads, task, NULL, 0);
+	struct thread_ref *ref = task_ref(task);
 	struct thread_state *ts = ref_state(ref);
 	struct cpu_thread *cpu;
 	__u32 idx;
 
-	if (!ref || !ts)
+	if (!ref || !ts) {
+		if (ref)
+			task_ref_gone(task);
 		return 0;
+	}
 	if (ts->depth)
 		count_drops(ts->gen == generation ? DROP_ABANDONED : DROP_DETACHED, ts->depth);
 	/* Counted: user space, which reads the pool for the calls still open, must not count them again. */
@@ -1024,5 +1097,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	/* The queue's lock may refuse (rqspinlock): try again once, then count the loss. */
 	if (bpf_map_push_elem(&free_tstates, &idx, 0) && bpf_map_push_elem(&free_tstates, &idx, 0))
 		count_drop(DROP_POOL_LOST);
+	task_ref_gone(task);
 	return 0;
 }
