@@ -105,7 +105,7 @@ static int fill_site(int fd, const struct procmaps *pm, const struct uprobe_site
 	return n;
 }
 
-int tcompat_fill(int map_fd, const struct uprobe_site *sites, size_t n)
+int tcompat_fill(int map_fd, struct uprobe_site *sites, size_t n)
 {
 	struct procmaps *pm = NULL;
 	pid_t pid = 0;
@@ -133,6 +133,8 @@ int tcompat_fill(int map_fd, const struct uprobe_site *sites, size_t n)
 				  sites[i].what, sites[i].object, sites[i].pid);
 	}
 	procmaps_free(pm);
+	for (i = 0; i < n; i++)
+		sites[i].cookie = 0;
 	if (err)
 		log_err("cannot tell the probes' addresses in process %d (a kernel without attach cookies needs "
 			"them): %s", pid, strerror(-err));

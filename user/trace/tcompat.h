@@ -37,8 +37,10 @@ int tcompat_setup(struct trace_bpf *skel, __u32 nr_threads, __u32 nr_cookies);
  * pid) into map_fd, at each address where the process maps the probe's
  * file offset. A site whose object the process does not map (yet) gets
  * none: its calls are counted as lost (DROP_NO_COOKIE) until tcompat_fill
- * runs again after it is mapped. 0 or -errno (after a message).
+ * runs again after it is mapped. The sites' own cookies become 0: a
+ * kernel without attach cookies refuses a probe with one. 0 or -errno
+ * (after a message).
  */
-int tcompat_fill(int map_fd, const struct uprobe_site *sites, size_t n);
+int tcompat_fill(int map_fd, struct uprobe_site *sites, size_t n);
 
 #endif /* FNPROF_TCOMPAT_H */
