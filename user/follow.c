@@ -127,12 +127,12 @@ int follow_to_program(struct run_target *t, const char *const *funcs, size_t nr_
 	return EXIT_FAIL;
 }
 
-/*
- * A script or wrapper; or with the compat trace object any command: its
- * probes' addresses are read from the program's mappings (bpf/compat.bpf.h),
- * which exist once it has exec'd, where following stops it.
- */
 bool follow_needed(const struct run_target *t, size_t nr_funcs)
+{
+	return t->cmd && nr_funcs && wraps(t);
+}
+
+bool follow_to_exec(const struct run_target *t, size_t nr_funcs)
 {
 	return t->cmd && nr_funcs && (wraps(t) || kneeds_trace_compat(NULL));
 }
