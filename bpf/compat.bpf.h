@@ -70,20 +70,18 @@ struct {
 } probe_cookies SEC(".maps");
 
 /*
- * A probe's cookie: the attach cookie, or the compat build's entry for the
- * probed address (a uprobe program sees the trap's address as its ip);
- * FNPROF_COOKIE_NONE when there is none (counted by the caller).
+ * And where the process maps the probe's object only later (the libraries
+ * of a command stopped at its exec, dlopen): (build-id, file offset) ->
+ * its cookie in slot 0, filled by user space from the object's file. The
+ * kernel tells a user address's build-id and offset (bpf_get_stack,
+ * BPF_F_USER_BUILD_ID, 4.18); the answer goes into probe_cookies for the
+ * calls after. Unused (one entry) in the full build.
  */
-static __always_inline __u64 attach_cookie(struct pt_regs *ctx)
-{
-#ifdef FNPROF_COMPAT
-	struct probe_addr k = { .tgid = bpf_get_current_pid_tgid() >> 32, .addr = PT_REGS_IP(ctx) };
-	__u64 *c = bpf_map_lookup_elem(&probe_cookies, &k);
-
-	return c ? *c : FNPROF_COOKIE_NONE;
-#else
-	return bpf_get_attach_cookie(ctx);
-#endif
-}
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);	/* set by user space */
+	__type(key, struct probe_file);
+	__type(value, __u64);
+} probe_files SEC(".maps");
 
 #endif /* FNPROF_COMPAT_BPF_H */

@@ -72,6 +72,13 @@ struct probe_addr {
 	__u64 addr;
 };
 
+/* Its fallback's: the object's GNU build-id (zero-padded, as the kernel gives it) and the file offset. */
+struct probe_file {
+	__u8 build_id[20];
+	__u32 pad;
+	__u64 offset;
+};
+
 /* Perf counters read per call (-e): at most this many at once. */
 #define FNPROF_MAX_EVENTS 8
 

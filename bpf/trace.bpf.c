@@ -199,6 +199,54 @@ static __always_inline int proc_slot(__u32 tgid)
 	return pi ? pi->slot : -1;
 }
 
+#ifdef FNPROF_COMPAT
+/*
+ * The compat build's cookie of the probe at k (probe_files): from the
+ * object's build-id and the file offset of k's address, in process
+ * k->tgid's slot; kept in probe_cookies for the next call. NONE when the
+ * kernel cannot tell them (no build-id, the address space's lock taken) or
+ * the object is not one of the probes'.
+ */
+static __noinline __u64 cookie_by_file(struct pt_regs *ctx, struct probe_addr *k)
+{
+	struct bpf_stack_build_id b = {};
+	struct probe_file f = {};
+	__u64 *c, cookie;
+	int slot;
+
+	if (bpf_get_stack(ctx, &b, sizeof(b), BPF_F_USER_STACK | BPF_F_USER_BUILD_ID) < (long)sizeof(b) ||
+	    b.status != BPF_STACK_BUILD_ID_VALID)
+		return FNPROF_COOKIE_NONE;
+	__builtin_memcpy(f.build_id, b.build_id, sizeof(f.build_id));
+	f.offset = b.offset;
+	c = bpf_map_lookup_elem(&probe_files, &f);
+	slot = c ? proc_slot(k->tgid) : -1;
+	if (slot < 0)
+		return FNPROF_COOKIE_NONE;
+	cookie = *c | (__u64)slot << FNPROF_COOKIE_SLOT_SHIFT;
+	bpf_map_update_elem(&probe_cookies, k, &cookie, BPF_ANY);
+	return cookie;
+}
+#endif
+
+/*
+ * A probe's cookie: the attach cookie, or the compat build's entry for the
+ * probed address (a uprobe program sees the trap's address as its ip), or
+ * for its object's build-id and offset; FNPROF_COOKIE_NONE when there is
+ * none (counted by the caller).
+ */
+static __always_inline __u64 attach_cookie(struct pt_regs *ctx)
+{
+#ifdef FNPROF_COMPAT
+	struct probe_addr k = { .tgid = bpf_get_current_pid_tgid() >> 32, .addr = PT_REGS_IP(ctx) };
+	__u64 *c = bpf_map_lookup_elem(&probe_cookies, &k);
+
+	return c ? *c : cookie_by_file(ctx, &k);
+#else
+	return bpf_get_attach_cookie(ctx);
+#endif
+}
+
 /* The pool's entry at index idx1 - 1 (as thread_ref and cpu_thread keep it), NULL for 0. */
 static __always_inline struct thread_state *pool_state(__u32 idx1)
 {

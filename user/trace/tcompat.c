@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
+#include <libelf.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
@@ -12,6 +15,7 @@
 #include "fnprof.h"
 #include "trace.skel.h"
 #include "base/log.h"
+#include "elf/debuginfo.h"
 #include "target/kneeds.h"
 #include "target/procmaps.h"
 #include "trace/tcompat.h"
@@ -74,6 +78,8 @@ int tcompat_setup(struct trace_bpf *skel, __u32 nr_threads, __u32 nr_cookies)
 	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++)
 		bpf_program__set_autoload(off[i], false);
 	err = bpf_map__set_max_entries(skel->maps.threads, nr_threads);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.probe_files, nr_cookies);
 	return err ? err : bpf_map__set_max_entries(skel->maps.probe_cookies, nr_cookies);
 }
 
@@ -105,7 +111,51 @@ static int fill_site(int fd, const struct procmaps *pm, const struct uprobe_site
 	return n;
 }
 
-int tcompat_fill(int map_fd, struct uprobe_site *sites, size_t n)
+/* The GNU build-id of the object at path, as the kernel gives it (20 bytes, zero-padded); false if none. */
+static bool file_build_id(const char *path, __u8 id[20])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), i;
+	char hex[2 * 64 + 1];
+	unsigned int b;
+	bool ok = false;
+	Elf *e;
+
+	elf_version(EV_CURRENT);
+	e = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	if (e && debuginfo_build_id(e, hex, sizeof(hex)) && strlen(hex) <= 40) {
+		memset(id, 0, 20);
+		for (i = 0; hex[2 * i] && sscanf(hex + 2 * i, "%2x", &b) == 1; i++)
+			id[i] = b;
+		ok = true;
+	}
+	elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/*
+ * Site s's cookie in slot 0 for its object's build-id and offset, where the
+ * process maps the object only later (the BPF side adds the process's slot).
+ * Not fnprof's own probes: only fnprof runs its calibration functions.
+ * 0, or -errno.
+ */
+static int fill_file(int fd, const struct uprobe_site *s)
+{
+	struct probe_file key = { .offset = s->offset };
+	__u64 cookie = s->cookie & ~((__u64)FNPROF_COOKIE_SLOT_MASK << FNPROF_COOKIE_SLOT_SHIFT);
+
+	if (s->cookie & FNPROF_COOKIE_SELF)
+		return 0;
+	if (!file_build_id(s->path, key.build_id)) {
+		log_debug("%s has no build-id: calls of %s are seen only where it was mapped when the probes went in",
+			  s->object, s->what);
+		return 0;
+	}
+	return bpf_map_update_elem(fd, &key, &cookie, BPF_ANY) ? -errno : 0;
+}
+
+int tcompat_fill(int map_fd, int files_fd, struct uprobe_site *sites, size_t n)
 {
 	struct procmaps *pm = NULL;
 	pid_t pid = 0;
@@ -125,11 +175,12 @@ int tcompat_fill(int map_fd, struct uprobe_site *sites, size_t n)
 				break;
 		}
 		pid = sites[i].pid;
-		r = fill_site(map_fd, pm, &sites[i]);
+		err = fill_file(files_fd, &sites[i]);
+		r = err ? err : fill_site(map_fd, pm, &sites[i]);
 		if (r < 0)
 			err = r;
 		else if (!r)
-			log_debug("%s of %s is not mapped in process %d (yet): its calls are lost until it is",
+			log_debug("%s of %s is not mapped in process %d (yet): its build-id will tell its calls",
 				  sites[i].what, sites[i].object, sites[i].pid);
 	}
 	procmaps_free(pm);

@@ -34,13 +34,14 @@ int tcompat_setup(struct trace_bpf *skel, __u32 nr_threads, __u32 nr_cookies);
 
 /*
  * The cookies of sites[0..n) (the entry-side probes of processes with a
- * pid) into map_fd, at each address where the process maps the probe's
- * file offset. A site whose object the process does not map (yet) gets
- * none: its calls are counted as lost (DROP_NO_COOKIE) until tcompat_fill
- * runs again after it is mapped. The sites' own cookies become 0: a
- * kernel without attach cookies refuses a probe with one. 0 or -errno
- * (after a message).
+ * pid) into map_fd (probe_cookies), at each address where the process maps
+ * the probe's file offset, and into files_fd (probe_files) by the object's
+ * build-id and offset, for an object the process maps later (a launched
+ * command's libraries, dlopen). A call the kernel cannot tell the build-id
+ * of, there, is counted as lost (DROP_NO_COOKIE). The sites' own cookies
+ * become 0: a kernel without attach cookies refuses a probe with one.
+ * 0 or -errno (after a message).
  */
-int tcompat_fill(int map_fd, struct uprobe_site *sites, size_t n);
+int tcompat_fill(int map_fd, int files_fd, struct uprobe_site *sites, size_t n);
 
 #endif /* FNPROF_TCOMPAT_H */

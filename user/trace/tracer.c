@@ -545,7 +545,8 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
 				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
 	/* Before the probes: a call entered in between would find no cookie. */
-	err = t->compat ? tcompat_fill(bpf_map__fd(t->skel->maps.probe_cookies), sites, n) : 0;
+	err = t->compat ? tcompat_fill(bpf_map__fd(t->skel->maps.probe_cookies),
+				       bpf_map__fd(t->skel->maps.probe_files), sites, n) : 0;
 	if (!err)
 		err = uprobes_attach(set, sites, n);
 	free(sites);
