@@ -67,6 +67,17 @@ check_trace() {
 		[ $((p * 10)) -le $((q * 13)) ] && ok "$why" || bad "$why"
 }
 
+# A library's function in a launched command, mapped by the dynamic loader after the exec (where the
+# compat trace object reads the probes' addresses: its build-id fallback then).
+check_trace_lib() {
+	fp -f libtarget:lib_spin --json -o "$T/$name.json" -- $B/uselib 300
+	[ $rc -eq 0 ] || { failed; return; }
+	n=$(fget "$T/$name.json" trace lib_spin .calls) want=$(truth "$T/$name.err" lib_spin calls)
+	lost=$(last "$T/$name.json" trace | jq '[.dropped[]] | add')
+	[ "$n" = "$want" ] && [ "$want" = 300 ] && [ "$lost" = 0 ] && ok "lib_spin $n calls" ||
+		bad "lib_spin $n calls of $want, $lost dropped"
+}
+
 # The first byte of the code at file offset OFF of PATH in process PID: cc once a probe is in.
 code_byte() {
 	while read -r range perms foff _ _ path; do
@@ -310,7 +321,7 @@ check_counters() {
 		bad "page-faults/call $pc, truth '$want'"
 }
 
-CHECKS="trace trace_pid sites nop_entry exit_ret sample sample_fp all system_wide listen offcpu mutex heap slow go
+CHECKS="trace trace_pid trace_lib sites nop_entry exit_ret sample sample_fp all system_wide listen offcpu mutex heap slow go
 	list counters"
 
 run_checks() {
