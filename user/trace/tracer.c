@@ -899,6 +899,11 @@ static int read_stats(struct tracer *t, __u32 key, struct fn_stats *out, bool cl
 	return bpf_map_update_elem(fd, &key, t->percpu, BPF_ANY) ? -errno : 0;
 }
 
+unsigned int tracer_self_mask(const struct tracer *t)
+{
+	return t->self_mask;
+}
+
 int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out)
 {
 	memset(out, 0, sizeof(*out));
