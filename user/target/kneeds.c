@@ -108,7 +108,7 @@ static int probe_switch_state(void)
 }
 
 /* 1 when the kernel has need n, 0 when not, -errno when it cannot be told. */
-static int probe_one(enum kneed n)
+static int ask_kernel(enum kneed n)
 {
 	switch (needs[n].by) {
 	case BY_HELPER:
@@ -120,6 +120,19 @@ static int probe_one(enum kneed n)
 	default:
 		return probe_switch_state();
 	}
+}
+
+/* ask_kernel(n), asked once a run: the refusals and the choice of trace object ask for the same needs. */
+static int probe_one(enum kneed n)
+{
+	static int answer[KNEED_NR];
+	static bool asked[KNEED_NR];
+
+	if (!asked[n]) {
+		answer[n] = ask_kernel(n);
+		asked[n] = true;
+	}
+	return answer[n];
 }
 
 /*
