@@ -89,6 +89,26 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
+# The trace object for kernels without bpf_loop, attach cookies, task storage or fetching atomics
+# (5.10-5.16; bpf/compat.bpf.h). Its skeleton takes the full one's name, and must have its maps,
+# programs and globals in its order, which is checked: user space opens either through one struct
+# trace_bpf, the compat build's ELF bytes from user/trace/trace_compat.c.
+skel_layout = sed '/^static inline const void \*trace_bpf__elf_bytes(size_t \*sz)$$/,/^}/d' $(1)
+$(OUTPUT)/trace_compat.bpf.o: bpf/trace.bpf.c $(BPF_HDRS) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFNPROF_COMPAT -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)/trace_compat.skel.h: $(OUTPUT)/trace_compat.bpf.o $(OUTPUT)/trace.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name trace_bpf > $@.tmp
+	$(Q)$(call skel_layout,$(OUTPUT)/trace.skel.h) > $@.full
+	$(Q)$(call skel_layout,$@.tmp) | cmp -s - $@.full || \
+		{ echo "$@: the compat trace object's maps, programs or globals differ from trace.bpf.o's"; exit 1; }
+	$(Q)rm -f $@.full && mv $@.tmp $@
+
+SKELS += $(OUTPUT)/trace_compat.skel.h
+
 # Objects may include any skeleton; real header dependencies come from -MMD.
 $(USER_OBJS): $(SKELS)
 

@@ -62,6 +62,22 @@
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
 #define FNPROF_MAX_FUNCS (FNPROF_COOKIE_ID_MASK + 1)
+/* The compat trace object's answer for a probed address user space did not fill in (bpf/compat.bpf.h). */
+#define FNPROF_COOKIE_NONE (1ULL << 63)
+
+/* The compat trace object's key of a probe's cookie: the process and the probed address in it. */
+struct probe_addr {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;
+};
+
+/* Its fallback's: the object's GNU build-id (zero-padded, as the kernel gives it) and the file offset. */
+struct probe_file {
+	__u8 build_id[20];
+	__u32 pad;
+	__u64 offset;
+};
 
 /* Slots whose calls while paused are counted apart (-p P1,P2,...'s processes: at most 64). */
 #define FNPROF_PAUSED_SLOTS 64
@@ -90,6 +106,7 @@ enum fnprof_drop {
 	DROP_GO_STACKS,    /* Go: no room for another goroutine's open calls */
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
 	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
+	DROP_NO_COOKIE,    /* compat object: an entry at an address user space had not filled in (bpf/compat.bpf.h) */
 	DROP_NR,
 };
 

@@ -53,12 +53,7 @@ struct go_thread {
 	__u64 sw_out_ns, sw_in_ns, sw_ip;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct go_thread);
-} go_threads SEC(".maps");
+THREAD_MAP(go_threads, struct go_thread);
 
 /*
  * Calls entered while gstacks was full, not returned yet: returns without a

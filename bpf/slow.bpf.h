@@ -106,8 +106,8 @@ static __always_inline void slow_rets(const struct thread_state *ts, const struc
 				      struct dwarf_sample *h)
 {
 	h->nr_rets = 0;
-	bpf_loop(d < FNPROF_MAX_DEPTH ? d : FNPROF_MAX_DEPTH, rets_step,
-		 &(struct rets_ctx){ .ts = ts, .s = s, .h = h, .d = d }, 0);
+	FNPROF_LOOP(d < FNPROF_MAX_DEPTH ? d : FNPROF_MAX_DEPTH, FNPROF_MAX_DEPTH, rets_step,
+		    (&(struct rets_ctx){ .ts = ts, .s = s, .h = h, .d = d }));
 }
 
 /* Capture slot cap1 - 1 of the thread's, NULL for 0. */
@@ -192,7 +192,13 @@ static __always_inline bool slow_admit(__u64 now)
 		slow_second = second;
 		slow_in_second = 0;
 	}
+#ifdef FNPROF_COMPAT
+	/* No fetching atomics before 5.12: a plain add, read after (two handlers may both pass the last). */
+	__sync_fetch_and_add(&slow_in_second, 1);
+	return slow_in_second <= slow_rate;
+#else
 	return __sync_fetch_and_add(&slow_in_second, 1) < slow_rate;
+#endif
 }
 
 /* A record for a slow call, if this second's rate and the ring buffer take it; each refusal counted. */

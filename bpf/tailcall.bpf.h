@@ -130,7 +130,7 @@ static __always_inline __u32 note_trap(struct pt_regs *ctx, struct thread_state 
 static __always_inline void trap_closes(struct pt_regs *ctx, struct thread_state *ts, const struct fn_frame *f,
 					__u64 now, __u64 cookie)
 {
-	if (note_trap(ctx, ts, now, cookie ?: bpf_get_attach_cookie(ctx), TRAP_CLOSED) & TRAP_HIT &&
+	if (note_trap(ctx, ts, now, cookie ?: attach_cookie(ctx), TRAP_CLOSED) & TRAP_HIT &&
 	    ts->tail_hits_cum == ts->trap_hits && ts->tail_hits_cum > f->tail_hits0) {
 		ts->trap_flags &= ~TRAP_HIT;
 		ts->tail_hits_cum--;

@@ -26,6 +26,7 @@
 #include "arch.bpf.h"
 #include "bits.bpf.h"
 #include "figures.h"
+#include "compat.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -110,12 +111,7 @@ SIZED_ARRAY(tstates, struct thread_state);
 /* Pool indexes not in use. */
 FREE_INDEXES(free_tstates);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_ref);
-} threads SEC(".maps");
+THREAD_MAP(threads, struct thread_ref);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -205,6 +201,54 @@ static __always_inline int proc_slot(__u32 tgid)
 	return pi ? pi->slot : -1;
 }
 
+#ifdef FNPROF_COMPAT
+/*
+ * The compat build's cookie of the probe at k (probe_files): from the
+ * object's build-id and the file offset of k's address, in process
+ * k->tgid's slot; kept in probe_cookies for the next call. NONE when the
+ * kernel cannot tell them (no build-id, the address space's lock taken) or
+ * the object is not one of the probes'.
+ */
+static __noinline __u64 cookie_by_file(struct pt_regs *ctx, struct probe_addr *k)
+{
+	struct bpf_stack_build_id b = {};
+	struct probe_file f = {};
+	__u64 *c, cookie;
+	int slot;
+
+	if (bpf_get_stack(ctx, &b, sizeof(b), BPF_F_USER_STACK | BPF_F_USER_BUILD_ID) < (long)sizeof(b) ||
+	    b.status != BPF_STACK_BUILD_ID_VALID)
+		return FNPROF_COOKIE_NONE;
+	__builtin_memcpy(f.build_id, b.build_id, sizeof(f.build_id));
+	f.offset = b.offset;
+	c = bpf_map_lookup_elem(&probe_files, &f);
+	slot = c ? proc_slot(k->tgid) : -1;
+	if (slot < 0)
+		return FNPROF_COOKIE_NONE;
+	cookie = *c | (__u64)slot << FNPROF_COOKIE_SLOT_SHIFT;
+	bpf_map_update_elem(&probe_cookies, k, &cookie, BPF_ANY);
+	return cookie;
+}
+#endif
+
+/*
+ * A probe's cookie: the attach cookie, or the compat build's entry for the
+ * probed address (a uprobe program sees the trap's address as its ip), or
+ * for its object's build-id and offset; FNPROF_COOKIE_NONE when there is
+ * none (counted by the caller).
+ */
+static __always_inline __u64 attach_cookie(struct pt_regs *ctx)
+{
+#ifdef FNPROF_COMPAT
+	struct probe_addr k = { .tgid = bpf_get_current_pid_tgid() >> 32, .addr = PT_REGS_IP(ctx) };
+	__u64 *c = bpf_map_lookup_elem(&probe_cookies, &k);
+
+	return c ? *c : cookie_by_file(ctx, &k);
+#else
+	return bpf_get_attach_cookie(ctx);
+#endif
+}
+
 /* The pool's entry at index idx1 - 1 (as thread_ref and cpu_thread keep it), NULL for 0. */
 static __always_inline struct thread_state *pool_state(__u32 idx1)
 {
@@ -219,9 +263,49 @@ static __always_inline struct thread_state *ref_state(const struct thread_ref *r
 	return ref ? pool_state(ref->idx1) : NULL;
 }
 
+/* Thread task's entry in `threads`, NULL if it has none. */
+static __always_inline struct thread_ref *task_ref(struct task_struct *task)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = task->pid;
+
+	return bpf_map_lookup_elem(&threads, &tid);
+#else
+	return bpf_task_storage_get(&threads, task, NULL, 0);
+#endif
+}
+
+/* The current thread's entry in `threads`; with create, made if it has none (NULL: no room). */
+static __always_inline struct thread_ref *current_ref(bool create)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = bpf_get_current_pid_tgid();
+	struct thread_ref *ref = bpf_map_lookup_elem(&threads, &tid), fresh = {};
+
+	if (ref || !create)
+		return ref;
+	/* A full hash refuses it: the caller counts the call (DROP_NO_STATE). */
+	bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+#else
+	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+#endif
+}
+
+/* Thread task exits: its entry goes (task storage goes with the task itself). */
+static __always_inline void task_ref_gone(struct task_struct *task)
+{
+#ifdef FNPROF_COMPAT
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&threads, &tid);
+#endif
+}
+
 static __always_inline struct thread_state *task_state(struct task_struct *task)
 {
-	return ref_state(bpf_task_storage_get(&threads, task, NULL, 0));
+	return ref_state(task_ref(task));
 }
 
 static __always_inline struct cpu_thread *this_cpu_thread(void)
@@ -279,10 +363,16 @@ static __always_inline struct thread_state *probe_thread(void *regs, bool create
 
 	if (!c)
 		return NULL;
+#ifdef FNPROF_COMPAT
+	/* No note of the running thread: sched_switch, which keeps it, is not loaded. */
+	ref = current_ref(create);
+	if (!ref)
+		return NULL;
+	return ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
+#endif
 	if (c->regs == (__u64)regs && c->idx1)
 		return pool_state(c->idx1);
-	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL,
-				   create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	ref = current_ref(create);
 	if (!ref)
 		return NULL;
 	ts = ref->idx1 ? pool_state(ref->idx1) : create ? take_state(ref) : NULL;
@@ -341,8 +431,14 @@ static long match_step(__u32 i, struct match_ctx *m)
 	if (j >= FNPROF_MAX_DEPTH)
 		return 1;
 	f = &m->ts->frames[j];
+#ifdef FNPROF_COMPAT
+	/* FNPROF_MAX_FUNCS: any function's (a return's cookie is not known). */
+	if (f->id != m->id && m->id != FNPROF_MAX_FUNCS)
+		return 0;
+#else
 	if (f->id != m->id)
 		return 0;
+#endif
 	if (f->sp + ARCH_RET_ADDR_BYTES == m->sp) {
 		m->exact = j;
 		return 1;
@@ -366,7 +462,7 @@ static __always_inline int match_frame(struct thread_state *ts, __u32 d, __u32 i
 	/* The common case: the top frame is the one returning. */
 	if (top->id == id && top->sp + ARCH_RET_ADDR_BYTES == sp)
 		return d - 1;
-	bpf_loop(d, match_step, &m, 0);
+	FNPROF_LOOP(d, FNPROF_MAX_DEPTH, match_step, &m);
 	return m.exact;
 }
 
@@ -408,7 +504,7 @@ static __always_inline __u32 drop_dead_frames(struct thread_state *ts, __u64 sp,
 	/* A tail caller whose return did not follow its callee's is dead, wherever this call is. */
 	if (top->flags & FRAME_TAIL_DONE)
 		c.d--;
-	bpf_loop(FNPROF_MAX_DEPTH, dead_step, &c, 0);
+	FNPROF_LOOP(FNPROF_MAX_DEPTH, FNPROF_MAX_DEPTH, dead_step, &c);
 	count_drops(DROP_ABANDONED, ts->depth - c.d);
 	ts->depth = c.d;
 	ts->over = 0;
@@ -547,12 +643,18 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 SEC("uprobe")
 int BPF_KPROBE(fn_entry)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = attach_cookie(ctx);
 	__u32 d, id = cookie & FNPROF_COOKIE_ID_MASK;
 	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
 
+#ifdef FNPROF_COMPAT
+	if (cookie == FNPROF_COOKIE_NONE) {
+		count_drop(DROP_NO_COOKIE);
+		return 0;
+	}
+#endif
 	if (!entry_counts(cookie, &slot))
 		return 0;
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
@@ -688,7 +790,7 @@ static __always_inline void count_orphan(void)
 	/* System-wide: fnprof's own calls were left out at entry, not lost. */
 	if (!target_tgid && current_tgid() == fnprof_tgid)
 		return;
-	ref = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), NULL, 0);
+	ref = current_ref(false);
 	if (!ref || !ref->refused)
 		count_drop(DROP_ORPHAN_RET);
 }
@@ -718,8 +820,18 @@ static __always_inline int returning_frame(struct pt_regs *ctx, struct thread_st
 		*id = top->id;
 		return d - 1;
 	}
+#ifdef FNPROF_COMPAT
+	/* No cookie at a return: the frame is the topmost one entered just below its stack pointer. */
+	{
+		int k = match_frame(ts, d, FNPROF_MAX_FUNCS, sp);
+
+		*id = k >= 0 ? ts->frames[k & (FNPROF_MAX_DEPTH - 1)].id : 0;
+		return k;
+	}
+#else
 	*id = bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_ID_MASK;
 	return match_frame(ts, d, *id, sp);
+#endif
 }
 
 /*
@@ -733,7 +845,8 @@ static __always_inline void frame_close(struct thread_state *ts, struct thread_c
 
 	if (stack_switching && k + 1 < d) {
 		/* The frames above are other stacks' calls, still running: keep them. */
-		bpf_loop(d - k - 1, shift_step_from, &(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }, 0);
+		FNPROF_LOOP(d - k - 1, FNPROF_MAX_DEPTH, shift_step_from,
+			    (&(struct shift_ctx){ .ts = ts, .tc = tc, .from = k }));
 		ts->depth = d - 1;
 		return;
 	}
@@ -845,10 +958,15 @@ SEC("uprobe")
 int BPF_KPROBE(fn_mid)
 {
 	__u64 now = bpf_ktime_get_ns(), a, off;
-	__u32 cookie = bpf_get_attach_cookie(ctx), id = cookie & FNPROF_COOKIE_ID_MASK;
+	__u64 cookie64 = attach_cookie(ctx);
+	__u32 cookie = cookie64, id = cookie & FNPROF_COOKIE_ID_MASK;
 	struct thread_state *ts = probe_thread(ctx, false);
 	struct fn_frame *f;
 
+#ifdef FNPROF_COMPAT
+	if (cookie64 == FNPROF_COOKIE_NONE)
+		return 0;
+#endif
 	if (!ts || !ts->depth || !gen_live(ts))
 		return 0;
 	/* off_A below must have the entry probe's time switched out. */
@@ -882,7 +1000,7 @@ int BPF_KPROBE(fn_exit_ret)
 SEC("uprobe")
 int BPF_KPROBE(fn_exit_tail)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = attach_cookie(ctx);
 
 	if (cookie & FNPROF_COOKIE_JMP)
 		return tail_jump(ctx, cookie);
@@ -912,7 +1030,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			cpu->regs = 0;
 		return 0;
 	}
-	ref = bpf_task_storage_get(&threads, next, NULL, 0);
+	ref = task_ref(next);
 	ts = ref_state(ref);
 	if (switch_in_hidden(cpu, ts)) {
 		cpu->regs = 0;
@@ -1009,13 +1127,16 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	struct thread_ref *ref = bpf_task_storage_get(&threads, task, NULL, 0);
+	struct thread_ref *ref = task_ref(task);
 	struct thread_state *ts = ref_state(ref);
 	struct cpu_thread *cpu;
 	__u32 idx;
 
-	if (!ref || !ts)
+	if (!ref || !ts) {
+		if (ref)
+			task_ref_gone(task);
 		return 0;
+	}
 	if (ts->depth)
 		count_drops(ts->gen == generation ? DROP_ABANDONED : DROP_DETACHED, ts->depth);
 	/* Counted: user space, which reads the pool for the calls still open, must not count them again. */
@@ -1028,5 +1149,6 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	/* The queue's lock may refuse (rqspinlock): try again once, then count the loss. */
 	if (bpf_map_push_elem(&free_tstates, &idx, 0) && bpf_map_push_elem(&free_tstates, &idx, 0))
 		count_drop(DROP_POOL_LOST);
+	task_ref_gone(task);
 	return 0;
 }

@@ -112,7 +112,7 @@ fnprof-asan: $(ASAN_OBJS)
 # fnprof-test: fnprof with the hooks that only tests use (FNPROF_TEST_HOOKS, e.g. FNPROF_TEST_HIDE_SWITCH_IN),
 # which the production build leaves out. The same objects, but those that load the trace object, built
 # against a variant of it with the hooks (its skeleton under $(OUTPUT)-test, found first).
-HOOK_SRCS := user/trace/tracer.c user/trace/trace_load.c
+HOOK_SRCS := user/trace/tracer.c user/trace/trace_load.c user/trace/trace_compat.c
 HOOK_OBJS := $(patsubst user/%.c,$(OUTPUT)-test/%.o,$(HOOK_SRCS))
 TEST_HOOK_OBJS := $(filter-out $(patsubst user/%.c,$(OUTPUT)/%.o,$(HOOK_SRCS)),$(USER_OBJS)) $(HOOK_OBJS)
 
@@ -125,7 +125,20 @@ $(OUTPUT)-test/trace.skel.h: $(OUTPUT)-test/trace.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name trace_bpf > $@
 
-$(HOOK_OBJS): $(OUTPUT)-test/%.o: user/%.c $(OUTPUT)-test/trace.skel.h $(SKELS)
+$(OUTPUT)-test/trace_compat.bpf.o: bpf/trace.bpf.c $(BPF_HDRS) | $(OUTPUT)-test
+	$(call msg,BPF,$@)
+	$(Q)$(BPF_CC) -DFNPROF_TEST_HOOKS -DFNPROF_COMPAT -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp && rm -f $@.tmp
+
+$(OUTPUT)-test/trace_compat.skel.h: $(OUTPUT)-test/trace_compat.bpf.o $(OUTPUT)-test/trace.skel.h
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name trace_bpf > $@.tmp
+	$(Q)$(call skel_layout,$(OUTPUT)-test/trace.skel.h) > $@.full
+	$(Q)$(call skel_layout,$@.tmp) | cmp -s - $@.full || \
+		{ echo "$@: the compat trace object's maps, programs or globals differ from trace.bpf.o's"; exit 1; }
+	$(Q)rm -f $@.full && mv $@.tmp $@
+
+$(HOOK_OBJS): $(OUTPUT)-test/%.o: user/%.c $(OUTPUT)-test/trace.skel.h $(OUTPUT)-test/trace_compat.skel.h $(SKELS)
 	$(call msg,CC-TEST,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -DFNPROF_TEST_HOOKS -I$(OUTPUT)-test $(ALL_CFLAGS) -MMD -MP -c $< -o $@

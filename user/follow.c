@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/sanitize.h"
 #include "follow.h"
+#include "target/kneeds.h"
 #include "target/resolve.h"
 
 void follow_program_path(const struct run_target *t, char *path, size_t size)
@@ -57,6 +58,14 @@ static int watch_program(struct run_target *t, pid_t pid)
 	return -1;
 }
 
+/* Whether the command is a script or a wrapper that runs the program to trace. */
+static bool wraps(const struct run_target *t)
+{
+	char path[PATH_MAX];
+
+	return !find_in_path(t->cmd[0], path, sizeof(path)) && (launch_is_script(path) || resolve_is_wrapper(path));
+}
+
 /*
  * Where following the command stands after an exec: 1 it is the program
  * to trace, 0 go on (a wrapper; a fork child's program, let go), -1 the
@@ -72,8 +81,12 @@ static int followed_exec(struct run_target *t, const struct resolve_conf *conf)
 	n = readlink(t->followed, real, sizeof(real) - 1);
 	real[n > 0 ? n : 0] = 0;
 	if (resolve_program_fits(conf, t->followed, real)) {
-		log_info("%s is a script or wrapper: tracing %s, the program it runs (pid %d)", t->cmd[0],
-			 sanitize_term(real, clean, sizeof(clean)), pid);
+		if (wraps(t))
+			log_info("%s is a script or wrapper: tracing %s, the program it runs (pid %d)", t->cmd[0],
+				 sanitize_term(real, clean, sizeof(clean)), pid);
+		else
+			log_debug("%s (pid %d) stopped at its exec: its mappings give the probes' addresses",
+				  sanitize_term(real, clean, sizeof(clean)), pid);
 		return watch_program(t, pid);
 	}
 	log_debug("following %s: %s (pid %d) is not the program to trace", t->cmd[0], real, pid);
@@ -116,10 +129,12 @@ int follow_to_program(struct run_target *t, const char *const *funcs, size_t nr_
 
 bool follow_needed(const struct run_target *t, size_t nr_funcs)
 {
-	char path[PATH_MAX];
+	return t->cmd && nr_funcs && wraps(t);
+}
 
-	return t->cmd && nr_funcs && !find_in_path(t->cmd[0], path, sizeof(path)) &&
-	       (launch_is_script(path) || resolve_is_wrapper(path));
+bool follow_to_exec(const struct run_target *t, size_t nr_funcs)
+{
+	return t->cmd && nr_funcs && (wraps(t) || kneeds_trace_compat(NULL));
 }
 
 bool follow_exec_away(struct run_target *t)

@@ -49,6 +49,14 @@ void follow_remember_exe(struct run_target *t);
 bool follow_needed(const struct run_target *t, size_t nr_funcs);
 
 /*
+ * Whether launching the command stops it at an exec: a script or wrapper's
+ * (follow_needed), or with the compat trace object any command's, whose
+ * probes' addresses are read from the program's mappings (bpf/compat.bpf.h),
+ * which exist once it has exec'd.
+ */
+bool follow_to_exec(const struct run_target *t, size_t nr_funcs);
+
+/*
  * Launch mode with a script or a wrapper (a shebang script, env, nice,
  * sh -c, timeout): the command runs, traced with ptrace, up to the exec of
  * the program with the functions (funcs, -f's patterns), and waits there

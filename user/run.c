@@ -156,7 +156,7 @@ static int setup_target(struct run *r)
 /* A script or wrapper as the command: followed through exec to the program with the -f functions. */
 static int follow_command(struct run *r)
 {
-	if (!follow_needed(&r->target, r->o->nr_funcs))
+	if (!follow_to_exec(&r->target, r->o->nr_funcs))
 		return 0;
 	return follow_to_program(&r->target, r->o->funcs, r->o->nr_funcs);
 }

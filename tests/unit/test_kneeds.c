@@ -101,6 +101,19 @@ static void each_mode_needs_what_its_table_says(void)
 	CHECK(kneeds_of(KMODE_NR) == 0);
 }
 
+/* The compat trace object (what tracing takes where the full one's needs are lacking) runs on 5.10 and 5.15. */
+static void compat_tracing_runs_on_5_10_and_5_15(void)
+{
+	char msg[512] = "";
+
+	CHECK(kneeds_refusal(MODE(TRACE_COMPAT) | MODE(SAMPLE), has_5_10, "5.10.0-32-cloud-amd64", msg,
+			     sizeof(msg)) == -1);
+	CHECK(kneeds_refusal(MODE(TRACE_COMPAT), has_5_15, "5.15.0-91-generic", msg, sizeof(msg)) == -1);
+	/* Without ring buffers (5.7) it is refused, in tracing's name. */
+	CHECK(kneeds_refusal(MODE(TRACE_COMPAT), 0, "5.4.0", msg, sizeof(msg)) == KMODE_TRACE_COMPAT);
+	CHECK(strstr(msg, "tracing (-f) needs what this kernel (5.4.0) lacks: ring buffers (Linux 5.8)") == msg);
+}
+
 int main(void)
 {
 	RUN(a_kernel_with_everything_refuses_nothing);
@@ -110,5 +123,6 @@ int main(void)
 	RUN(no_hint_where_sampling_cannot_run);
 	RUN(a_short_buffer_is_cut_not_overrun);
 	RUN(each_mode_needs_what_its_table_says);
+	RUN(compat_tracing_runs_on_5_10_and_5_15);
 	UNIT_EXIT();
 }

@@ -21,7 +21,8 @@ VM = os.path.join(ROOT, "tests", "vm")
 CACHE = os.path.join(ROOT, "tests", "bin", "vm")
 # What the checks run, relative to the repository root (checks.sh's paths).
 FILES = ["fnprof", "tests/vm/checks.sh", "tests/bin/vm/sitekinds"] + [
-    f"tests/bin/{t}" for t in ("work", "burn", "fleet", "offcpu", "mutex", "heap", "slowcall", "gotarget")]
+    f"tests/bin/{t}" for t in ("work", "burn", "fleet", "offcpu", "mutex", "heap", "slowcall", "gotarget", "uselib",
+                               "libtarget.so")]
 BOOT_S = 30        # a KVM guest that has not started its checks by then never will (it boots in 3 s)
 RUN_S = 1200       # a whole guest run, all checks (TCG: about 2 minutes)
 RESULTS = ("PASS", "FAIL", "REFUSED")

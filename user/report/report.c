@@ -51,6 +51,9 @@ static const struct {
 	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
 						   "sched_switch did not report, nor the thread's sched_info: the time off "
 						   "the CPU before each read as on-CPU" },
+	[DROP_NO_COOKIE] = { "calls_at_unknown_address", "calls lost: they entered at an address of the process "
+							  "not yet read from its mappings (a kernel without attach "
+							  "cookies, before Linux 5.15, needs it)" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -569,15 +572,20 @@ static void print_uncertain(const struct report *r, FILE *f)
 			100 * UNCERTAIN_SHARE);
 }
 
-/* Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go): once, for the first of them. */
+/*
+ * Why some functions show '-' for ONCPU, OFFCPU, CPU% and %PROC (Go, or a
+ * kernel the full trace object does not run on): once, for the first of them.
+ */
 static void print_cpu_unknown(const struct report *r, FILE *f)
 {
+	const struct probe *p;
 	size_t i;
 
 	for (i = 0; i < r->pl->nr; i++) {
-		if (r->pl->probes[i].cpu_unknown && r->pl->probes[i].exit != EXIT_NONE) {
-			fprintf(f, "ONCPU, OFFCPU, CPU%%, %%PROC unknown ('-') for Go functions: %s; "
-				   "wall and self time are per goroutine\n", r->pl->probes[i].cpu_unknown);
+		p = &r->pl->probes[i];
+		if (p->cpu_unknown && p->exit != EXIT_NONE) {
+			fprintf(f, "ONCPU, OFFCPU, CPU%%, %%PROC unknown ('-')%s: %s; wall and self time are %s\n",
+				p->go ? " for Go functions" : "", p->cpu_unknown, p->go ? "per goroutine" : "measured");
 			return;
 		}
 	}

@@ -138,4 +138,8 @@ void kfeatures_print(FILE *out)
 		print_line(out, features[i].name, has(&features[i], btf, btf_err), features[i].since);
 	btf__free(btf);
 	print_needs(out);
+	/* What tracing takes from those (kneeds_trace_compat): the full trace object, or the compat one. */
+	print_line(out, "the full trace object", !kneeds_trace_compat(NULL),
+		   "tracing takes the compat one: wall and self time, no on/off-CPU split, system-wide, -e, "
+		   "--slow or Go; Linux 5.17");
 }

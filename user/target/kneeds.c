@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -47,6 +48,8 @@ static const struct mode {
 	[KMODE_MUTEX] = { "the mutex profile", NEED(RINGBUF) | NEED(TASK_STORAGE) | NEED(TASK_BTF) |
 						NEED(TASK_PT_REGS) },
 	[KMODE_HEAP] = { "the heap profile", NEED(RINGBUF) },
+	/* bpf/compat.bpf.h: tp_btf (5.5), hash and queue maps, BPF_XADD; fork events through a ring buffer. */
+	[KMODE_TRACE_COMPAT] = { "tracing (-f)", NEED(RINGBUF) },
 };
 
 unsigned int kneeds_of(enum kmode mode)
@@ -105,7 +108,7 @@ static int probe_switch_state(void)
 }
 
 /* 1 when the kernel has need n, 0 when not, -errno when it cannot be told. */
-static int probe_one(enum kneed n)
+static int ask_kernel(enum kneed n)
 {
 	switch (needs[n].by) {
 	case BY_HELPER:
@@ -117,6 +120,19 @@ static int probe_one(enum kneed n)
 	default:
 		return probe_switch_state();
 	}
+}
+
+/* ask_kernel(n), asked once a run: the refusals and the choice of trace object ask for the same needs. */
+static int probe_one(enum kneed n)
+{
+	static int answer[KNEED_NR];
+	static bool asked[KNEED_NR];
+
+	if (!asked[n]) {
+		answer[n] = ask_kernel(n);
+		asked[n] = true;
+	}
+	return answer[n];
 }
 
 /*
@@ -170,8 +186,7 @@ unsigned int kneeds_probe(unsigned int want, unsigned int *unknown)
 	return has;
 }
 
-/* Appends the needs of lack, newest first: "bpf_loop (Linux 5.17), bpf_get_attach_cookie (5.15)". */
-static void list_lacking(unsigned int lack, char *msg, size_t size)
+void kneeds_list(unsigned int lack, char *msg, size_t size)
 {
 	size_t len = strlen(msg);
 	bool first = true;
@@ -198,13 +213,58 @@ int kneeds_refusal(unsigned int modes_set, unsigned int has, const char *release
 		if (!lack)
 			continue;
 		snprintf(msg, size, "%s needs what this kernel (%s) lacks: ", modes[m].name, release);
-		list_lacking(lack, msg, size);
+		kneeds_list(lack, msg, size);
 		len = strlen(msg);
 		if (m != KMODE_SAMPLE && !(modes[KMODE_SAMPLE].needs & ~has))
 			snprintf(msg + len, size - len, "; sampling (--sample) runs on it");
 		return m;
 	}
 	return -1;
+}
+
+bool kneeds_trace_compat(unsigned int *lack)
+{
+	static int compat = -1;
+	static unsigned int lacks;
+	const char *env = getenv("FNPROF_TRACE_COMPAT");
+	unsigned int unknown, has;
+
+	if (compat < 0) {
+		/* What cannot be asked about is taken as there: the full object's load will tell. */
+		has = kneeds_probe(modes[KMODE_TRACE].needs, &unknown);
+		lacks = modes[KMODE_TRACE].needs & ~(has | unknown);
+		compat = lacks || (env && !strcmp(env, "1"));
+		if (compat)
+			log_debug("tracing with the compat trace object (bpf/compat.bpf.h)%s", lacks ? "" :
+				  ": FNPROF_TRACE_COMPAT=1");
+	}
+	if (lack)
+		*lack = lacks;
+	return compat;
+}
+
+const char *kneeds_compat_sched_why(void)
+{
+	/* What the full object's sched_switch program needs that the compat one does without. */
+	const unsigned int sched = NEED(TASK_STORAGE) | NEED(TASK_BTF) | NEED(TASK_PT_REGS);
+	static char why[256];
+	unsigned int lack;
+	struct utsname u;
+
+	if (why[0])
+		return why;
+	kneeds_trace_compat(&lack);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	/* FNPROF_TRACE_COMPAT=1 on a kernel that has them all: the compat object leaves them out anyway. */
+	if (!(lack & sched)) {
+		snprintf(why, sizeof(why), "the compat trace object (FNPROF_TRACE_COMPAT=1) follows no switch");
+		return why;
+	}
+	snprintf(why, sizeof(why), "this kernel (%s) lacks ", u.release);
+	kneeds_list(lack & sched, why, sizeof(why));
+	snprintf(why + strlen(why), sizeof(why) - strlen(why), ", which sched_switch's bookkeeping needs");
+	return why;
 }
 
 int kneeds_check(unsigned int modes_set)
@@ -214,6 +274,8 @@ int kneeds_check(unsigned int modes_set)
 	char msg[512];
 	int m;
 
+	if (modes_set & 1U << KMODE_TRACE && kneeds_trace_compat(NULL))
+		modes_set = (modes_set & ~(1U << KMODE_TRACE)) | 1U << KMODE_TRACE_COMPAT;
 	for (m = 0; m < KMODE_NR; m++)
 		if (modes_set & 1U << m)
 			want |= modes[m].needs;

@@ -34,6 +34,7 @@ enum kmode {
 	KMODE_OFFCPU,           /* --profile offcpu */
 	KMODE_MUTEX,            /* --profile mutex */
 	KMODE_HEAP,             /* --profile heap */
+	KMODE_TRACE_COMPAT,     /* KMODE_TRACE on a kernel that lacks some of its needs: trace_compat.bpf.o */
 	KMODE_NR,
 };
 
@@ -61,7 +62,32 @@ unsigned int kneeds_probe(unsigned int want, unsigned int *unknown);
  */
 int kneeds_refusal(unsigned int modes, unsigned int has, const char *release, char *msg, size_t size);
 
-/* Probes what modes need; 0, or -ENOTSUP after printing why one of them cannot run here. */
+/*
+ * Whether tracing takes the compat trace object (bpf/compat.bpf.h): the
+ * kernel lacks some of what the full one needs (FNPROF_TRACE_COMPAT=1:
+ * taken anyway, for the tests). Probed once. Into *lack (if not NULL), what
+ * it lacks of the full one's needs (a kneed set).
+ */
+bool kneeds_trace_compat(unsigned int *lack);
+
+/*
+ * Appends to msg (size bytes) the needs of lack (a kneed set), newest
+ * first: "bpf_loop (Linux 5.17), bpf_get_attach_cookie (5.15)".
+ */
+void kneeds_list(unsigned int lack, char *msg, size_t size);
+
+/*
+ * With the compat trace object, why it cannot tell a call's time on and off
+ * the CPU: "this kernel (5.10.0-32-cloud-amd64) lacks bpf_task_pt_regs
+ * (Linux 5.15), task storage maps (5.11)..." (sched_switch's bookkeeping).
+ */
+const char *kneeds_compat_sched_why(void);
+
+/*
+ * Probes what modes need; 0, or -ENOTSUP after printing why one of them
+ * cannot run here. Tracing that takes the compat object is checked for
+ * what that one needs.
+ */
 int kneeds_check(unsigned int modes);
 
 #endif /* FNPROF_KNEEDS_H */

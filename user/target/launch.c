@@ -208,7 +208,12 @@ int launch_follow_start(struct child *c)
 	if (ptrace(PTRACE_SEIZE, c->pid, NULL, (void *)opts))
 		return -errno;
 	c->following = true;
-	c->program = c->pid;
+	/*
+	 * Nothing stopped yet: the first launch_follow_next must not resume the
+	 * command, which may already be stopped at its exec (released below):
+	 * resumed, it ran past its exec unseen (1 run in 6 here).
+	 */
+	c->program = 0;
 	c->traced[0] = c->pid;
 	c->nr_traced = 1;
 	return launch_release(c);

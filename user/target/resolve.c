@@ -19,6 +19,7 @@
 #include "target/procmaps.h"
 #include "target/resolve.h"
 #include "target/insnprobe.h"
+#include "target/kneeds.h"
 #include "base/safeopen.h"
 #include "base/sanitize.h"
 #include "elf/symbols.h"
@@ -941,6 +942,9 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 		p->go = true;
 		p->cpu_unknown = "goroutines switch in user space, unseen by the kernel's scheduler events";
 	}
+	/* The compat trace object follows no switch (bpf/compat.bpf.h): wall and self time only. */
+	if (!p->cpu_unknown && p->exit != EXIT_NONE && kneeds_trace_compat(NULL))
+		p->cpu_unknown = kneeds_compat_sched_why();
 }
 
 static int add_probe(struct resolver *r, const struct sym *s, const char *path, const char *open_path,

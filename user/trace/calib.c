@@ -340,7 +340,8 @@ int calibrate(struct tracer *t, struct calibration *c, unsigned int mask)
 	int err, k;
 
 	memset(c, 0, sizeof(*c));
-	c->cases = mask & CALIB_ALL;
+	/* Only the cases whose probes the tracer attached (the compat object has no tail jumps). */
+	c->cases = mask & CALIB_ALL & tracer_self_mask(t);
 	for (k = 0; k < CAL_NR; k++)
 		c->round_lo[k] = c->round_hi[k] = c->cost_lo[k] = c->cost_hi[k] = NAN;
 	err = calib_run(t, c, CALIB_ROUNDS);

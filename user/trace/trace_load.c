@@ -16,6 +16,25 @@
 #include "trace.skel.h"
 #include "trace/trace_load.h"
 
+/* The compat build is opened instead (trace_load_use_compat). */
+static bool use_compat;
+
+void trace_load_use_compat(bool on)
+{
+	use_compat = on;
+}
+
+bool trace_load_compat(void)
+{
+	return use_compat;
+}
+
+/* The ELF image of the build to open. */
+static const void *elf_image(size_t *size)
+{
+	return use_compat ? trace_compat_elf_bytes(size) : trace_bpf__elf_bytes(size);
+}
+
 /* Which programs an instance loads. */
 enum half { HALF_NONE, HALF_UPROBES, HALF_OTHERS };
 
@@ -69,7 +88,7 @@ static bool uprobe_section(const struct trace_bpf *skel, const char *sec)
 static __u32 *btf_ext_section(size_t *len)
 {
 	size_t size = 0, shstrndx;
-	const void *elf = trace_bpf__elf_bytes(&size);
+	const void *elf = elf_image(&size);
 	Elf_Scn *scn = NULL;
 	__u32 *out = NULL;
 	const char *name;
@@ -164,10 +183,31 @@ static int own_btf_file(const struct trace_bpf *skel, char *path, size_t size)
 	return fd;
 }
 
+/* trace_bpf__open_opts(), of the image elf_image() gives: the two builds share one skeleton. */
+static struct trace_bpf *open_skel(const struct bpf_object_open_opts *opts)
+{
+	struct trace_bpf *skel = calloc(1, sizeof(*skel));
+	int err;
+
+	if (!skel)
+		return NULL;
+	err = trace_bpf__create_skeleton(skel);
+	if (!err) {
+		skel->skeleton->data = (void *)elf_image(&skel->skeleton->data_sz);
+		err = bpf_object__open_skeleton(skel->skeleton, opts);
+	}
+	if (err) {
+		trace_bpf__destroy(skel);
+		errno = -err;
+		return NULL;
+	}
+	return skel;
+}
+
 static int open_instance(trace_setup_fn setup, void *arg, const struct bpf_object_open_opts *opts,
 			 struct trace_bpf **out)
 {
-	struct trace_bpf *skel = trace_bpf__open_opts(opts);
+	struct trace_bpf *skel = open_skel(opts);
 	int err;
 
 	if (!skel)

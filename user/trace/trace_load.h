@@ -17,7 +17,20 @@
 #ifndef FNPROF_TRACE_LOAD_H
 #define FNPROF_TRACE_LOAD_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct trace_bpf;
+
+/*
+ * Which build of trace.bpf.c the loads below open: the full one, or with
+ * on the compat one (bpf/compat.bpf.h), for a kernel that lacks what the
+ * full one needs; the tracer chooses, from what kneeds found.
+ */
+void trace_load_use_compat(bool on);
+bool trace_load_compat(void);
+/* The compat build's ELF image (user/trace/trace_compat.c). */
+const void *trace_compat_elf_bytes(size_t *size);
 
 /*
  * Sets up one instance of trace.bpf.c between open and load: read-only

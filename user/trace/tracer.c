@@ -14,7 +14,9 @@
 #include "base/log.h"
 #include "base/percpu.h"
 #include "base/proc.h"
+#include "target/kneeds.h"
 #include "trace/stats.h"
+#include "trace/tcompat.h"
 #include "trace.bpf.h"
 #include "trace.skel.h"
 #include "trace/steps.h"
@@ -73,6 +75,7 @@ struct tracer {
 	char **held_paths;
 	int *held_fds;
 	size_t nr_held;
+	bool compat;               /* the compat trace object (bpf/compat.bpf.h): its cookies from a map */
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -358,16 +361,32 @@ static int size_maps(struct trace_bpf *skel, const struct tracer *t, int slots)
 	return err;
 }
 
+/*
+ * The compat object's cookie entries: one per entry-side probe (entries,
+ * twins, ret probes) in each process with statistics, each object mapped
+ * once or twice.
+ */
+static __u32 compat_cookies(const struct tracer *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->pl->nr; i++)
+		n += 2 + (t->pl->probes[i].exit == EXIT_RET ? t->pl->probes[i].nr_exits : 0);
+	return 2 * (n * t->nr_slots + 2 * TRACER_SELF_MAX * 4);
+}
+
 /* Between open and load, for each instance trace_load() makes. */
 static int setup(struct trace_bpf *skel, void *arg)
 {
 	const struct setup_args *a = arg;
 	struct tracer *t = a->t;
-	int slots = a->evs ? a->evs->nr_slots : 0;
+	int slots = a->evs ? a->evs->nr_slots : 0, err;
 
 	set_globals(skel, t, slots);
 	choose_programs(skel, t, a->evs != NULL);
 	test_hooks(skel);
+	if (t->compat && (err = tcompat_setup(skel, t->nr_threads, compat_cookies(t))))
+		return err;
 	t->thread_bytes = bpf_map__value_size(skel->maps.tstates) + (a->evs ? bpf_map__value_size(skel->maps.tctrs) : 0) +
 			  (t->slow_ns ? bpf_map__value_size(skel->maps.tslow) : 0);
 	return size_maps(skel, t, slots);
@@ -583,7 +602,11 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 	for (i = 0; i < nr; i++)
 		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
 				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
-	err = uprobes_attach(set, sites, n);
+	/* Before the probes: a call entered in between would find no cookie. */
+	err = t->compat ? tcompat_fill(bpf_map__fd(t->skel->maps.probe_cookies),
+				       bpf_map__fd(t->skel->maps.probe_files), sites, n) : 0;
+	if (!err)
+		err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
 }
@@ -605,7 +628,8 @@ static int attach_tracepoints(struct tracer *t, bool syscalls)
 	struct trace_bpf *skel = t->sched ? t->sched : t->skel;
 	int err;
 
-	err = attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
+	/* The compat object has no sched_switch program (bpf/compat.bpf.h). */
+	err = t->compat ? 0 : attach_tp(skel->progs.on_switch, &skel->links.on_switch, "sched_switch");
 	if (!err)
 		err = attach_tp(skel->progs.on_exit, &skel->links.on_exit, "sched_process_exit");
 	if (!err && t->follows)
@@ -829,6 +853,33 @@ int tracer_follow_forks(struct tracer *t)
 	return 0;
 }
 
+/*
+ * On a kernel that lacks what the full trace object needs, the compat one
+ * (bpf/compat.bpf.h), if the run asks nothing of it that it cannot do:
+ * else -ENOTSUP, after one line saying what the kernel lacks. Calibration
+ * cases it cannot run (tail jumps) are left out.
+ */
+static int compat_check(struct tracer *t, bool events)
+{
+	struct tcompat_run run = { .system_wide = !t->pid && t->nr_probes, .events = events, .slow = t->slow_ns };
+	size_t i;
+
+	t->compat = kneeds_trace_compat(NULL);
+	trace_load_use_compat(t->compat);
+	if (!t->compat)
+		return 0;
+	for (i = 0; i < t->pl->nr; i++) {
+		if (t->pl->probes[i].go && !run.go)
+			run.go = t->pl->probes[i].name;
+		if (t->pl->probes[i].exit == EXIT_RET && t->pl->probes[i].nr_tails && !run.tails)
+			run.tails = t->pl->probes[i].name;
+	}
+	for (i = 0; i < t->nr_total - t->nr_probes; i++)
+		if (t->self[i].exit == EXIT_RET && t->self[i].nr_tails)
+			t->self_mask &= ~(1U << i);
+	return tcompat_refusal(&run);
+}
+
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
 		 const struct tracer_conf *conf, struct tracer **out)
 {
@@ -879,7 +930,9 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 	t->slow_rate = conf->slow_rate;
 	t->start_paused = conf->start_paused;
 	steps_mark("tracer set-up");
-	err = stats_fit(t) ? load(t, evs) : -E2BIG;
+	err = compat_check(t, evs != NULL);
+	if (!err)
+		err = stats_fit(t) ? load(t, evs) : -E2BIG;
 	if (!err && (conf->follow_forks || t->nr_more))
 		err = follow_setup(t);
 	if (!err && t->per_process)
@@ -907,6 +960,11 @@ static int read_stats(struct tracer *t, __u32 key, struct fn_stats *out, bool cl
 		return 0;
 	memset(t->percpu, 0, t->nr_cpus * sizeof(*t->percpu));
 	return bpf_map_update_elem(fd, &key, t->percpu, BPF_ANY) ? -errno : 0;
+}
+
+unsigned int tracer_self_mask(const struct tracer *t)
+{
+	return t->self_mask;
 }
 
 int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out)

@@ -118,6 +118,9 @@ void tracer_release_exited(struct tracer *t);
  */
 int tracer_calibration_stats(struct tracer *t, int k, struct fn_stats *out);
 
+/* The self probes attached (bit k: conf->self[k]): the compat trace object leaves tail jumps out. */
+unsigned int tracer_self_mask(const struct tracer *t);
+
 /*
  * Takes the aggregates since the last call: out[slot * nr + i] for probe i of
  * the process in slot, summed over CPUs (nr = number of probes), and the drop
