@@ -473,6 +473,28 @@ def programs_of_run(pid, opts, env=None):
     return held, err
 
 
+def test_loads_only_the_programs_it_uses():
+    # Issue 36: loading and verifying the programs is most of the start-up: those the run's probes and
+    # options do not use are not loaded. The uretprobe exit (fn_exit) is the calibration's too, so
+    # without one (--raw) a run with no uretprobe does without it. -v lists what it loaded.
+    if not shutil.which("bpftool"):
+        raise Skip("bpftool not installed (make test-deps)")
+    cases = (([], {"fn_entry", "fn_exit", "on_switch", "on_exit"}),
+             (["--raw", "--entry-only"], {"fn_entry", "on_switch", "on_exit"}),
+             (["--raw", "--exit=ret"], None))
+    with Target("work", "loop") as t:
+        runs = [(opts, want) + programs_of_run(t.pid, opts) for opts, want in cases]
+    for opts, want, held, _ in runs:
+        if want is not None:
+            check(set(held) == want, f"{opts}: loaded {sorted(held)}, want {sorted(want)}")
+        else:
+            check("fn_exit" not in held and "fn_exit_ret" in held, f"{opts}: loaded {sorted(held)}")
+    for opts, _, held, err in runs:
+        line = next((l for l in err.splitlines() if "BPF programs loaded:" in l), "")
+        said = set(line.split("loaded:")[-1].split())
+        check(said == set(held), f"{opts}: -v says {sorted(said)}, the process holds {sorted(held)}")
+
+
 def test_kernel_types_relocate_as_the_whole_btf():
     # Issue 36: the CO-RE relocations read a small BTF of the kernel's types they use (built by the boot's
     # first run, kept in /run/fnprof), not the kernel's whole BTF, searched once per type read. The
