@@ -511,3 +511,23 @@ def test_kernel_types_relocate_as_the_whole_btf():
             full, err = programs_of_run(t.pid, opts, env=whole)
             check("CO-RE against the kernel's whole BTF" in err, f"{opts}: the whole BTF was not read")
             check("on_switch" in small and small == full, f"{opts}: small BTF {small} != whole BTF {full}")
+
+
+def test_kernel_types_file_spoilt_is_built_again():
+    # Issue 36: the kept kernel types are checked before libbpf reads them: a file that is not BTF (or
+    # that others may write) is built again, and the run goes on as ever.
+    with Target("work", "loop") as t:
+        p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3"])
+        m = re.search(r"kernel types for CO-RE: .*\((kernel-types-[0-9a-f-]+)", p.stderr)
+        check(p.returncode == 0 and m, p.stderr[-2000:])
+        path = os.path.join("/run/fnprof", m.group(1))
+        for spoil in ("text", "mode"):
+            if spoil == "text":
+                with open(path, "w") as f:
+                    f.write("not BTF\n")
+            else:
+                os.chmod(path, 0o666)
+            p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3", "--json"])
+            check(p.returncode == 0 and f"{m.group(1)}, built in" in p.stderr, f"{spoil}: {p.stderr[-2000:]}")
+            check(func(final_report(p.stdout), "spin_us")["calls"] > 0, f"{spoil}: no calls")
+            check(os.stat(path).st_mode & 0o777 == 0o600, f"{spoil}: {oct(os.stat(path).st_mode)}")

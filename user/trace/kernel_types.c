@@ -8,6 +8,7 @@
 
 #include <bpf/btf.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/runcache.h"
 #include "trace/core_relos.h"
@@ -487,6 +488,7 @@ static int keep(const char *name, const struct btf *out)
 
 int kernel_types_open(const void *btf_raw, size_t btf_len, const __u32 *ext, size_t len)
 {
+	double t0 = monotonic_s();
 	struct build b = {};
 	char name[160];
 	int fd;
@@ -494,15 +496,16 @@ int kernel_types_open(const void *btf_raw, size_t btf_len, const __u32 *ext, siz
 	cache_name(name, sizeof(name), btf_raw, btf_len, ext, len);
 	fd = open_kept(name);
 	if (fd >= 0) {
-		log_debug("kernel types for CO-RE: as this boot's first run found them (%s)", name);
+		log_debug("kernel types for CO-RE: as this boot's first run found them (%s, %.2f ms)", name,
+			  (monotonic_s() - t0) * 1e3);
 		return fd;
 	}
 	b.local = btf__new(btf_raw, btf_len);
 	b.kern = b.local ? btf__load_vmlinux_btf() : NULL;
 	fd = b.kern ? build(&b, ext, len) : -errno;
 	if (!fd) {
-		log_debug("kernel types for CO-RE: %u of the kernel's %u types, for %zu types read (%s)",
-			  btf__type_cnt(b.out) - 1, b.nr_kern - 1, b.nr_roots, name);
+		log_debug("kernel types for CO-RE: %u of the kernel's %u types, for %zu types read (%s, built in %.1f ms)",
+			  btf__type_cnt(b.out) - 1, b.nr_kern - 1, b.nr_roots, name, (monotonic_s() - t0) * 1e3);
 		fd = keep(name, b.out);
 	}
 	build_free(&b);
