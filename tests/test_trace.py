@@ -515,7 +515,7 @@ def test_kernel_types_relocate_as_the_whole_btf():
 
 def test_kernel_types_file_spoilt_is_built_again():
     # Issue 36: the kept kernel types are checked before libbpf reads them: a file that is not BTF (or
-    # that others may write) is built again, and the run goes on as ever.
+    # that others may write) is built again, and the run goes on as ever; an empty one means the whole BTF.
     with Target("work", "loop") as t:
         p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3"])
         m = re.search(r"kernel types for CO-RE: .*\((kernel-types-[0-9a-f-]+)", p.stderr)
@@ -531,3 +531,11 @@ def test_kernel_types_file_spoilt_is_built_again():
             check(p.returncode == 0 and f"{m.group(1)}, built in" in p.stderr, f"{spoil}: {p.stderr[-2000:]}")
             check(func(final_report(p.stdout), "spin_us")["calls"] > 0, f"{spoil}: no calls")
             check(os.stat(path).st_mode & 0o777 == 0o600, f"{spoil}: {oct(os.stat(path).st_mode)}")
+        # An empty file is the first run's word that the kernel's whole BTF is needed (a type it lacks).
+        open(path, "w").close()
+        try:
+            p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3", "--json"])
+            check(p.returncode == 0 and f"{m.group(1)}: the whole BTF" in p.stderr, p.stderr[-2000:])
+            check(func(final_report(p.stdout), "spin_us")["calls"] > 0, "whole BTF: no calls")
+        finally:
+            os.unlink(path)

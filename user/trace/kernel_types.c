@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/btf.h>
@@ -448,15 +449,24 @@ static void cache_name(char *name, size_t size, const void *btf_raw, size_t btf_
 	snprintf(name, size, "kernel-types-%s-%016llx", boot, (unsigned long long)h);
 }
 
-/* An fd of the kept file name, if libbpf can read it as BTF; else -errno. */
+/*
+ * An fd of the kept file name, if libbpf can read it as BTF; -EOPNOTSUPP if
+ * it is empty: this boot's first run found that the whole BTF is needed.
+ * Else -errno.
+ */
 static int open_kept(const char *name)
 {
 	int fd = runcache_open(name);
+	struct stat st;
 	char path[64];
 	struct btf *btf;
 
 	if (fd < 0)
 		return fd;
+	if (!fstat(fd, &st) && !st.st_size) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	btf = btf__parse_raw(path);
 	if (!btf || btf__type_cnt(btf) < 2) {
@@ -495,9 +505,9 @@ int kernel_types_open(const void *btf_raw, size_t btf_len, const __u32 *ext, siz
 
 	cache_name(name, sizeof(name), btf_raw, btf_len, ext, len);
 	fd = open_kept(name);
-	if (fd >= 0) {
-		log_debug("kernel types for CO-RE: as this boot's first run found them (%s, %.2f ms)", name,
-			  (monotonic_s() - t0) * 1e3);
+	if (fd >= 0 || fd == -EOPNOTSUPP) {
+		log_debug("kernel types for CO-RE: as this boot's first run found them (%s%s, %.2f ms)", name,
+			  fd < 0 ? ": the whole BTF" : "", (monotonic_s() - t0) * 1e3);
 		return fd;
 	}
 	b.local = btf__new(btf_raw, btf_len);
@@ -507,6 +517,9 @@ int kernel_types_open(const void *btf_raw, size_t btf_len, const __u32 *ext, siz
 		log_debug("kernel types for CO-RE: %u of the kernel's %u types, for %zu types read (%s, built in %.1f ms)",
 			  btf__type_cnt(b.out) - 1, b.nr_kern - 1, b.nr_roots, name, (monotonic_s() - t0) * 1e3);
 		fd = keep(name, b.out);
+	} else if (fd == -EOPNOTSUPP) {
+		/* Said once a boot: the next runs need not read the kernel's BTF to find it again. */
+		runcache_write(name, "", 0);
 	}
 	build_free(&b);
 	return fd;

@@ -15,7 +15,8 @@
  * an integer's encoding, an enum's values; pointers to void). Relocations
  * come out as against the whole BTF, but for the kinds that compare whole
  * types (type exists, size, matches, target id) and roots the kernel has no
- * candidate for (libbpf would look in the modules): for those none is made.
+ * candidate for (libbpf would look in the modules): for those none is made,
+ * and an empty file tells the boot's next runs so.
  */
 #ifndef FNPROF_KERNEL_TYPES_H
 #define FNPROF_KERNEL_TYPES_H
