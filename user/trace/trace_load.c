@@ -311,6 +311,21 @@ static int load_uprobes_first(trace_setup_fn setup, void *arg, const char *btf_p
 }
 
 /* trace_load() and trace_load_early(): the tracepoint half still loading into *pending, with pending. */
+/* skel (opened with the kernel types' file kfd, which is closed) loaded whole, into *probes. */
+static int load_one_piece(struct trace_bpf *skel, int kfd, struct trace_bpf **probes)
+{
+	int err;
+
+	log_debug("loading the BPF programs in one piece");
+	err = trace_bpf__load(skel);
+	if (kfd >= 0)
+		close(kfd);
+	if (err)
+		trace_bpf__destroy(skel);
+	*probes = err ? NULL : skel;
+	return err;
+}
+
 static int load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched,
 		struct trace_pending **pending)
 {
@@ -335,16 +350,8 @@ static int load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, stru
 			close(kfd);
 		return err;
 	}
-	if (fd < 0) {
-		log_debug("loading the BPF programs in one piece");
-		err = trace_bpf__load(skel);
-		if (kfd >= 0)
-			close(kfd);
-		if (err)
-			trace_bpf__destroy(skel);
-		*probes = err ? NULL : skel;
-		return err;
-	}
+	if (fd < 0)
+		return load_one_piece(skel, kfd, probes);
 	load_only(skel, HALF_OTHERS);
 	err = pending ? load_uprobes_first(setup, arg, path, skel, probes, pending) :
 	      load_halves(setup, arg, path, skel, probes);
