@@ -517,9 +517,11 @@ int kernel_types_open(const void *btf_raw, size_t btf_len, const __u32 *ext, siz
 		log_debug("kernel types for CO-RE: %u of the kernel's %u types, for %zu types read (%s, built in %.1f ms)",
 			  btf__type_cnt(b.out) - 1, b.nr_kern - 1, b.nr_roots, name, (monotonic_s() - t0) * 1e3);
 		fd = keep(name, b.out);
-	} else if (fd == -EOPNOTSUPP) {
-		/* Said once a boot: the next runs need not read the kernel's BTF to find it again. */
+	} else if (b.kern && fd != -ENOMEM) {
+		/* Said once a boot (a type it lacks, or one the kept types cannot hold): no run need try again. */
+		log_debug("kernel types for CO-RE: none (%s): the whole BTF, this boot", strerror(-fd));
 		runcache_write(name, "", 0);
+		fd = -EOPNOTSUPP;
 	}
 	build_free(&b);
 	return fd;
