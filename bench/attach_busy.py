@@ -7,7 +7,9 @@ funclatency (-p PID :target_spin) start, and the time from the tool's start to t
 target busy, both wait for the first uprobe registration's RCU grace period. Writes its table into
 bench/results.md between the "attach-busy" markers (appended if absent).
 
-Usage: bench/attach_busy.py [--rounds N]
+With --baseline FNPROF2, another build (an older commit's) takes its turn in each round too.
+
+Usage: bench/attach_busy.py [--rounds N] [--baseline PATH]
 """
 import argparse
 import os
@@ -31,9 +33,10 @@ def first_byte(pid, addr):
         return m.read(1)
 
 
-def attach_ms(tool, pid, addr, orig):
-    """ms from the tool's start to the int3 at addr, or None (5 s); waits for the probe to go."""
-    cmd = ([FNPROF, "-p", str(pid), "-f", "target_spin", "-d", "0.5"] if tool == "fnprof"
+def attach_ms(tool, pid, addr, orig, exe=None):
+    """ms from the tool's start to the int3 at addr, or None (5 s); waits for the probe to go.
+    exe: the fnprof build (default: this tree's)."""
+    cmd = ([exe or FNPROF, "-p", str(pid), "-f", "target_spin", "-d", "0.5"] if tool != "funclatency"
            else [shutil.which("funclatency"), "-p", str(pid), ":target_spin"])
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -43,7 +46,7 @@ def attach_ms(tool, pid, addr, orig):
             ms = (time.monotonic() - t0) * 1e3
             break
         time.sleep(0.0005)
-    if tool != "fnprof":
+    if tool == "funclatency":
         time.sleep(0.2)
         p.send_signal(signal.SIGINT)
     p.wait(timeout=30)
@@ -56,7 +59,8 @@ def attach_ms(tool, pid, addr, orig):
 
 def table(res, rounds):
     lines = ["### Attach with the target's CPU busy (bench/attach_busy.py)", "",
-             f"(bt_fp work spinning in target_spin; {rounds} rounds, fnprof and funclatency in turn; tool start to "
+             f"(bt_fp work spinning in target_spin; {rounds} rounds, the tools in turn; load average "
+             f"{os.getloadavg()[0]:.1f} at the end; tool start to "
              "the int3 at the function; median, in brackets the fastest and the slowest)", "",
              "| tool | attach, target busy |", "|------|---------------------|"]
     for tool, v in res.items():
@@ -69,6 +73,7 @@ def table(res, rounds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--baseline", help="another fnprof build, in turn with this one and funclatency")
     a = ap.parse_args()
     if not shutil.which("funclatency"):
         sys.exit("attach_busy: funclatency not found (make bench-deps)")
@@ -80,9 +85,11 @@ def main():
         time.sleep(0.3)
         orig = first_byte(t.pid, addr)
         res = {"fnprof": [], "funclatency": []}
+        if a.baseline:
+            res = {"fnprof (baseline)": [], **res}
         for _ in range(a.rounds):
             for tool in res:
-                res[tool].append(attach_ms(tool, t.pid, addr, orig))
+                res[tool].append(attach_ms(tool, t.pid, addr, orig, a.baseline if "baseline" in tool else None))
                 time.sleep(0.3)
     finally:
         t.kill()

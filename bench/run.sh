@@ -9,6 +9,7 @@ python3 bench.py "$@"
 python3 prod.py
 # Issue 15: attach time with the target's CPU busy, against funclatency.
 python3 attach_busy.py
+python3 startup.py
 # Issue 16: what the offcpu, mutex and heap profiles cost the target.
 python3 profiles.py
 # Issue 24: the offcpu, mutex and heap profiles' stacks, fp against dwarf (needs make test-build).

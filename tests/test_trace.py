@@ -4,6 +4,7 @@ Tolerances: the probes add a few microseconds per call on this machine (one upro
 trap at entry, one at return), so wall and on-CPU figures may exceed the target's own
 measurement by PROBE_SLACK_NS, and percentages get a few points for noise.
 """
+import json
 import os
 import re
 import shutil
@@ -428,3 +429,113 @@ def test_programs_load_side_by_side_or_in_one_piece():
         check(f["calls"] == t["calls"] == 100, f"{said}: calls {f['calls']}")
         check_wall(f, t, said)
         check(f["blocked_ns"]["total"] > 0.85 * f["wall_ns"]["total"], f"{said}: sleep not counted as blocked")
+
+
+def held_programs(pid):
+    """{name: tag} of the BPF programs that process pid holds: its fds' prog ids (fdinfo), named by bpftool."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = f.read()
+        except OSError:
+            continue
+        m = re.search(r"^prog_id:\s+(\d+)", info, re.M)
+        if m and "prog_type:" in info:
+            ids.add(m.group(1))
+    progs = {}
+    for i in ids:
+        out = subprocess.run(["bpftool", "-j", "prog", "show", "id", i], capture_output=True, text=True)
+        if out.returncode == 0:
+            info = json.loads(out.stdout)
+            progs[info["name"]] = info["tag"]
+    return progs
+
+
+def programs_of_run(pid, opts, env=None):
+    """The programs a run of fnprof -v -p pid -f spin_us holds once all are in, and its stderr."""
+    # -v's libbpf log would fill a pipe: a file takes it.
+    with tempfile.TemporaryFile("w+") as log:
+        p = subprocess.Popen([FNPROF, "-v", "-p", str(pid), "-f", "spin_us", "-d", "60"] + opts,
+                             stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+        try:
+            # The tracepoint programs load last (after the target's probes are in).
+            wait_for(lambda: "on_exit" in held_programs(p.pid) or p.poll() is not None, timeout=30)
+            held = held_programs(p.pid)
+        finally:
+            p.send_signal(signal.SIGINT)
+            p.wait(timeout=60)
+        log.seek(0)
+        err = log.read()
+    check(p.returncode == 0, err[-3000:])
+    # The uprobe warm-up's throwaway program is not of the run's.
+    held.pop("fnprof_warm", None)
+    return held, err
+
+
+def test_loads_only_the_programs_it_uses():
+    # Issue 36: loading and verifying the programs is most of the start-up: those the run's probes and
+    # options do not use are not loaded. The uretprobe exit (fn_exit) is the calibration's too, so
+    # without one (--raw) a run with no uretprobe does without it. -v lists what it loaded.
+    if not shutil.which("bpftool"):
+        raise Skip("bpftool not installed (make test-deps)")
+    cases = (([], {"fn_entry", "fn_exit", "on_switch", "on_exit"}),
+             (["--raw", "--entry-only"], {"fn_entry", "on_switch", "on_exit"}),
+             (["--raw", "--exit=ret"], None))
+    with Target("work", "loop") as t:
+        runs = [(opts, want) + programs_of_run(t.pid, opts) for opts, want in cases]
+    for opts, want, held, _ in runs:
+        if want is not None:
+            check(set(held) == want, f"{opts}: loaded {sorted(held)}, want {sorted(want)}")
+        else:
+            check("fn_exit" not in held and "fn_exit_ret" in held, f"{opts}: loaded {sorted(held)}")
+    for opts, _, held, err in runs:
+        line = next((l for l in err.splitlines() if "BPF programs loaded:" in l), "")
+        said = set(line.split("loaded:")[-1].split())
+        check(said == set(held), f"{opts}: -v says {sorted(said)}, the process holds {sorted(held)}")
+
+
+def test_kernel_types_relocate_as_the_whole_btf():
+    # Issue 36: the CO-RE relocations read a small BTF of the kernel's types they use (built by the boot's
+    # first run, kept in /run/fnprof), not the kernel's whole BTF, searched once per type read. The
+    # programs must come out the same, instruction for instruction: the kernel's tag of a program is a
+    # hash of its instructions (map references left out). FNPROF_WHOLE_KERNEL_BTF=1 takes the old way.
+    if not shutil.which("bpftool"):
+        raise Skip("bpftool not installed (make test-deps)")
+    whole = dict(os.environ, FNPROF_WHOLE_KERNEL_BTF="1")
+    with Target("work", "loop") as t:
+        for opts in ([], ["--follow-forks"]):
+            small, err = programs_of_run(t.pid, opts)
+            check(re.search(r"kernel types for CO-RE: (\d+ of the kernel's \d+ types|as this boot's first run)",
+                            err), f"{opts}: -v does not say where the kernel types came from:\n{err[-2000:]}")
+            full, err = programs_of_run(t.pid, opts, env=whole)
+            check("CO-RE against the kernel's whole BTF" in err, f"{opts}: the whole BTF was not read")
+            check("on_switch" in small and small == full, f"{opts}: small BTF {small} != whole BTF {full}")
+
+
+def test_kernel_types_file_spoilt_is_built_again():
+    # Issue 36: the kept kernel types are checked before libbpf reads them: a file that is not BTF (or
+    # that others may write) is built again, and the run goes on as ever; an empty one means the whole BTF.
+    with Target("work", "loop") as t:
+        p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3"])
+        m = re.search(r"kernel types for CO-RE: .*\((kernel-types-[0-9a-f-]+)", p.stderr)
+        check(p.returncode == 0 and m, p.stderr[-2000:])
+        path = os.path.join("/run/fnprof", m.group(1))
+        for spoil in ("text", "mode"):
+            if spoil == "text":
+                with open(path, "w") as f:
+                    f.write("not BTF\n")
+            else:
+                os.chmod(path, 0o666)
+            p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3", "--json"])
+            check(p.returncode == 0 and f"{m.group(1)}, built in" in p.stderr, f"{spoil}: {p.stderr[-2000:]}")
+            check(func(final_report(p.stdout), "spin_us")["calls"] > 0, f"{spoil}: no calls")
+            check(os.stat(path).st_mode & 0o777 == 0o600, f"{spoil}: {oct(os.stat(path).st_mode)}")
+        # An empty file is the first run's word that the kernel's whole BTF is needed (a type it lacks).
+        open(path, "w").close()
+        try:
+            p = run_fnprof(["-v", "-p", str(t.pid), "-f", "spin_us", "-d", "0.3", "--json"])
+            check(p.returncode == 0 and f"{m.group(1)}: the whole BTF" in p.stderr, p.stderr[-2000:])
+            check(func(final_report(p.stdout), "spin_us")["calls"] > 0, "whole BTF: no calls")
+        finally:
+            os.unlink(path)

@@ -24,6 +24,37 @@ static void bucket_bounds_hold_values(void)
 		CHECK(hist_bucket_hi(b) == hist_bucket_lo(b + 1));
 }
 
+/* The bucket of v as the definition says, floor(log2(v)) from the compiler's count of leading zeros. */
+static unsigned int ref_bucket(__u64 v)
+{
+	unsigned int e;
+
+	if (v < FNPROF_HIST_SUB)
+		return v;
+	e = 63 - __builtin_clzll(v);
+	if (e >= FNPROF_HIST_MAX_POW)
+		return FNPROF_HIST_BUCKETS - 1;
+	return FNPROF_HIST_SUB + (e - FNPROF_HIST_SUB_BITS) * FNPROF_HIST_SUB +
+	       ((v >> (e - FNPROF_HIST_SUB_BITS)) & (FNPROF_HIST_SUB - 1));
+}
+
+/* Around every power of two, and a spread of values between: the branch-free log2 (bits.bpf.h) is exact. */
+static void bucket_matches_definition(void)
+{
+	__u64 v, x = 88172645463325252ULL;
+	int k, i;
+
+	for (k = 0; k < 64; k++)
+		for (v = (1ULL << k) - (k > 0); v <= (1ULL << k) + 1 && v; v++)
+			CHECK(hist_bucket_of(v) == ref_bucket(v));
+	CHECK(hist_bucket_of(~0ULL) == ref_bucket(~0ULL));
+	for (i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;   /* xorshift64 */
+		v = x >> (x & 63);
+		CHECK(hist_bucket_of(v) == ref_bucket(v));
+	}
+}
+
 /* A bucket is at most 1/32 of its lower bound wide: the resolution percentiles rely on. */
 static void bucket_width_is_relative(void)
 {
@@ -122,6 +153,7 @@ static void prints_log2_layout(void)
 int main(void)
 {
 	RUN(bucket_bounds_hold_values);
+	RUN(bucket_matches_definition);
 	RUN(bucket_width_is_relative);
 	RUN(percentiles_within_3_percent);
 	RUN(constant_value_is_exact);

@@ -17,6 +17,7 @@
 #include "target/insnprobe.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/runcache.h"
 #include "base/version.h"
 #include "target/procmaps.h"
 
@@ -294,13 +295,12 @@ int insnprobe_run(struct uprobe_insns *u, double *ms)
 
 /*
  * What this boot's kernel does cannot change until the next boot: the first
- * run's answer is kept in /run (a tmpfs, emptied at boot), for root only,
- * keyed by the boot's id and fnprof's list of forms. Each probe leaves a
- * second or so of uprobe releases behind it in the kernel (a grace period
- * each), which a test suite of fnprof runs would pile up.
+ * run's answer is kept (runcache.h), keyed by the boot's id and fnprof's
+ * list of forms. Each probe leaves a second or so of uprobe releases behind
+ * it in the kernel (a grace period each), which a test suite of fnprof runs
+ * would pile up.
  */
-#define CACHE_DIR "/run/fnprof"
-#define CACHE_FILE CACHE_DIR "/uprobe-insns"
+#define CACHE_NAME "uprobe-insns"
 
 struct cached {
 	char key[128];   /* boot id, fnprof version, forms */
@@ -309,17 +309,11 @@ struct cached {
 
 static void cache_key(char *key, size_t size)
 {
-	char boot[64] = "";
+	char boot[64];
 	unsigned int i, h = 5381;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	const char *c;
 
-	if (f) {
-		if (!fgets(boot, sizeof(boot), f))
-			boot[0] = 0;
-		fclose(f);
-	}
-	boot[strcspn(boot, "\n")] = 0;
+	runcache_boot_id(boot, sizeof(boot));
 	for (i = 0; i < arch_nr_insns; i++)
 		for (c = arch_insns[i].name; *c; c++)
 			h = h * 33 + (unsigned char)*c;
@@ -341,16 +335,14 @@ static bool all_answered(const struct uprobe_insns *u)
 static bool cache_read(struct uprobe_insns *u)
 {
 	struct cached c, want = { .key = "" };
-	int fd = open(CACHE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
+	int fd = runcache_open(CACHE_NAME);
 	unsigned int i;
 	bool ok;
 
 	if (fd < 0)
 		return false;
 	cache_key(want.key, sizeof(want.key));
-	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022) &&
-	     read(fd, &c, sizeof(c)) == sizeof(c) && !strncmp(c.key, want.key, sizeof(c.key)) && c.u.probed;
+	ok = read(fd, &c, sizeof(c)) == sizeof(c) && !strncmp(c.key, want.key, sizeof(c.key)) && c.u.probed;
 	close(fd);
 	for (i = 0; ok && i < ARCH_INSNS_MAX; i++)
 		ok = c.u.how[i] >= INSN_UNKNOWN && c.u.how[i] <= INSN_OPTIMIZED;
@@ -360,25 +352,13 @@ static bool cache_read(struct uprobe_insns *u)
 	return ok;
 }
 
-/* Keeps u for the next runs (a new file renamed over the old one); nothing when /run is not ours. */
+/* Keeps u for the next runs; nothing when /run is not ours. */
 static void cache_write(const struct uprobe_insns *u)
 {
 	struct cached c = { .u = *u };
-	char tmp[64];
-	struct stat st;
-	int fd;
 
-	if (mkdir(CACHE_DIR, 0700) && errno != EEXIST)
-		return;
-	if (lstat(CACHE_DIR, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
-		return;
 	cache_key(c.key, sizeof(c.key));
-	snprintf(tmp, sizeof(tmp), "%s.%d", CACHE_FILE, getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, &c, sizeof(c)) != sizeof(c) || close(fd) || rename(tmp, CACHE_FILE))
-		unlink(tmp);
+	runcache_write(CACHE_NAME, &c, sizeof(c));
 }
 
 const struct uprobe_insns *insnprobe_here(void)
@@ -393,7 +373,7 @@ const struct uprobe_insns *insnprobe_here(void)
 	done = true;
 	if (cache_read(&here)) {
 		log_debug("what the kernel emulates for a uprobe: as this boot's first run found (%s, %.2f ms)",
-			  CACHE_FILE, (monotonic_s() - t0) * 1e3);
+			  RUNCACHE_DIR "/" CACHE_NAME, (monotonic_s() - t0) * 1e3);
 		return &here;
 	}
 	err = insnprobe_run(&here, &ms);

@@ -14,6 +14,8 @@
 
 #include "base/log.h"
 #include "trace.skel.h"
+#include "trace/core_relos.h"
+#include "trace/kernel_types.h"
 #include "trace/trace_load.h"
 
 /* The compat build is opened instead (trace_load_use_compat). */
@@ -45,15 +47,6 @@ enum half { HALF_NONE, HALF_UPROBES, HALF_OTHERS };
  */
 static const char *const abi_types[] = { "pt_regs", "bpf_perf_event_value" };
 
-/* .BTF.ext's header (Documentation/bpf/btf.rst), up to its CO-RE part. */
-struct btf_ext_hdr {
-	__u16 magic;
-	__u8 version, flags;
-	__u32 hdr_len;
-	__u32 func_info_off, func_info_len, line_info_off, line_info_len;
-	__u32 core_relo_off, core_relo_len;
-};
-
 static bool is_uprobe_prog(const struct bpf_program *p)
 {
 	return bpf_program__type(p) == BPF_PROG_TYPE_KPROBE;
@@ -84,13 +77,13 @@ static bool uprobe_section(const struct trace_bpf *skel, const char *sec)
 	return false;
 }
 
-/* A copy of the object's .BTF.ext section, from the ELF image the skeleton embeds; NULL if none. */
-static __u32 *btf_ext_section(size_t *len)
+/* A copy of the object's section want (.BTF, .BTF.ext), from the ELF image the skeleton embeds; NULL if none. */
+static void *elf_section(const char *want, size_t *len)
 {
 	size_t size = 0, shstrndx;
 	const void *elf = elf_image(&size);
 	Elf_Scn *scn = NULL;
-	__u32 *out = NULL;
+	void *out = NULL;
 	const char *name;
 	GElf_Shdr sh;
 	Elf_Data *d;
@@ -104,7 +97,7 @@ static __u32 *btf_ext_section(size_t *len)
 		scn = elf_nextscn(e, NULL);
 	for (; scn; scn = elf_nextscn(e, scn)) {
 		name = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
-		if (!name || strcmp(name, ".BTF.ext"))
+		if (!name || strcmp(name, want))
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (d && d->d_size && (out = malloc(d->d_size))) {
@@ -117,50 +110,40 @@ static __u32 *btf_ext_section(size_t *len)
 	return out;
 }
 
-/*
- * Whether every CO-RE relocation in the uprobe programs is against an ABI
- * type: then they can be relocated against the object's own BTF. Records:
- * rec_size, then per section {name, count, count * struct bpf_core_relo}.
- */
-static bool relos_abi_only(const struct trace_bpf *skel, const __u32 *ext, size_t off, size_t end)
+/* A relocation that the uprobe half may take against its own BTF: in another program's section, or of an ABI type. */
+static bool abi_relo(void *ctx, const char *sec, const struct bpf_core_relo *r)
 {
-	const struct btf *btf = bpf_object__btf(skel->obj);
-	size_t rec_size, n, i;
-	const char *sec;
+	const struct trace_bpf *skel = ctx;
 
-	if (end - off < 4)
-		return false;
-	rec_size = ext[off / 4];
-	if (rec_size < sizeof(struct bpf_core_relo) || rec_size % 4)
-		return false;
-	for (off += 4; off + 8 <= end; off += 8 + n * rec_size) {
-		sec = btf__name_by_offset(btf, ext[off / 4]);
-		n = ext[off / 4 + 1];
-		if (!sec || n > (end - off - 8) / rec_size)
-			return false;
-		for (i = 0; uprobe_section(skel, sec) && i < n; i++) {
-			const struct bpf_core_relo *r = (const void *)&ext[(off + 8 + i * rec_size) / 4];
-
-			if (!is_abi_type(btf, r->type_id))
-				return false;
-		}
-	}
-	return off == end;
+	return !uprobe_section(skel, sec) || is_abi_type(bpf_object__btf(skel->obj), r->type_id);
 }
 
-static bool uprobes_read_abi_only(const struct trace_bpf *skel)
+/* Whether every CO-RE relocation in the uprobe programs (ext: .BTF.ext, len bytes) is against an ABI type. */
+static bool uprobes_read_abi_only(const struct trace_bpf *skel, const __u32 *ext, size_t len)
 {
-	size_t len = 0, off;
-	__u32 *ext = btf_ext_section(&len);
-	const struct btf_ext_hdr *h = (const void *)ext;
-	bool ok;
+	return core_relos_each(bpf_object__btf(skel->obj), ext, len, abi_relo, (void *)skel);
+}
 
-	ok = ext && len >= sizeof(*h) && h->hdr_len >= sizeof(*h) && h->hdr_len % 4 == 0 &&
-	     h->core_relo_off % 4 == 0 && h->hdr_len + (size_t)h->core_relo_off + h->core_relo_len <= len;
-	off = ok ? h->hdr_len + h->core_relo_off : 0;
-	ok = ok && (!h->core_relo_len || relos_abi_only(skel, ext, off, off + h->core_relo_len));
-	free(ext);
-	return ok;
+/*
+ * The kernel's types that the CO-RE relocations read (kernel_types.h), as
+ * a path for libbpf (/proc/self/fd/N) into path: its fd, or -errno where
+ * libbpf is to read the kernel's whole BTF (FNPROF_WHOLE_KERNEL_BTF=1:
+ * always, for the tests).
+ */
+static int kernel_types_file(const __u32 *ext, size_t len, char *path, size_t size)
+{
+	size_t btf_len = 0;
+	void *btf = elf_section(".BTF", &btf_len);
+	int fd = getenv("FNPROF_WHOLE_KERNEL_BTF") ? -ECANCELED : btf && ext ? kernel_types_open(btf, btf_len, ext, len) :
+		 -ENOENT;
+
+	free(btf);
+	if (fd < 0) {
+		log_debug("CO-RE against the kernel's whole BTF: %s", strerror(-fd));
+		return fd;
+	}
+	snprintf(path, size, "/proc/self/fd/%d", fd);
+	return fd;
 }
 
 /*
@@ -271,6 +254,7 @@ struct trace_pending {
 	struct trace_bpf *skel;
 	pthread_t thread;
 	int err;
+	int kernel_fd;   /* the kernel types' file (libbpf reads it as it loads), -1 if none */
 };
 
 static void *load_thread(void *arg)
@@ -285,6 +269,7 @@ static void *load_thread(void *arg)
 static int start_pending(struct trace_pending *j, struct trace_bpf *skel)
 {
 	j->skel = skel;
+	j->kernel_fd = -1;
 	return -pthread_create(&j->thread, NULL, load_thread, j);
 }
 
@@ -295,6 +280,8 @@ static int join_pending(struct trace_pending *j)
 
 	pthread_join(j->thread, NULL);
 	err = j->err;
+	if (j->kernel_fd >= 0)
+		close(j->kernel_fd);
 	free(j);
 	return err;
 }
@@ -364,36 +351,57 @@ static int load_uprobes_first(trace_setup_fn setup, void *arg, const char *btf_p
 }
 
 /* trace_load() and trace_load_early(): the tracepoint half still loading into *pending, with pending. */
+/* skel (opened with the kernel types' file kfd, which is closed) loaded whole, into *probes. */
+static int load_one_piece(struct trace_bpf *skel, int kfd, struct trace_bpf **probes)
+{
+	int err;
+
+	log_debug("loading the BPF programs in one piece");
+	err = trace_bpf__load(skel);
+	if (kfd >= 0)
+		close(kfd);
+	if (err)
+		trace_bpf__destroy(skel);
+	*probes = err ? NULL : skel;
+	return err;
+}
+
 static int load(trace_setup_fn setup, void *arg, struct trace_bpf **probes, struct trace_bpf **sched,
 		struct trace_pending **pending)
 {
+	size_t len = 0;
+	__u32 *ext = elf_section(".BTF.ext", &len);
+	char path[64], kernel[64];
+	int kfd = kernel_types_file(ext, len, kernel, sizeof(kernel));
+	LIBBPF_OPTS(bpf_object_open_opts, kernel_types, .btf_custom_path = kfd >= 0 ? kernel : NULL);
 	struct trace_bpf *skel;
-	char path[64];
 	int fd, err;
 
 	*probes = *sched = NULL;
 	if (pending)
 		*pending = NULL;
-	err = open_instance(setup, arg, NULL, &skel);
-	if (err)
-		return err;
+	err = open_instance(setup, arg, &kernel_types, &skel);
 	/* FNPROF_ONE_PIECE=1: the way taken when the uprobe programs need the kernel's BTF (tests). */
-	fd = getenv("FNPROF_ONE_PIECE") || !uprobes_read_abi_only(skel) ? -EINVAL :
+	fd = err || getenv("FNPROF_ONE_PIECE") || !uprobes_read_abi_only(skel, ext, len) ? -EINVAL :
 	     own_btf_file(skel, path, sizeof(path));
-	if (fd < 0) {
-		log_debug("loading the BPF programs in one piece");
-		err = trace_bpf__load(skel);
-		if (err)
-			trace_bpf__destroy(skel);
-		*probes = err ? NULL : skel;
+	free(ext);
+	if (err) {
+		if (kfd >= 0)
+			close(kfd);
 		return err;
 	}
+	if (fd < 0)
+		return load_one_piece(skel, kfd, probes);
 	load_only(skel, HALF_OTHERS);
 	err = pending ? load_uprobes_first(setup, arg, path, skel, probes, pending) :
 	      load_halves(setup, arg, path, skel, probes);
 	close(fd);
-	if (pending && *pending)
+	if (pending && *pending) {
+		(*pending)->kernel_fd = kfd;   /* libbpf reads it in the thread's load */
 		return 0;  /* skel is the thread's */
+	}
+	if (kfd >= 0)
+		close(kfd);
 	if (err)
 		trace_bpf__destroy(skel);
 	else

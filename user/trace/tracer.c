@@ -179,47 +179,53 @@ static __u32 default_threads(pid_t pid)
 	return n > TRACER_THREADS_DEFAULT / 2 ? 2 * (__u32)n : TRACER_THREADS_DEFAULT;
 }
 
-/* Whether a probe to attach has its exit on ret instructions (fn_exit_ret). */
-static bool probes_at_ret(const struct tracer *t)
+/* Whether a probe to attach, the target's or a calibration probe attached, is one that pred takes. */
+static bool any_probe(const struct tracer *t, bool (*pred)(const struct probe *p))
 {
 	size_t i;
 
 	for (i = 0; i < t->pl->nr; i++)
-		if (t->pl->probes[i].exit == EXIT_RET)
+		if (pred(&t->pl->probes[i]))
 			return true;
 	for (i = 0; i < t->nr_total - t->nr_probes; i++)
-		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET)
+		if (t->self_mask & 1U << i && pred(&t->self[i]))
 			return true;
 	return false;
 }
 
-/* Whether a probe to attach has exit probes past its rets (fn_exit_tail): tail calls. */
+/* A function entered at fn_entry (Go's at go_entry). */
+static bool plain_entry(const struct probe *p)
+{
+	return !p->go;
+}
+
+/* A function whose return a uretprobe sees (fn_exit). */
+static bool uret_exit(const struct probe *p)
+{
+	return p->exit == EXIT_URETPROBE;
+}
+
+/* A function with its exit on ret instructions (fn_exit_ret; Go's go_exit_ret). */
+static bool ret_exit(const struct probe *p)
+{
+	return p->exit == EXIT_RET && !p->go;
+}
+
+/* A function with exit probes past its rets (fn_exit_tail): tail calls, the calibration's tail-jmp case too. */
+static bool tail_exits(const struct probe *p)
+{
+	return p->exit == EXIT_RET && p->nr_tails;
+}
+
+/* A function with a paired entry (fn_mid). */
+static bool paired(const struct probe *p)
+{
+	return site_paired(p->kind);
+}
+
 static bool probes_tails(const struct tracer *t)
 {
-	size_t i;
-
-	for (i = 0; i < t->pl->nr; i++)
-		if (t->pl->probes[i].exit == EXIT_RET && t->pl->probes[i].nr_tails)
-			return true;
-	/* The calibration's tail-jmp case, with the functions that follow tail calls. */
-	for (i = 0; i < t->nr_total - t->nr_probes; i++)
-		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET && t->self[i].nr_tails)
-			return true;
-	return false;
-}
-
-/* Whether a probe to attach has a paired entry (fn_mid). */
-static bool probes_paired(const struct tracer *t)
-{
-	size_t i;
-
-	for (i = 0; i < t->pl->nr; i++)
-		if (site_paired(t->pl->probes[i].kind))
-			return true;
-	for (i = 0; i < t->nr_total - t->nr_probes; i++)
-		if (t->self_mask & 1U << i && site_paired(t->self[i].kind))
-			return true;
-	return false;
+	return any_probe(t, tail_exits);
 }
 
 static bool traces_go(const struct probe_list *pl)
@@ -283,11 +289,12 @@ static void uprobe_prog(struct bpf_program *p, bool used, const struct tracer *t
 static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool events)
 {
 	bpf_program__set_autoload(skel->progs.on_fork, t->follows);
-	uprobes_prepare(skel->progs.fn_entry, t->links.multi);
-	uprobes_prepare(skel->progs.fn_exit, t->links.multi);
-	uprobe_prog(skel->progs.fn_exit_ret, probes_at_ret(t), t);
+	/* System-wide, a replaced object's functions come later (tracer_attach_more): the common pair stays. */
+	uprobe_prog(skel->progs.fn_entry, !t->pid || any_probe(t, plain_entry), t);
+	uprobe_prog(skel->progs.fn_exit, !t->pid || any_probe(t, uret_exit), t);
+	uprobe_prog(skel->progs.fn_exit_ret, any_probe(t, ret_exit), t);
 	uprobe_prog(skel->progs.fn_exit_tail, probes_tails(t), t);
-	uprobe_prog(skel->progs.fn_mid, probes_paired(t), t);
+	uprobe_prog(skel->progs.fn_mid, any_probe(t, paired), t);
 	/* The goroutine programs are verified only for Go functions. */
 	uprobe_prog(skel->progs.go_entry, traces_go(t->pl), t);
 	uprobe_prog(skel->progs.go_exit_ret, traces_go(t->pl), t);
@@ -685,6 +692,24 @@ static int attach_more(struct tracer *t)
 	return 0;
 }
 
+/* -v: the programs loaded (and verified): those the run's probes and options use. */
+static void log_programs(const struct tracer *t)
+{
+	const struct trace_bpf *skels[] = { t->skel, t->sched };
+	char names[512] = "";
+	struct bpf_program *p;
+	size_t k, n = 0;
+
+	for (k = 0; log_verbose && k < sizeof(skels) / sizeof(skels[0]); k++) {
+		if (!skels[k])
+			continue;
+		bpf_object__for_each_program(p, skels[k]->obj)
+			if (bpf_program__fd(p) >= 0 && n < sizeof(names))
+				n += snprintf(names + n, sizeof(names) - n, " %s", bpf_program__name(p));
+	}
+	log_debug("BPF programs loaded:%s", names);
+}
+
 /*
  * The tracepoint programs, then the target's probes, then the calibration's.
  * While the tracepoint programs still load (t->pending), the target's
@@ -722,6 +747,7 @@ static int attach(struct tracer *t, const struct probe_list *pl, bool syscalls)
 		return err;
 	t->attach_s = monotonic_s() - t0;
 	log_debug("attached %zu probes in %.1f ms", pl->nr, t->attach_s * 1e3);
+	log_programs(t);
 	return 0;
 }
 
