@@ -139,6 +139,14 @@ struct {
 	__uint(max_entries, FNPROF_RB_MIN);   /* set by user space */
 } forks SEC(".maps");
 
+/* System-wide sessions: the exit chosen for each process (fn_session); sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exit_choice_val);
+} exit_choices SEC(".maps");
+
 /* 2 * nr_slots * nr_funcs entries: [epoch][slot][function id]. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -540,24 +548,24 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 	return f;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(fn_entry)
+/*
+ * The entry of a call whose process counts it (entry_counts), with cookie
+ * and slot: counted, and timed from a frame of its own unless the function
+ * is entry-only. Whether that frame was opened.
+ */
+static __always_inline bool call_entry(struct pt_regs *ctx, __u64 cookie, __u32 slot)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 d, id = cookie & FNPROF_COOKIE_ID_MASK;
-	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-	if (!entry_counts(cookie, &slot))
-		return 0;
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
-		return 0;
+		return false;
 	ts = probe_thread(ctx, true);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
-		return 0;
+		return false;
 	}
 	if (ts->gen != generation) {
 		count_drops(DROP_DETACHED, ts->depth);
@@ -577,13 +585,24 @@ int BPF_KPROBE(fn_entry)
 		 */
 		count_drop(DROP_DEPTH);
 		ts->over++;
-		return 0;
+		return false;
 	}
 	f = frame_open(ctx, ts, d, cookie, id, slot);
 	ts->depth = d + 1;
 	/* Last, so that the work above is not part of the measured interval. */
 	trap_reset(ts);
 	f->start_ns = bpf_ktime_get_ns();
+	return true;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fn_entry)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+
+	if (entry_counts(cookie, &slot))
+		call_entry(ctx, cookie, slot);
 	return 0;
 }
 
@@ -689,6 +708,14 @@ static __always_inline void count_orphan(void)
 		count_drop(DROP_ORPHAN_RET);
 }
 
+/* count_orphan() but, at a ret probe (at_ret), for a session's ret probes (FNPROF_COOKIE_SESSION_RET). */
+static __always_inline void count_orphan_at(struct pt_regs *ctx, bool at_ret)
+{
+	/* The cookie only here: the common path does without the helper call. */
+	if (!at_ret || !(bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_SESSION_RET))
+		count_orphan();
+}
+
 /*
  * The frame that a return at sp (as at entry) closes, of the d on thread ts;
  * *id becomes its function's. Past the rets (tail), tail_frame()'s answer
@@ -771,7 +798,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		if (cookie & FNPROF_COOKIE_TAIL)
 			count_tail_hit(cookie, 1);
 		else
-			count_orphan();
+			count_orphan_at(ctx, at_ret && !tail);
 		return 0;
 	}
 	/* Running, so switched back in: sched_switch did not see it. */
@@ -788,7 +815,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		if (ts->over)
 			ts->over--;
 		else
-			count_orphan();
+			count_orphan_at(ctx, at_ret && !tail);
 		return 0;
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
@@ -824,6 +851,77 @@ SEC("uretprobe")
 int BPF_KRETPROBE(fn_exit)
 {
 	return fn_return(ctx, false, false, 0);
+}
+
+/*
+ * System-wide uprobe sessions (Linux 6.13+): which exit process tgid's
+ * calls take, as user space chose for the program it runs. The first call
+ * of a process (or of the program it exec'd) asks: it is marked pending and
+ * user space woken (the forks ring buffer), which chooses from the program
+ * (exit_choices), and attaches ret probes in that process first where it
+ * chooses them.
+ */
+/*
+ * A fork child that runs its parent's program (no exec since: the same
+ * exec_id) takes its parent's uretprobe, as nginx's workers their
+ * master's. Not its ret probes: those are the parent's alone, so such a
+ * child asks for its own.
+ */
+static __always_inline bool inherit_choice(struct task_struct *task, struct exit_choice_val *v)
+{
+	__u32 ptgid = task->real_parent->tgid;
+	struct exit_choice_val *pc = bpf_map_lookup_elem(&exit_choices, &ptgid);
+
+	if (!pc || pc->exec_id != v->exec_id || pc->choice != EXIT_CHOICE_URET)
+		return false;
+	v->choice = EXIT_CHOICE_URET;
+	return true;
+}
+
+static __always_inline __u32 exit_choice(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct exit_choice_val v = { .exec_id = task->self_exec_id }, *c;
+
+	c = bpf_map_lookup_elem(&exit_choices, &tgid);
+	if (c && c->exec_id == v.exec_id)
+		return c->choice;
+	if (!c && inherit_choice(task, &v) && !bpf_map_update_elem(&exit_choices, &tgid, &v, BPF_NOEXIST))
+		return v.choice;
+	/* A full map asks nothing: the calls are counted as made while choosing. */
+	if (!bpf_map_update_elem(&exit_choices, &tgid, &v, c ? BPF_EXIST : BPF_NOEXIST))
+		bpf_ringbuf_output(&forks, &tgid, sizeof(tgid), 0);
+	return EXIT_CHOICE_PENDING;
+}
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * System-wide entry and return of a function whose exit is chosen per
+ * process (exit_choice): the session's return (a uretprobe: no single
+ * step) where a hijacked return address is safe, else declined (returns
+ * 1), and the ret probes attached in that process alone close the call.
+ */
+SEC("uprobe")
+int BPF_KPROBE(fn_session)
+{
+	__u64 cookie;
+	__u32 slot, choice;
+
+	if (bpf_session_is_return())
+		return fn_return(ctx, false, false, 0);
+	cookie = bpf_get_attach_cookie(ctx);
+	slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+	if (!entry_counts(cookie, &slot))
+		return 1;
+	choice = exit_choice(current_tgid());
+	if (choice == EXIT_CHOICE_PENDING) {
+		count_drop(DROP_UNCHOSEN);
+		return 1;
+	}
+	if (choice == EXIT_CHOICE_URET)
+		cookie |= FNPROF_COOKIE_URET;
+	return !(call_entry(ctx, cookie, slot) && choice == EXIT_CHOICE_URET);
 }
 
 /*

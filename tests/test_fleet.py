@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import FNPROF, ROOT, Skip, check, target, truth, wait_for, within
+from harness import FNPROF, ROOT, Skip, check, final_report, func, run_fnprof, target, truth, wait_for, within
 
 CALLS = 1500
 SLEEP_US = 1000
@@ -550,3 +550,63 @@ def test_system_wide_profile_of_the_processes_that_map_the_object():
         burn.kill()
         burn.wait()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def kernel_has_sessions():
+    p = run_fnprof(["--version", "-v"])
+    return "uprobe sessions: yes" in p.stdout + p.stderr
+
+
+def run_lib_callers(lib, go_args, c_calls, env=None):
+    """fnprof system-wide on lib's lib_spin while a Go program (gotarget-lib go_args) and then a C one
+    (uselib c_calls) call it: (final report, Go run, its pid, C run's stderr, its pid)."""
+    with Fnprof(["-f", f"{lib}:lib_spin", "--json"], env=env) as fp:
+        g = subprocess.Popen([target("gotarget-lib")] + go_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        g_out, g_err = g.communicate(timeout=120)
+        c = subprocess.Popen([target("uselib"), str(c_calls)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        c_err = c.communicate(timeout=120)[1]
+        out, err = fp.stop()
+    check(fp.proc.returncode == 0, f"fnprof exit {fp.proc.returncode}:\n{err[-3000:]}")
+    return final_report(out), (g.returncode, g_out, g_err), g.pid, c_err, c.pid
+
+
+def test_system_wide_exit_chosen_per_process():
+    """System-wide, a C process takes the uprobe session's return (no single step) while a Go process
+    mapping the same library keeps ret probes, unharmed (its output as untraced, no crash); every call is
+    counted, or shown as made before its process's exit was chosen; the report names which took which."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    lib, go_args = target("libtarget.so"), ["4", "1500"]
+    untraced = subprocess.run([target("gotarget-lib")] + go_args, capture_output=True, text=True, timeout=120)
+    rep, (g_rc, g_out, g_err), g_pid, c_err, c_pid = run_lib_callers(lib, go_args, 2000)
+    check(g_rc == 0 and g_out == untraced.stdout, f"the Go program was harmed: exit {g_rc}, {g_out!r}\n{g_err}")
+    made = truth(g_err, "lib_spin")["calls"] + truth(c_err, "lib_spin")["calls"]
+    f = func(rep, "lib_spin")
+    unchosen = rep["dropped"]["calls_before_exit_chosen"]
+    check(f["exit_per_process"] is True, f)
+    check(f["calls"] + unchosen == made, f"{f['calls']} calls counted, {unchosen} before a choice, {made} made")
+    check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
+    exits = {e["pid"]: e for e in rep.get("exits_per_process", [])}
+    check(exits.get(c_pid, {}).get("exit") == "uretprobe", f"the C process {c_pid}: {exits.get(c_pid)}")
+    check(exits.get(g_pid, {}).get("exit") == "ret" and exits[g_pid].get("why") == "Go",
+          f"the Go process {g_pid}: {exits.get(g_pid)}")
+
+
+def test_system_wide_without_sessions_keeps_ret_probes():
+    """Where the kernel has no uprobe sessions (as FNPROF_NO_UPROBE_SESSION=1 says), system-wide exits are
+    ret probes for every process, as before: every call counted, none left before a choice, no list."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    env = dict(os.environ, FNPROF_NO_UPROBE_SESSION="1")
+    rep, (g_rc, g_out, g_err), g_pid, c_err, c_pid = run_lib_callers(target("libtarget.so"), ["2", "500"], 500,
+                                                                     env=env)
+    check(g_rc == 0, f"the Go program failed: {g_err}")
+    made = truth(g_err, "lib_spin")["calls"] + truth(c_err, "lib_spin")["calls"]
+    f = func(rep, "lib_spin")
+    check(f["exit"] == "ret" and f["exit_per_process"] is False, f)
+    check(f["calls"] == made and rep["dropped"]["calls_before_exit_chosen"] == 0, (f["calls"], made, rep["dropped"]))
+    check("exits_per_process" not in rep, rep.get("exits_per_process"))

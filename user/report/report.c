@@ -10,6 +10,7 @@
 #include "report/report.h"
 #include "base/sanitize.h"
 #include "report/slow_report.h"
+#include "report/sysexits.h"
 #include "trace/stats.h"
 #include "trace/steps.h"
 #include "trace/tracer.h"
@@ -51,6 +52,9 @@ static const struct {
 	[DROP_SWITCH_IN] = { "switches_in_unseen", "switches back onto a CPU inside a traced call that "
 						   "sched_switch did not report, nor the thread's sched_info: the time off "
 						   "the CPU before each read as on-CPU" },
+	[DROP_UNCHOSEN] = { "calls_before_exit_chosen", "calls not timed: made by a process before fnprof had "
+							"chosen its exit (system-wide uprobe sessions: its first calls, "
+							"or a process it could not read)" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -597,6 +601,7 @@ static void print_footer(const struct report *r, FILE *f)
 				(unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_cpu_unknown(r, f);
 	print_overhead(r, f);
+	sysexits_print_table(r->exit_procs, r->nr_exit_procs, f);
 	print_uncertain(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
 		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->self_wall_s > 0 ? r->self_cpu_ns / (r->self_wall_s * 1e7) : 0.0,
@@ -1015,6 +1020,8 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_u64(j, "entry_skip_bytes", p->entry_skip);
 	json_u64(j, "pair_offset_bytes", p->pair_off);
 	json_str(j, "exit", exit_mode_name(p->exit));
+	/* A session's: the uretprobe where each process allows it, ret probes elsewhere (exits_per_process). */
+	json_bool(j, "exit_per_process", p->session);
 	if (p->exit_why)
 		json_str(j, "exit_why", p->exit_why);
 	else
@@ -1170,6 +1177,7 @@ void report_print_json(const struct report *r, FILE *f)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);
 	json_obj_end(&j);
 	json_overhead(&j, r);
+	sysexits_print_json(r->exit_procs, r->nr_exit_procs, &j);
 	json_obj_begin(&j, "fnprof");
 	json_u64(&j, "cpu_ns", r->self_cpu_ns);
 	json_u64(&j, "peak_rss_kib", r->self_rss_kib);

@@ -150,6 +150,7 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 
 	rep.self_rss_kib = proc_self_status("VmHWM", 10);
 	memcpy(rep.drops, drops, sizeof(rep.drops));
+	rep.exit_procs = tracer_exit_choices(t->c.tracer, &rep.nr_exit_procs);
 	/* An interval's slow calls, or the run's kept ones for a total after interval reports. */
 	if (t->c.slow && !tracer_slow_drops(t->c.tracer, slow_drops) &&
 	    !slow_view(t->c.slow, slow_drops, total && t->nr_reports, total, &slow))

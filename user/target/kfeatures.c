@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
@@ -121,6 +123,24 @@ static void print_needs(FILE *out)
 		snprintf(since, sizeof(since), "Linux %s", kneeds_since(n));
 		print_line(out, kneeds_name(n), unknown & 1U << n ? -EPERM : !!(has & 1U << n), since);
 	}
+}
+
+bool kfeatures_uprobe_sessions(void)
+{
+	static int cached = -1;
+	struct btf *btf;
+
+	if (cached < 0) {
+		btf = btf__load_vmlinux_btf();
+		/* The session's entry tells its return apart with a kfunc (Linux 6.10, with kprobe sessions). */
+		cached = btf && has_enum_val(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION") &&
+			 btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0;
+		btf__free(btf);
+		/* To test the fallback; sessions are uprobe_multi links, which that variable turns off too. */
+		if (getenv("FNPROF_NO_UPROBE_SESSION") || getenv("FNPROF_NO_UPROBE_MULTI"))
+			cached = 0;
+	}
+	return cached;
 }
 
 void kfeatures_print(FILE *out)

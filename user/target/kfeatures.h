@@ -10,6 +10,7 @@
 #ifndef FNPROF_KFEATURES_H
 #define FNPROF_KFEATURES_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /*
@@ -18,5 +19,12 @@
  * unknown (why)". Costs ~10 ms (the kernel's BTF is read).
  */
 void kfeatures_print(FILE *f);
+
+/*
+ * Whether the kernel has uprobe sessions (Linux 6.13: an entry program that
+ * may decline its call's return probe), found in its BTF once (~10 ms) and
+ * cached. FNPROF_NO_UPROBE_SESSION=1 (or FNPROF_NO_UPROBE_MULTI=1) says no.
+ */
+bool kfeatures_uprobe_sessions(void);
 
 #endif /* FNPROF_KFEATURES_H */

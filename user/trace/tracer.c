@@ -16,6 +16,7 @@
 #include "trace.bpf.h"
 #include "trace.skel.h"
 #include "trace/steps.h"
+#include "trace/sysexit.h"
 #include "trace/trace_load.h"
 #include "trace/tracer.h"
 #include "trace/uprobe_warm.h"
@@ -62,6 +63,7 @@ struct tracer {
 	size_t nr_exited;
 	__u64 slow_ns;             /* --slow, 0 without */
 	__u32 slow_rate;           /* slow calls sent per second, at most */
+	struct sysexit *sysexit;   /* system-wide sessions: each process's exit (NULL without) */
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -171,10 +173,21 @@ static bool probes_at_ret(const struct tracer *t)
 	size_t i;
 
 	for (i = 0; i < t->pl->nr; i++)
-		if (t->pl->probes[i].exit == EXIT_RET)
+		if (t->pl->probes[i].exit == EXIT_RET || t->pl->probes[i].session)
 			return true;
 	for (i = 0; i < t->nr_total - t->nr_probes; i++)
 		if (t->self_mask & 1U << i && t->self[i].exit == EXIT_RET)
+			return true;
+	return false;
+}
+
+/* Whether a probe to attach is entered by a uprobe session (fn_session): system-wide, exits per process. */
+static bool probes_session(const struct tracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->pl->nr; i++)
+		if (t->pl->probes[i].session)
 			return true;
 	return false;
 }
@@ -274,6 +287,8 @@ static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool
 	uprobe_prog(skel->progs.fn_exit_ret, probes_at_ret(t), t);
 	uprobe_prog(skel->progs.fn_exit_tail, probes_tails(t), t);
 	uprobe_prog(skel->progs.fn_mid, probes_paired(t), t);
+	bpf_program__set_autoload(skel->progs.fn_session, probes_session(t));
+	uprobes_prepare_session(skel->progs.fn_session);
 	/* The goroutine programs are verified only for Go functions. */
 	uprobe_prog(skel->progs.go_entry, traces_go(t->pl), t);
 	uprobe_prog(skel->progs.go_exit_ret, traces_go(t->pl), t);
@@ -340,8 +355,11 @@ static int size_maps(struct trace_bpf *skel, const struct tracer *t, int slots)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
 	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.free_slots, t->nr_slots - 1);
-	if (!err && t->nr_slots > 1)
+	if (!err && (t->nr_slots > 1 || probes_session(t)))
 		err = bpf_map__set_max_entries(skel->maps.forks, 64 * 1024);
+	/* Processes calling session-entered functions at once; beyond, their calls are not timed (counted). */
+	if (!err && probes_session(t))
+		err = bpf_map__set_max_entries(skel->maps.exit_choices, 16384);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	return err;
@@ -440,6 +458,9 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 	int i;
 
 	cookie |= p->id;
+	/* The session's return, or ret probes where a process declines it (attach_rets). */
+	if (p->session)
+		return 0;
 	if (p->exit == EXIT_URETPROBE) {
 		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset + p->entry_skip, cookie);
 		out[0].retprobe = true;
@@ -484,6 +505,9 @@ static __u64 entry_flags(const struct probe *p)
 {
 	if (p->exit == EXIT_RET && p->follows_tails)
 		return FNPROF_COOKIE_TAILS | (probe_jmp_at_entry(p) ? FNPROF_COOKIE_ENTRY_JMP : 0);
+	/* A session's program chooses per process. */
+	if (p->session)
+		return 0;
 	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
 }
 
@@ -522,9 +546,12 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		if (site_paired(probes[i].kind))
 			sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_mid, probes[i].offset + probes[i].pair_off,
 					     cookie | probes[i].id | (probes[i].kind == SITE_PAIR_RET ? FNPROF_COOKIE_AT_RET : 0));
-	for (i = 0; i < nr; i++)
-		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
-				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
+	for (i = 0; i < nr; i++) {
+		sites[n] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry :
+				   probes[i].session ? t->skel->progs.fn_session : t->skel->progs.fn_entry,
+				   probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
+		sites[n++].session = probes[i].session;
+	}
 	err = uprobes_attach(set, sites, n);
 	free(sites);
 	return err;
@@ -767,8 +794,58 @@ int tracer_follow_forks(struct tracer *t)
 	if (!t->forks)
 		return 0;
 	ring_buffer__consume(t->forks);
-	refresh_procs(t, true);
+	sysexit_choose(t->sysexit);
+	if (t->follows)
+		refresh_procs(t, true);
 	return 0;
+}
+
+const struct sysexit_proc *tracer_exit_choices(const struct tracer *t, size_t *nr)
+{
+	return sysexit_procs(t ? t->sysexit : NULL, nr);
+}
+
+/* sysexit's attach: the ret probes of every session-entered function, in process pid alone. */
+static int attach_session_rets(void *ctx, pid_t pid, struct uprobe_set *set)
+{
+	struct tracer *t = ctx;
+	struct uprobe_site *sites;
+	size_t i, n = 0, cap = 0;
+	int k, err;
+
+	for (i = 0; i < t->pl->nr; i++)
+		cap += t->pl->probes[i].session ? t->pl->probes[i].nr_exits : 0;
+	sites = calloc(cap + 1, sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	for (i = 0; i < t->pl->nr; i++) {
+		const struct probe *p = &t->pl->probes[i];
+
+		for (k = 0; p->session && k < p->nr_exits; k++)
+			sites[n++] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[k],
+					     p->id | FNPROF_COOKIE_AT_RET | FNPROF_COOKIE_SESSION_RET);
+	}
+	err = uprobes_attach(set, sites, n);
+	free(sites);
+	return err;
+}
+
+/* System-wide sessions: the processes' questions wake fnprof (the forks ring buffer), which answers. */
+static int sysexit_setup(struct tracer *t)
+{
+	int err;
+
+	if (!t->forks)
+		t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
+	if (!t->forks) {
+		err = -errno;
+		log_err("cannot read the exit choices' ring buffer: %s", strerror(-err));
+		return err;
+	}
+	err = sysexit_new(bpf_map__fd(t->skel->maps.exit_choices), attach_session_rets, t, &t->sysexit);
+	if (err)
+		log_err("out of memory");
+	return err;
 }
 
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
@@ -821,6 +898,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		err = follow_setup(t);
 	if (!err && t->per_process)
 		err = per_process_setup(t);
+	if (!err && probes_session(t))
+		err = sysexit_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -1093,6 +1172,8 @@ void tracer_stop(struct tracer *t)
 	if (!t)
 		return;
 	free_probes(t);
+	/* After the entries: a call entered meanwhile still finds its process's ret probes. */
+	sysexit_free(t->sysexit);
 	/* After the tracer's own: the warm-up's probes, if still closing, close alongside. */
 	uprobe_warm_free(t->warm);
 	free(t->extra);

@@ -165,6 +165,14 @@ int tracer_slow_fd(struct tracer *t);
 /* --slow: the kernel's counters of slow calls (enum slow_drop), since the start. 0 or -errno. */
 int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR]);
 
+/*
+ * System-wide sessions: the processes whose exit was chosen so far (which
+ * took the uretprobe, which ret probes and why); NULL and 0 without. The
+ * array stays the tracer's, until the next tracer_follow_forks().
+ */
+struct sysexit_proc;
+const struct sysexit_proc *tracer_exit_choices(const struct tracer *t, size_t *nr);
+
 void tracer_stop(struct tracer *t);
 
 #endif /* FNPROF_TRACER_H */

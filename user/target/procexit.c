@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "elf/symbols.h"
+#include "target/procexit.h"
+#include "target/procmaps.h"
+
+/* Whether process pid maps a C++ runtime (a library may throw through a C program's frames). -errno if unread. */
+static int maps_cxx(pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *obj = strchr(line, '/');
+
+		if (obj) {
+			obj[strcspn(obj, "\n")] = 0;
+			found = lib_name_matches(obj, "libstdc++");
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+const char *procexit_unsafe(pid_t pid, int *err)
+{
+	struct symtab m;
+	char exe[64];
+	int cxx;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	*err = symtab_markers(exe, &m);
+	cxx = *err ? 0 : maps_cxx(pid);
+	if (cxx < 0)
+		*err = cxx;
+	if (*err)
+		return NULL;
+	/* Go's runtime reads every frame's return address when it scans a stack (resolve.c's leaf_outside_go). */
+	if (m.go)
+		return "Go";
+	if (m.unwinds || cxx)
+		return "C++ exceptions or Rust panics";
+	if (m.switches_stacks)
+		return "stack switching (swapcontext, sigaltstack)";
+	if (m.longjmps)
+		return "longjmp";
+	return NULL;
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "base/array.h"
+#include "base/log.h"
+#include "base/proc.h"
+#include "target/procexit.h"
+#include "trace/sysexit.h"
+#include "trace/uprobes.h"
+
+/* At most this many processes are listed in the report (the rest are counted in the map only). */
+#define SYSEXIT_MAX_PROCS 4096
+
+struct sysexit {
+	int map_fd;
+	sysexit_attach_fn attach;
+	void *ctx;
+	struct sysexit_proc *procs;
+	size_t nr, cap;
+	struct uprobe_set **sets;   /* the ret probes of each process that took them */
+	size_t nr_sets, cap_sets;
+};
+
+int sysexit_new(int map_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out)
+{
+	struct sysexit *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->map_fd = map_fd;
+	s->attach = attach;
+	s->ctx = ctx;
+	*out = s;
+	return 0;
+}
+
+/* Ret probes in process pid, kept until the end. 0 or -errno. */
+static int attach_rets(struct sysexit *s, pid_t pid)
+{
+	struct uprobe_set *set;
+	int err;
+
+	if (ARRAY_RESERVE(s->sets, s->nr_sets + 1, s->cap_sets) || !(set = calloc(1, sizeof(*set))))
+		return -ENOMEM;
+	set->multi = true;
+	set->quiet = true;
+	err = s->attach(s->ctx, pid, set);
+	if (err) {
+		uprobes_free(set);
+		free(set);
+		return err;
+	}
+	s->sets[s->nr_sets++] = set;
+	return 0;
+}
+
+/* The process's entry in the list: its own (an exec asks again), or a new one; NULL when full. */
+static struct sysexit_proc *entry_of(struct sysexit *s, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	if (s->nr >= SYSEXIT_MAX_PROCS || ARRAY_RESERVE(s->procs, s->nr + 1, s->cap))
+		return NULL;
+	return &s->procs[s->nr++];
+}
+
+static void remember(struct sysexit *s, pid_t pid, const char *why)
+{
+	struct sysexit_proc *p = entry_of(s, pid);
+
+	if (!p)
+		return;
+	*p = (struct sysexit_proc){ .pid = pid, .ret = why != NULL, .why = why };
+	if (proc_status(pid, "Name", p->comm, sizeof(p->comm)))
+		snprintf(p->comm, sizeof(p->comm), "?");
+}
+
+/* Answers process pid, which asked with v (its exec_id kept: an exec since asks again). */
+static void answer(struct sysexit *s, pid_t pid, struct exit_choice_val v)
+{
+	int err;
+	const char *why = procexit_unsafe(pid, &err);
+
+	if (err) {
+		log_debug("process %d: its exit is not chosen (%s): its calls are not timed", pid, strerror(-err));
+		return;
+	}
+	/* Its ret probes are in before it is told to decline the return: none of its calls is left open. */
+	if (why && (err = attach_rets(s, pid))) {
+		log_debug("process %d (%s): no ret probes (%s): its calls are not timed", pid, why, strerror(-err));
+		return;
+	}
+	v.choice = why ? EXIT_CHOICE_RET : EXIT_CHOICE_URET;
+	v.listed = 1;
+	if (bpf_map_update_elem(s->map_fd, &pid, &v, BPF_EXIST))
+		return;
+	remember(s, pid, why);
+	log_debug("process %d: %s%s", pid, why ? "ret probes: a uretprobe is unsafe there: " : "uretprobe exits",
+		  why ? why : "");
+}
+
+void sysexit_choose(struct sysexit *s)
+{
+	struct exit_choice_val v;
+	__u32 key, *prev = NULL;
+	__u32 gone[64];
+	size_t i, nr_gone = 0;
+
+	if (!s)
+		return;
+	while (!bpf_map_get_next_key(s->map_fd, prev, &key)) {
+		prev = &key;
+		if (bpf_map_lookup_elem(s->map_fd, &key, &v))
+			continue;
+		if (kill(key, 0) && errno == ESRCH) {
+			if (nr_gone < sizeof(gone) / sizeof(gone[0]))
+				gone[nr_gone++] = key;
+		} else if (v.choice == EXIT_CHOICE_PENDING) {
+			answer(s, key, v);
+		} else if (!v.listed) {
+			/* A fork child that took its parent's exit in the kernel. */
+			v.listed = 1;
+			if (!bpf_map_update_elem(s->map_fd, &key, &v, BPF_EXIST))
+				remember(s, key, v.choice == EXIT_CHOICE_RET ? "?" : NULL);
+		}
+	}
+	/* After the walk: a deletion during it would restart it. */
+	for (i = 0; i < nr_gone; i++)
+		bpf_map_delete_elem(s->map_fd, &gone[i]);
+}
+
+const struct sysexit_proc *sysexit_procs(const struct sysexit *s, size_t *nr)
+{
+	*nr = s ? s->nr : 0;
+	return s ? s->procs : NULL;
+}
+
+void sysexit_free(struct sysexit *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	uprobes_free_all(s->sets, s->nr_sets);
+	for (i = 0; i < s->nr_sets; i++)
+		free(s->sets[i]);
+	free(s->sets);
+	free(s->procs);
+	free(s);
+}
