@@ -894,6 +894,25 @@ static __always_inline __u32 exit_choice(__u32 tgid)
 	return EXIT_CHOICE_PENDING;
 }
 
+/*
+ * Open frames beyond which a session's return is declined (the call is
+ * counted in DROP_DEPTH). The kernel keeps 64 pending returns a thread
+ * (MAX_URETPROBE_DEPTH) and checks that before it drops those a longjmp
+ * abandoned: kept below it, a longjmp never leaves a thread without
+ * uretprobes, so a process that longjmps may take them.
+ */
+#define SESSION_MAX_OPEN (FNPROF_MAX_DEPTH - 2)
+
+static __always_inline bool session_too_deep(struct pt_regs *ctx, __u32 id)
+{
+	struct thread_state *ts = probe_thread(ctx, false);
+
+	if (!ts || ts->depth < SESSION_MAX_OPEN)
+		return false;
+	/* Frames a longjmp left behind are no longer open (the kernel drops their returns at this one's). */
+	return (stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx), id)) >= SESSION_MAX_OPEN;
+}
+
 extern bool bpf_session_is_return(void) __ksym __weak;
 
 /*
@@ -917,6 +936,10 @@ int BPF_KPROBE(fn_session)
 	choice = exit_choice(current_tgid());
 	if (choice == EXIT_CHOICE_PENDING) {
 		count_drop(DROP_UNCHOSEN);
+		return 1;
+	}
+	if (choice == EXIT_CHOICE_URET && session_too_deep(ctx, cookie & FNPROF_COOKIE_ID_MASK)) {
+		count_drop(DROP_DEPTH);
 		return 1;
 	}
 	if (choice == EXIT_CHOICE_URET)

@@ -344,13 +344,17 @@ def test_system_wide_counts_processes_started_later_and_follows_upgrade():
             made += run_fleet(svc, 300)
             out, err = old.communicate("go\n", timeout=60)
             made += truth(err, "fleet_call")["calls"]
-            q = f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}})'
+            # With uprobe sessions a process's first calls, made while fnprof chooses its exit, are
+            # counted apart (calls_before_exit_chosen); only these processes call fleet_call.
+            q = (f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}}) + '
+                 'sum(fnprof_dropped_total{reason="calls_before_exit_chosen"})')
             wait_for(lambda: prom.query(q) == made, timeout=20, step=0.5)
             check(prom.query(q) == made, f"Prometheus has {prom.query(q)} calls, the processes made {made}")
             out, err = fp.stop()
             rep = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
-            check(rep.get("system_wide") is True and rep["functions"][0]["calls"] == made,
-                  f"report: {rep['functions'][0]['calls']} calls of {made}")
+            counted = rep["functions"][0]["calls"] + rep["dropped"]["calls_before_exit_chosen"]
+            check(rep.get("system_wide") is True and counted == made,
+                  f"report: {rep['functions'][0]['calls']} calls (and {rep['dropped']}) of {made}")
             check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -610,3 +614,46 @@ def test_system_wide_without_sessions_keeps_ret_probes():
     check(f["exit"] == "ret" and f["exit_per_process"] is False, f)
     check(f["calls"] == made and rep["dropped"]["calls_before_exit_chosen"] == 0, (f["calls"], made, rep["dropped"]))
     check("exits_per_process" not in rep, rep.get("exits_per_process"))
+
+
+def wait_exit_chosen(fp, pid, timeout=30):
+    """Reads fnprof's interval reports (--json -i) until one lists process pid's exit: that entry."""
+    end = time.time() + timeout
+    while time.time() < end:
+        line = fp.proc.stdout.readline()
+        check(line, f"fnprof ended before choosing the exit of {pid}:\n{fp.err()[-2000:]}")
+        if line.startswith("{"):
+            for e in json.loads(line).get("exits_per_process", []):
+                if e["pid"] == pid:
+                    return e
+    raise AssertionError(f"no exit chosen for process {pid} in {timeout} s")
+
+
+def test_system_wide_longjmp_out_of_deep_recursion_keeps_uretprobes():
+    """A process that longjmps takes the session's return (no step): fnprof keeps a thread's pending
+    returns below the kernel's 64, which it checks before it drops those a longjmp abandoned, so a
+    longjmp out of a recursion 100 deep leaves every later call's return seen and timed."""
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    exe, calls = target("deepjump"), 500
+    with Fnprof(["-f", f"{exe}:dive", "-f", f"{exe}:after", "--json", "-i", "0.2"]) as fp:
+        p = subprocess.Popen([exe, "100", "3", str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            check(p.stdout.readline().strip() == "ready", "deepjump did not start")
+            chosen = wait_exit_chosen(fp, p.pid)
+            p_out, p_err = p.communicate("go\n", timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        out, err = fp.stop()
+    check(chosen["exit"] == "uretprobe", f"deepjump (longjmp) got {chosen}")
+    check(p.returncode == 0 and "deepjump done" in p_out, f"deepjump: exit {p.returncode}\n{p_err}")
+    made = truth(p_err, "after")["calls"]
+    rep = final_report(out)
+    after = func(rep, "after")
+    # Its first call asked for the choice and may not be timed; every later one must be.
+    check(after["calls"] + rep["dropped"]["calls_before_exit_chosen"] == made and after["calls"] >= calls,
+          f"after: {after['calls']} timed of {made}; dropped {rep['dropped']}")
+    p50 = after["wall_ns"]["p50"]
+    check(within(p50, 20000, rel=0.5), f"after: median {p50} ns for 20 us spins")

@@ -50,9 +50,17 @@ const char *procexit_unsafe(pid_t pid, int *err)
 		return "Go";
 	if (m.unwinds || cxx)
 		return "C++ exceptions or Rust panics";
+	/*
+	 * A signal handler on an alternate stack above the thread's, hitting a
+	 * uretprobe, makes the kernel drop the returns pending below it: the
+	 * interrupted call's return then finds none (SIGILL).
+	 */
 	if (m.switches_stacks)
 		return "stack switching (swapcontext, sigaltstack)";
-	if (m.longjmps)
-		return "longjmp";
+	/*
+	 * A longjmp is no danger here: the abandoned returns are dropped at the
+	 * next uretprobe, and fn_session keeps the thread's pending returns
+	 * below the kernel's limit, which a longjmp could otherwise leave full.
+	 */
 	return NULL;
 }

@@ -12,8 +12,9 @@
 
 /*
  * Why a uretprobe's hijacked return address is unsafe in process pid (a
- * static string: Go, C++ exceptions or Rust panics, stack switching,
- * longjmp), NULL where it is safe. -errno in *err, with NULL, when the
+ * static string: Go, C++ exceptions or Rust panics, stack switching),
+ * NULL where it is safe: longjmp is (the session keeps the pending returns
+ * below the kernel's limit, which a longjmp could leave full). -errno in *err, with NULL, when the
  * process cannot be read (gone, or its program not an ELF file); else 0.
  */
 const char *procexit_unsafe(pid_t pid, int *err);
