@@ -184,6 +184,12 @@ struct fn_stats {
 	 */
 	__u64 tail_jmps_inside;
 	__u64 tail_jmps_self;  /* ... and those outside their traced callees' calls: in their self time */
+	/*
+	 * System-wide sessions: calls closed by the ret probes of a process that
+	 * declined the session's return. Their bias was made the uretprobe's
+	 * (session_ret_shift_ns); each cost its process the ret exit's extra.
+	 */
+	__u64 ret_exit_calls;
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

@@ -97,6 +97,14 @@ volatile __u32 paused = 0;
 volatile __u64 paused_calls = 0;
 
 /*
+ * System-wide sessions: the ret exit's bias less the uretprobe's, from the
+ * calibration (user space writes it after each round). A session's function
+ * has the uretprobe's bias subtracted from every call; a call closed by ret
+ * probes is moved by this first, so that it is right for those too.
+ */
+volatile __s64 session_ret_shift_ns = 0;
+
+/*
  * Thread states live in a pool: a thread takes one at its first traced call
  * (its index kept in task storage) and gives it back when it exits. Array
  * lookups are inlined by the JIT, where a task-storage lookup is a helper
@@ -522,7 +530,8 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 	f->id = id;
 	f->slot = slot;
 	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) |
-		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0);
+		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0) |
+		   (cookie & FNPROF_COOKIE_SESSION_RET ? FRAME_SESSION_RET : 0);
 	f->sp = PT_REGS_SP(ctx);
 	/* Marked here: what tells its callee's return from another call of the callee (as tail_jump). */
 	if (cookie & FNPROF_COOKIE_ENTRY_JMP)
@@ -663,6 +672,8 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 		__sync_fetch_and_add(&st->tail_jmps_inside, c->tail_jmps);
 		__sync_fetch_and_add(&st->tail_jmps_self, c->tail_jmps_self);
 	}
+	if (f->flags & FRAME_SESSION_RET)
+		__sync_fetch_and_add(&st->ret_exit_calls, 1);
 	/* A jmp probe's hit: not when the entry's own trap marked it. */
 	if ((f->flags & (FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY)) == FRAME_IN_TAIL)
 		__sync_fetch_and_add(&st->tail_jmp_calls, 1);
@@ -768,6 +779,14 @@ static __always_inline void frame_close(struct thread_state *ts, struct thread_c
 	ts->over = 0;
 }
 
+/* A call closed by a session's ret probes: its start moved by session_ret_shift_ns, never past now. */
+static __always_inline void session_ret_shift(struct fn_frame *f, __u64 now)
+{
+	__s64 shift = session_ret_shift_ns;
+
+	f->start_ns = shift > 0 && f->start_ns + shift > now ? now : f->start_ns + shift;
+}
+
 /*
  * The return of a traced call: a uretprobe (after ret popped the return
  * address) or, at_ret, a probe on a ret instruction (before it: the stack
@@ -826,6 +845,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	if ((__u32)k + 1 < d && !stack_switching)
 		count_drops(DROP_ABANDONED, d - k - 1);
 	parent = call_caller(ts, k, stack_switching);
+	if (f->flags & FRAME_SESSION_RET)
+		session_ret_shift(f, now);
 	call_figures(&c, f, ts, now);
 	if (nr_events) {
 		tc = thread_entry(&tctrs, ts);
@@ -935,6 +956,8 @@ int BPF_KPROBE(fn_session)
 		return 1;
 	choice = exit_choice(current_tgid());
 	if (choice == EXIT_CHOICE_PENDING) {
+		/* Entered, never returned: the report counts it, and says why it has no time. */
+		count_entry(slot, cookie & FNPROF_COOKIE_ID_MASK, false);
 		count_drop(DROP_UNCHOSEN);
 		return 1;
 	}
@@ -942,8 +965,7 @@ int BPF_KPROBE(fn_session)
 		count_drop(DROP_DEPTH);
 		return 1;
 	}
-	if (choice == EXIT_CHOICE_URET)
-		cookie |= FNPROF_COOKIE_URET;
+	cookie |= choice == EXIT_CHOICE_URET ? FNPROF_COOKIE_URET : FNPROF_COOKIE_SESSION_RET;
 	return !(call_entry(ctx, cookie, slot) && choice == EXIT_CHOICE_URET);
 }
 

@@ -411,6 +411,8 @@ static double probe_overhead_ns(const struct report *r)
 		ns += r->stats[i].tail_hits * r->hit_cost;
 		/* And the probes on their followed tail jmps, once a call that jumps. */
 		ns += r->stats[i].tail_jmp_calls * r->jmp_cost;
+		/* A session's calls that ret probes closed: the uretprobe's cost is in calib_cost, not the step. */
+		ns += r->stats[i].ret_exit_calls * fmax(calib_ret_exit_delta(r->cal, true), 0);
 	}
 	return ns;
 }
@@ -821,7 +823,9 @@ static void print_missing_returns(const struct report *r, FILE *f, const size_t 
 		else if (missing > running)
 			fprintf(f, "; %llu not seen to return (see dropped)", (unsigned long long)(missing - running));
 		/* The kernel's limit applies only to uretprobes, and only to returns not seen. */
-		if (missing > running && p->exit == EXIT_URETPROBE)
+		if (missing > running && p->session && r->drops[DROP_UNCHOSEN])
+			fprintf(f, "; made while fnprof chose their process's exit");
+		else if (missing > running && p->exit == EXIT_URETPROBE)
 			fprintf(f, "; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 "
 				   "pending ones (--exit=ret sees every return)");
 		fputc('\n', f);
@@ -1022,6 +1026,8 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_str(j, "exit", exit_mode_name(p->exit));
 	/* A session's: the uretprobe where each process allows it, ret probes elsewhere (exits_per_process). */
 	json_bool(j, "exit_per_process", p->session);
+	if (p->session)
+		json_u64(j, "ret_exit_calls", s->ret_exit_calls);
 	if (p->exit_why)
 		json_str(j, "exit_why", p->exit_why);
 	else

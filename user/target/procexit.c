@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "elf/symbols.h"
 #include "target/procexit.h"
@@ -32,6 +33,47 @@ static int maps_cxx(pid_t pid)
 	return found;
 }
 
+/*
+ * Programs already read, by file: their markers, so that the processes of
+ * one program (a shell's children, a server's workers) are answered without
+ * reading it again. Round robin beyond PROGRAMS_MAX.
+ */
+#define PROGRAMS_MAX 256
+
+static struct program {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;   /* a file rewritten in place is read again */
+	struct symtab markers;
+} programs[PROGRAMS_MAX];
+static size_t nr_programs, next_program;
+
+/* The markers of the program at exe (/proc/PID/exe): from the cache, or read and kept. 0 or -errno. */
+static int program_markers(const char *exe, struct symtab *m)
+{
+	struct program *p;
+	struct stat st;
+	size_t i;
+	int err;
+
+	if (stat(exe, &st))
+		return -errno;
+	for (i = 0; i < nr_programs; i++) {
+		p = &programs[i];
+		if (p->dev == st.st_dev && p->ino == st.st_ino && p->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    p->mtime.tv_nsec == st.st_mtim.tv_nsec) {
+			*m = p->markers;
+			return 0;
+		}
+	}
+	err = symtab_markers(exe, m);
+	if (err)
+		return err;
+	p = &programs[nr_programs < PROGRAMS_MAX ? nr_programs++ : next_program++ % PROGRAMS_MAX];
+	*p = (struct program){ .dev = st.st_dev, .ino = st.st_ino, .mtime = st.st_mtim, .markers = *m };
+	return 0;
+}
+
 const char *procexit_unsafe(pid_t pid, int *err)
 {
 	struct symtab m;
@@ -39,7 +81,7 @@ const char *procexit_unsafe(pid_t pid, int *err)
 	int cxx;
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	*err = symtab_markers(exe, &m);
+	*err = program_markers(exe, &m);
 	cxx = *err ? 0 : maps_cxx(pid);
 	if (cxx < 0)
 		*err = cxx;

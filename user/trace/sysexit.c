@@ -24,8 +24,16 @@ struct sysexit {
 	struct sysexit_proc *procs;
 	size_t nr, cap;
 	struct uprobe_set **sets;   /* the ret probes of each process that took them */
-	size_t nr_sets, cap_sets;
+	pid_t *set_pids;            /* whose (0: the process has exited, the set is to close) */
+	size_t nr_sets, cap_sets, cap_pids, nr_dead;
 };
+
+/*
+ * Sets of exited processes closed together, once there are this many: each
+ * close waits for a grace period, and waits begun at once overlap. Until
+ * then a link holds its task's memory (a few KiB).
+ */
+#define DEAD_SETS_BATCH 32
 
 int sysexit_new(int map_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out)
 {
@@ -46,7 +54,8 @@ static int attach_rets(struct sysexit *s, pid_t pid)
 	struct uprobe_set *set;
 	int err;
 
-	if (ARRAY_RESERVE(s->sets, s->nr_sets + 1, s->cap_sets) || !(set = calloc(1, sizeof(*set))))
+	if (ARRAY_RESERVE(s->sets, s->nr_sets + 1, s->cap_sets) || ARRAY_RESERVE(s->set_pids, s->nr_sets + 1, s->cap_pids) ||
+	    !(set = calloc(1, sizeof(*set))))
 		return -ENOMEM;
 	set->multi = true;
 	set->quiet = true;
@@ -56,8 +65,47 @@ static int attach_rets(struct sysexit *s, pid_t pid)
 		free(set);
 		return err;
 	}
+	s->set_pids[s->nr_sets] = pid;
 	s->sets[s->nr_sets++] = set;
 	return 0;
+}
+
+/* Closes the sets of exited processes (set_pids 0) together, and keeps the others. */
+static void close_dead(struct sysexit *s)
+{
+	struct uprobe_set **dead = calloc(s->nr_dead, sizeof(*dead));
+	size_t i, k = 0, n = 0;
+
+	if (!dead)
+		return;
+	for (i = 0; i < s->nr_sets; i++) {
+		if (!s->set_pids[i]) {
+			dead[n++] = s->sets[i];
+			continue;
+		}
+		s->set_pids[k] = s->set_pids[i];
+		s->sets[k++] = s->sets[i];
+	}
+	s->nr_sets = k;
+	uprobes_free_all(dead, n);
+	for (i = 0; i < n; i++)
+		free(dead[i]);
+	free(dead);
+	s->nr_dead = 0;
+}
+
+/* Process pid has exited: its ret probes are closed with the next batch. */
+static void forget(struct sysexit *s, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_sets; i++)
+		if (s->set_pids[i] == pid) {
+			s->set_pids[i] = 0;
+			s->nr_dead++;
+		}
+	if (s->nr_dead >= DEAD_SETS_BATCH)
+		close_dead(s);
 }
 
 /* The process's entry in the list: its own (an exec asks again), or a new one; NULL when full. */
@@ -134,8 +182,10 @@ void sysexit_choose(struct sysexit *s)
 		}
 	}
 	/* After the walk: a deletion during it would restart it. */
-	for (i = 0; i < nr_gone; i++)
+	for (i = 0; i < nr_gone; i++) {
 		bpf_map_delete_elem(s->map_fd, &gone[i]);
+		forget(s, gone[i]);
+	}
 }
 
 const struct sysexit_proc *sysexit_procs(const struct sysexit *s, size_t *nr)
@@ -154,6 +204,7 @@ void sysexit_free(struct sysexit *s)
 	for (i = 0; i < s->nr_sets; i++)
 		free(s->sets[i]);
 	free(s->sets);
+	free(s->set_pids);
 	free(s->procs);
 	free(s);
 }

@@ -800,6 +800,11 @@ int tracer_follow_forks(struct tracer *t)
 	return 0;
 }
 
+void tracer_set_session_ret_shift(struct tracer *t, double ns)
+{
+	t->skel->bss->session_ret_shift_ns = (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
 const struct sysexit_proc *tracer_exit_choices(const struct tracer *t, size_t *nr)
 {
 	return sysexit_procs(t ? t->sysexit : NULL, nr);
