@@ -5,7 +5,8 @@ nginx (tests/bin/debian, from make test-deps) runs with WORKERS workers on 127.0
 `return 200` with access_log off; bench/.output/httpload drives it with CLIENTS clients, one
 connection per request, for SECONDS. Each repeat runs, one after the other: untraced; traced by
 fnprof (`-f libc:accept4 -f libc:writev -f libc:close`, no -p: every process); traced with
-FNPROF_NO_UPROBE_SESSION=1 (the exits before uprobe sessions: ret probes in every process). In every
+FNPROF_NO_UPROBE_SESSION=1 (the exits before uprobe sessions: ret probes in every process); every
+other repeat in the reverse order. In every
 arm a Go program mapping libc (tests/bin/gotarget-lib, cgo calls of dup and close, ~2000 a second)
 runs alongside; its output must be that of an untraced run, and the report must say it kept ret
 probes while the nginx workers took the uretprobe. Prints medians and ranges of requests per second
@@ -134,15 +135,17 @@ def main():
     try:
         load(port, args.clients, 1)   # warm-up
         for r in range(args.repeats):
-            for a, (traced, env) in arms.items():
+            # Every other repeat in the reverse order: a drift of the machine's load favours no arm.
+            for a in list(arms) if r % 2 == 0 else list(arms)[::-1]:
+                traced, env = arms[a]
                 v, harmed, gopid, exits = one_arm(args, port, traced, env, d, want_go)
                 rps[a].append(v)
-                if a != "untraced":
-                    ratio[a].append(v / rps["untraced"][-1])
                 print(f"repeat {r + 1} {a}: {v:.0f} req/s; Go process {gopid} "
                       f"{'HARMED' if harmed else 'unharmed'}; {json.dumps(exits) if exits else ''}", flush=True)
                 if harmed:
                     raise SystemExit("the Go process was harmed")
+            for a in ratio:
+                ratio[a].append(rps[a][-1] / rps["untraced"][-1])
     finally:
         nginx.send_signal(signal.SIGQUIT)
         nginx.wait(timeout=30)

@@ -124,6 +124,7 @@ struct exit_choice_val {
 	__u64 exec_id;       /* task_struct.self_exec_id when it asked: an exec asks again */
 	__u32 choice;        /* enum exit_choice */
 	__u32 listed;        /* user space has it in its list of the processes and their exits */
+	char comm[FNPROF_COMM_LEN];  /* its name when it asked (or took its parent's exit) */
 };
 
 /* --follow-forks: a fork child of a traced process, and where its statistics go. */

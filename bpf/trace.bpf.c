@@ -896,6 +896,7 @@ static __always_inline bool inherit_choice(struct task_struct *task, struct exit
 	if (!pc || pc->exec_id != v->exec_id || pc->choice != EXIT_CHOICE_URET)
 		return false;
 	v->choice = EXIT_CHOICE_URET;
+	bpf_get_current_comm(v->comm, sizeof(v->comm));
 	return true;
 }
 
@@ -909,6 +910,7 @@ static __always_inline __u32 exit_choice(__u32 tgid)
 		return c->choice;
 	if (!c && inherit_choice(task, &v) && !bpf_map_update_elem(&exit_choices, &tgid, &v, BPF_NOEXIST))
 		return v.choice;
+	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	/* A full map asks nothing: the calls are counted as made while choosing. */
 	if (!bpf_map_update_elem(&exit_choices, &tgid, &v, c ? BPF_EXIST : BPF_NOEXIST))
 		bpf_ringbuf_output(&forks, &tgid, sizeof(tgid), 0);

@@ -670,3 +670,28 @@ def test_system_wide_longjmp_out_of_deep_recursion_keeps_uretprobes():
           f"after: {after['calls']} timed of {made}; dropped {rep['dropped']}")
     p50 = after["wall_ns"]["p50"]
     check(within(p50, 20000, rel=0.5), f"after: median {p50} ns for 20 us spins")
+
+
+def test_system_wide_exec_asks_again():
+    """A process that took the uretprobe and then execs a Go program asks again (an exec is told by the
+    kernel's self_exec_id): the Go program, in the same process, gets ret probes and is unharmed."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    with Fnprof(["-f", f"{target('libtarget.so')}:lib_spin", "--json"]) as fp:
+        p = subprocess.Popen([target("uselib"), "300", "exec", target("gotarget-lib"), "2", "300"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p_out, p_err = p.communicate(timeout=120)
+        out, err = fp.stop()
+    check(p.returncode == 0 and "golib done: 2 goroutines x 300 calls, 0 bad results" in p_out,
+          f"exit {p.returncode}: {p_out}\n{p_err}")
+    c_made, go_made = (int(n) for n in re.findall(r"truth lib_spin calls=(\d+)", p_err))
+    rep = final_report(out)
+    f, unchosen = func(rep, "lib_spin"), rep["dropped"]["calls_before_exit_chosen"]
+    exits = {e["pid"]: e for e in rep.get("exits_per_process", [])}
+    check(exits.get(p.pid, {}).get("exit") == "ret" and exits[p.pid].get("why") == "Go",
+          f"process {p.pid} after its exec: {exits.get(p.pid)}")
+    check(f["entered"] == c_made + go_made, f"{f['entered']} entered, {c_made} + {go_made} made")
+    check(go_made - unchosen <= f["ret_exit_calls"] <= go_made,
+          f"{f['ret_exit_calls']} calls closed at ret probes, the Go program made {go_made} ({unchosen} unchosen)")

@@ -9,7 +9,6 @@
 
 #include "base/array.h"
 #include "base/log.h"
-#include "base/proc.h"
 #include "target/procexit.h"
 #include "trace/sysexit.h"
 #include "trace/uprobes.h"
@@ -121,15 +120,15 @@ static struct sysexit_proc *entry_of(struct sysexit *s, pid_t pid)
 	return &s->procs[s->nr++];
 }
 
-static void remember(struct sysexit *s, pid_t pid, const char *why)
+/* Process pid, named comm when it asked, took ret probes for why (NULL: the uretprobe). */
+static void remember(struct sysexit *s, pid_t pid, const char *comm, const char *why)
 {
 	struct sysexit_proc *p = entry_of(s, pid);
 
 	if (!p)
 		return;
 	*p = (struct sysexit_proc){ .pid = pid, .ret = why != NULL, .why = why };
-	if (proc_status(pid, "Name", p->comm, sizeof(p->comm)))
-		snprintf(p->comm, sizeof(p->comm), "?");
+	snprintf(p->comm, sizeof(p->comm), "%.*s", (int)sizeof(p->comm) - 1, comm);
 }
 
 /* Answers process pid, which asked with v (its exec_id kept: an exec since asks again). */
@@ -151,7 +150,7 @@ static void answer(struct sysexit *s, pid_t pid, struct exit_choice_val v)
 	v.listed = 1;
 	if (bpf_map_update_elem(s->map_fd, &pid, &v, BPF_EXIST))
 		return;
-	remember(s, pid, why);
+	remember(s, pid, v.comm, why);
 	log_debug("process %d: %s%s", pid, why ? "ret probes: a uretprobe is unsafe there: " : "uretprobe exits",
 		  why ? why : "");
 }
@@ -178,7 +177,7 @@ void sysexit_choose(struct sysexit *s)
 			/* A fork child that took its parent's exit in the kernel. */
 			v.listed = 1;
 			if (!bpf_map_update_elem(s->map_fd, &key, &v, BPF_EXIST))
-				remember(s, key, v.choice == EXIT_CHOICE_RET ? "?" : NULL);
+				remember(s, key, v.comm, v.choice == EXIT_CHOICE_RET ? "?" : NULL);
 		}
 	}
 	/* After the walk: a deletion during it would restart it. */
