@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 
 #include "base/array.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "target/procexit.h"
 #include "trace/sysexit.h"
@@ -134,8 +135,11 @@ static void remember(struct sysexit *s, pid_t pid, const char *comm, const char 
 /* Answers process pid, which asked with v (its exec_id kept: an exec since asks again). */
 static void answer(struct sysexit *s, pid_t pid, struct exit_choice_val v)
 {
+	double t0 = monotonic_s(), t1;
 	int err;
 	const char *why = procexit_unsafe(pid, &err);
+
+	t1 = monotonic_s();
 
 	if (err) {
 		log_debug("process %d: its exit is not chosen (%s): its calls are not timed", pid, strerror(-err));
@@ -151,8 +155,9 @@ static void answer(struct sysexit *s, pid_t pid, struct exit_choice_val v)
 	if (bpf_map_update_elem(s->map_fd, &pid, &v, BPF_EXIST))
 		return;
 	remember(s, pid, v.comm, why);
-	log_debug("process %d: %s%s", pid, why ? "ret probes: a uretprobe is unsafe there: " : "uretprobe exits",
-		  why ? why : "");
+	log_debug("process %d: %s%s (read in %.2f ms, answered in %.2f ms)", pid,
+		  why ? "ret probes: a uretprobe is unsafe there: " : "uretprobe exits", why ? why : "",
+		  (t1 - t0) * 1e3, (monotonic_s() - t0) * 1e3);
 }
 
 void sysexit_choose(struct sysexit *s)
