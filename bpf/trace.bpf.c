@@ -875,23 +875,46 @@ int BPF_KRETPROBE(fn_exit)
 }
 
 /*
- * System-wide uprobe sessions (Linux 6.13+): which exit process tgid's
- * calls take, as user space chose for the program it runs. The first call
- * of a process (or of the program it exec'd) asks: it is marked pending and
- * user space woken (the forks ring buffer), which chooses from the program
- * (exit_choices), and attaches ret probes in that process first where it
- * chooses them.
+ * Where task_struct keeps what fn_session reads (self_exec_id, real_parent,
+ * tgid), from the kernel's BTF by user space: read at fixed offsets, the
+ * uprobe programs carry no relocation against the kernel's types, and load
+ * beside the tracepoint programs (trace_load.c).
  */
+const volatile __u32 task_exec_id_off = 0;
+const volatile __u32 task_exec_id_size = 8;   /* 4 before Linux 5.8 */
+const volatile __u32 task_parent_off = 0;
+const volatile __u32 task_tgid_off = 0;
+
+/* The current task's exec_id: bumped by each exec. */
+static __always_inline __u64 current_exec_id(void)
+{
+	__u64 task = bpf_get_current_task(), id = 0;
+
+	bpf_probe_read_kernel(&id, task_exec_id_size == 4 ? 4 : 8, (void *)(task + task_exec_id_off));
+	return id;
+}
+
+/* The tgid of the current task's parent, 0 if it cannot be read. */
+static __always_inline __u32 parent_tgid(void)
+{
+	__u64 task = bpf_get_current_task(), parent = 0;
+	__u32 tgid = 0;
+
+	if (!bpf_probe_read_kernel(&parent, sizeof(parent), (void *)(task + task_parent_off)) && parent)
+		bpf_probe_read_kernel(&tgid, sizeof(tgid), (void *)(parent + task_tgid_off));
+	return tgid;
+}
+
 /*
  * A fork child that runs its parent's program (no exec since: the same
  * exec_id) takes its parent's uretprobe, as nginx's workers their
  * master's. Not its ret probes: those are the parent's alone, so such a
  * child asks for its own.
  */
-static __always_inline bool inherit_choice(struct task_struct *task, struct exit_choice_val *v)
+static __always_inline bool inherit_choice(struct exit_choice_val *v)
 {
-	__u32 ptgid = task->real_parent->tgid;
-	struct exit_choice_val *pc = bpf_map_lookup_elem(&exit_choices, &ptgid);
+	__u32 ptgid = parent_tgid();
+	struct exit_choice_val *pc = ptgid ? bpf_map_lookup_elem(&exit_choices, &ptgid) : NULL;
 
 	if (!pc || pc->exec_id != v->exec_id || pc->choice != EXIT_CHOICE_URET)
 		return false;
@@ -900,15 +923,22 @@ static __always_inline bool inherit_choice(struct task_struct *task, struct exit
 	return true;
 }
 
+/*
+ * System-wide uprobe sessions (Linux 6.13+): which exit process tgid's
+ * calls take, as user space chose for the program it runs. The first call
+ * of a process (or of the program it exec'd) asks: it is marked pending and
+ * user space woken (the forks ring buffer), which chooses from the program
+ * (exit_choices), and attaches ret probes in that process first where it
+ * chooses them.
+ */
 static __always_inline __u32 exit_choice(__u32 tgid)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct exit_choice_val v = { .exec_id = task->self_exec_id }, *c;
+	struct exit_choice_val v = { .exec_id = current_exec_id() }, *c;
 
 	c = bpf_map_lookup_elem(&exit_choices, &tgid);
 	if (c && c->exec_id == v.exec_id)
 		return c->choice;
-	if (!c && inherit_choice(task, &v) && !bpf_map_update_elem(&exit_choices, &tgid, &v, BPF_NOEXIST))
+	if (!c && inherit_choice(&v) && !bpf_map_update_elem(&exit_choices, &tgid, &v, BPF_NOEXIST))
 		return v.choice;
 	bpf_get_current_comm(v.comm, sizeof(v.comm));
 	/* A full map asks nothing: the calls are counted as made while choosing. */

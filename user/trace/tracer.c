@@ -15,6 +15,7 @@
 #include "trace/stats.h"
 #include "trace.bpf.h"
 #include "trace.skel.h"
+#include "target/kfeatures.h"
 #include "trace/steps.h"
 #include "trace/sysexit.h"
 #include "trace/trace_load.h"
@@ -301,6 +302,19 @@ static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool
 	bpf_program__set_autoload(skel->progs.on_sys_exit, events);
 }
 
+/* Sessions: where fn_session reads task_struct (kfeatures_uprobe_sessions() found them, or resolve chose none). */
+static void set_task_offsets(struct trace_bpf *skel, const struct tracer *t)
+{
+	struct task_offsets o;
+
+	if (!probes_session(t) || kfeatures_task_offsets(&o))
+		return;
+	skel->rodata->task_exec_id_off = o.exec_id_off;
+	skel->rodata->task_exec_id_size = o.exec_id_size;
+	skel->rodata->task_parent_off = o.parent_off;
+	skel->rodata->task_tgid_off = o.tgid_off;
+}
+
 static void set_globals(struct trace_bpf *skel, const struct tracer *t, int slots)
 {
 	skel->rodata->target_tgid = t->pid;
@@ -324,6 +338,7 @@ static void set_globals(struct trace_bpf *skel, const struct tracer *t, int slot
 	skel->rodata->slow_ns = t->slow_ns;
 	skel->rodata->slow_rate = t->slow_rate;
 	skel->rodata->slow_nr_ids = t->nr_probes;
+	set_task_offsets(skel, t);
 }
 
 /* The maps' sizes, which only the run knows. */
