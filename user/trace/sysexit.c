@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "base/array.h"
 #include "base/clock.h"
@@ -21,6 +23,11 @@ struct sysexit {
 	int map_fd;
 	sysexit_attach_fn attach;
 	void *ctx;
+	struct ring_buffer *asks;   /* the processes' questions wake the thread */
+	pthread_t thread;
+	bool started;
+	volatile int stop;
+	pthread_mutex_t lock;       /* procs: the thread adds, the reports copy */
 	struct sysexit_proc *procs;
 	size_t nr, cap;
 	struct uprobe_set **sets;   /* the ret probes of each process that took them */
@@ -35,15 +42,49 @@ struct sysexit {
  */
 #define DEAD_SETS_BATCH 32
 
-int sysexit_new(int map_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out)
+static int on_ask(void *ctx, void *data, size_t size)
+{
+	(void)ctx, (void)data, (void)size;
+	return 0;  /* a wake-up only: the questions are read from the map */
+}
+
+static void choose(struct sysexit *s);
+
+/*
+ * Answers as soon as a process asks, whatever the main loop is doing (a
+ * report, a calibration round, a scrape): its calls are not timed until
+ * then. Every 100 ms anyway, for the exited processes and the children that
+ * took their parent's answer.
+ */
+static void *run(void *arg)
+{
+	struct sysexit *s = arg;
+
+	while (!s->stop) {
+		ring_buffer__poll(s->asks, 100);
+		choose(s);
+	}
+	return NULL;
+}
+
+int sysexit_new(int map_fd, int asks_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out)
 {
 	struct sysexit *s = calloc(1, sizeof(*s));
+	int err;
 
 	if (!s)
 		return -ENOMEM;
 	s->map_fd = map_fd;
 	s->attach = attach;
 	s->ctx = ctx;
+	pthread_mutex_init(&s->lock, NULL);
+	s->asks = ring_buffer__new(asks_fd, on_ask, NULL, NULL);
+	err = s->asks ? -pthread_create(&s->thread, NULL, run, s) : -errno;
+	s->started = !err;
+	if (err) {
+		sysexit_free(s);
+		return err;
+	}
 	*out = s;
 	return 0;
 }
@@ -124,12 +165,15 @@ static struct sysexit_proc *entry_of(struct sysexit *s, pid_t pid)
 /* Process pid, named comm when it asked, took ret probes for why (NULL: the uretprobe). */
 static void remember(struct sysexit *s, pid_t pid, const char *comm, const char *why)
 {
-	struct sysexit_proc *p = entry_of(s, pid);
+	struct sysexit_proc *p;
 
-	if (!p)
-		return;
-	*p = (struct sysexit_proc){ .pid = pid, .ret = why != NULL, .why = why };
-	snprintf(p->comm, sizeof(p->comm), "%.*s", (int)sizeof(p->comm) - 1, comm);
+	pthread_mutex_lock(&s->lock);
+	p = entry_of(s, pid);
+	if (p) {
+		*p = (struct sysexit_proc){ .pid = pid, .ret = why != NULL, .why = why };
+		snprintf(p->comm, sizeof(p->comm), "%.*s", (int)sizeof(p->comm) - 1, comm);
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Answers process pid, which asked with v (its exec_id kept: an exec since asks again). */
@@ -160,15 +204,14 @@ static void answer(struct sysexit *s, pid_t pid, struct exit_choice_val v)
 		  (t1 - t0) * 1e3, (monotonic_s() - t0) * 1e3);
 }
 
-void sysexit_choose(struct sysexit *s)
+/* Answers every process that asked since, and forgets those that exited. */
+static void choose(struct sysexit *s)
 {
 	struct exit_choice_val v;
 	__u32 key, *prev = NULL;
 	__u32 gone[64];
 	size_t i, nr_gone = 0;
 
-	if (!s)
-		return;
 	while (!bpf_map_get_next_key(s->map_fd, prev, &key)) {
 		prev = &key;
 		if (bpf_map_lookup_elem(s->map_fd, &key, &v))
@@ -192,10 +235,29 @@ void sysexit_choose(struct sysexit *s)
 	}
 }
 
-const struct sysexit_proc *sysexit_procs(const struct sysexit *s, size_t *nr)
+struct sysexit_proc *sysexit_procs(struct sysexit *s, size_t *nr)
 {
-	*nr = s ? s->nr : 0;
-	return s ? s->procs : NULL;
+	struct sysexit_proc *copy = NULL;
+
+	*nr = 0;
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	if (s->nr && (copy = malloc(s->nr * sizeof(*copy)))) {
+		memcpy(copy, s->procs, s->nr * sizeof(*copy));
+		*nr = s->nr;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return copy;
+}
+
+void sysexit_stop(struct sysexit *s)
+{
+	if (!s || !s->started)
+		return;
+	s->stop = 1;
+	pthread_join(s->thread, NULL);
+	s->started = false;
 }
 
 void sysexit_free(struct sysexit *s)
@@ -204,6 +266,9 @@ void sysexit_free(struct sysexit *s)
 
 	if (!s)
 		return;
+	sysexit_stop(s);
+	ring_buffer__free(s->asks);
+	pthread_mutex_destroy(&s->lock);
 	uprobes_free_all(s->sets, s->nr_sets);
 	for (i = 0; i < s->nr_sets; i++)
 		free(s->sets[i]);

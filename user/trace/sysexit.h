@@ -31,21 +31,23 @@ struct sysexit_proc {
 /* Attaches the ret probes of every session-entered function in process pid into set: 0 or -errno. */
 typedef int (*sysexit_attach_fn)(void *ctx, pid_t pid, struct uprobe_set *set);
 
-/* A chooser on the exit_choices map at map_fd; sets are uprobe_multi links. 0 or -ENOMEM. */
-int sysexit_new(int map_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out);
-
 /*
- * Answers every process that asked since, and forgets those that exited
- * (their entries are taken out of the map). Errors are logged with -v: a
- * process that cannot be read stays unanswered (its calls counted in
- * DROP_UNCHOSEN).
+ * A chooser on the exit_choices map at map_fd, woken by the ring buffer at
+ * asks_fd, answering on a thread of its own from now on (attach runs there;
+ * it must be safe to call beside the caller's thread). Ret probes are
+ * uprobe_multi links. 0 or -errno. Errors in answering are logged with -v: a
+ * process that cannot be read stays unanswered (its calls are counted as
+ * entered, in DROP_UNCHOSEN).
  */
-void sysexit_choose(struct sysexit *s);
+int sysexit_new(int map_fd, int asks_fd, sysexit_attach_fn attach, void *ctx, struct sysexit **out);
 
-/* The processes answered so far, in order; the array stays the chooser's. */
-const struct sysexit_proc *sysexit_procs(const struct sysexit *s, size_t *nr);
+/* The processes answered so far, in order: a copy for the caller to free (NULL and 0: none). */
+struct sysexit_proc *sysexit_procs(struct sysexit *s, size_t *nr);
 
-/* Takes the ret probes out and frees s (NULL is fine). */
+/* Stops answering (joins the thread); the ret probes stay until sysexit_free. NULL is fine. */
+void sysexit_stop(struct sysexit *s);
+
+/* Stops, takes the ret probes out and frees s (NULL is fine). */
 void sysexit_free(struct sysexit *s);
 
 #endif /* FNPROF_SYSEXIT_H */

@@ -809,9 +809,7 @@ int tracer_follow_forks(struct tracer *t)
 	if (!t->forks)
 		return 0;
 	ring_buffer__consume(t->forks);
-	sysexit_choose(t->sysexit);
-	if (t->follows)
-		refresh_procs(t, true);
+	refresh_procs(t, true);
 	return 0;
 }
 
@@ -820,7 +818,7 @@ void tracer_set_session_ret_shift(struct tracer *t, double ns)
 	t->skel->bss->session_ret_shift_ns = (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
 }
 
-const struct sysexit_proc *tracer_exit_choices(const struct tracer *t, size_t *nr)
+struct sysexit_proc *tracer_exit_choices(struct tracer *t, size_t *nr)
 {
 	return sysexit_procs(t ? t->sysexit : NULL, nr);
 }
@@ -850,21 +848,14 @@ static int attach_session_rets(void *ctx, pid_t pid, struct uprobe_set *set)
 	return err;
 }
 
-/* System-wide sessions: the processes' questions wake fnprof (the forks ring buffer), which answers. */
+/* System-wide sessions: the processes' questions (the forks ring buffer) are answered on a thread. */
 static int sysexit_setup(struct tracer *t)
 {
-	int err;
+	int err = sysexit_new(bpf_map__fd(t->skel->maps.exit_choices), bpf_map__fd(t->skel->maps.forks),
+			      attach_session_rets, t, &t->sysexit);
 
-	if (!t->forks)
-		t->forks = ring_buffer__new(bpf_map__fd(t->skel->maps.forks), on_fork_event, NULL, NULL);
-	if (!t->forks) {
-		err = -errno;
-		log_err("cannot read the exit choices' ring buffer: %s", strerror(-err));
-		return err;
-	}
-	err = sysexit_new(bpf_map__fd(t->skel->maps.exit_choices), attach_session_rets, t, &t->sysexit);
 	if (err)
-		log_err("out of memory");
+		log_err("cannot answer the processes' exit choices: %s", strerror(-err));
 	return err;
 }
 
@@ -1191,6 +1182,8 @@ void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
+	/* No more ret probes attached beside the closing of the others. */
+	sysexit_stop(t->sysexit);
 	free_probes(t);
 	/* After the entries: a call entered meanwhile still finds its process's ret probes. */
 	sysexit_free(t->sysexit);
