@@ -994,6 +994,7 @@ int BPF_KPROBE(fn_session)
 		return 1;
 	}
 	if (choice == EXIT_CHOICE_URET && session_too_deep(ctx, cookie & FNPROF_COOKIE_ID_MASK)) {
+		count_entry(slot, cookie & FNPROF_COOKIE_ID_MASK, false);
 		count_drop(DROP_DEPTH);
 		return 1;
 	}
