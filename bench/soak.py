@@ -52,6 +52,9 @@ def scrape(addr):
     counters = {m.group(1): float(m.group(2))
                 for m in re.finditer(r"^(fnprof_\w+_total(?:\{[^}]*\})?) (\S+)$", text, re.M)}
     calls = sum(v for k, v in counters.items() if k.startswith("fnprof_calls_total"))
+    # With uprobe sessions a process's first calls, made while fnprof chooses its exit, are counted apart.
+    calls += sum(v for k, v in counters.items()
+                 if k.startswith("fnprof_dropped_total") and "calls_before_exit_chosen" in k)
     return counters, calls, len(text)
 
 
@@ -117,7 +120,7 @@ def main():
     with open(reports) as f:
         reps = [json.loads(line) for line in f if line.startswith("{")]
     total = [r for r in reps if r.get("total")][-1]
-    reported = sum(fn["calls"] for fn in total["functions"])
+    reported = sum(fn["calls"] for fn in total["functions"]) + total["dropped"].get("calls_before_exit_chosen", 0)
     shutil.rmtree(d, ignore_errors=True)
     if args.csv:
         with open(args.csv, "w") as f:

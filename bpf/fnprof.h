@@ -58,6 +58,12 @@
  * marks the frame itself, in the one trap, and no jmp probe is attached.
  */
 #define FNPROF_COOKIE_ENTRY_JMP (1ULL << 36)
+/*
+ * A ret probe of a session-entered function, in a process that declined
+ * the session's return: a return without its entry there is of a call made
+ * while its exit was chosen (counted in DROP_UNCHOSEN), not an orphan.
+ */
+#define FNPROF_COOKIE_SESSION_RET (1ULL << 37)
 #define FNPROF_COOKIE_SLOT_SHIFT 20
 #define FNPROF_COOKIE_SLOT_MASK 0xffU     /* slots 0..255 */
 #define FNPROF_COOKIE_ID_MASK 0xfffffU    /* function ids 0..2^20-1 */
@@ -107,6 +113,7 @@ enum fnprof_drop {
 	DROP_DETACHED,     /* burst mode: a frame open when the probes were detached (its return unseen) */
 	DROP_SWITCH_IN,    /* a switch back in not seen: the time off the CPU before it read as on-CPU */
 	DROP_NO_COOKIE,    /* compat object: an entry at an address user space had not filled in (bpf/compat.bpf.h) */
+	DROP_UNCHOSEN,     /* system-wide sessions: a call made while the exit of its process was chosen */
 	DROP_NR,
 };
 
@@ -120,6 +127,25 @@ enum fnprof_drop {
  */
 #define FNPROF_RB_MIN 4096
 #define FNPROF_RB_SIZE_OK(n) ((n) >= FNPROF_RB_MIN && ((n) & ((n) - 1)) == 0)
+
+/*
+ * System-wide probes entered by a uprobe session (Linux 6.13+): how the
+ * calls of one process end, as user space chose for its program. Until it
+ * has, the process's calls are not timed (DROP_UNCHOSEN).
+ */
+enum exit_choice {
+	EXIT_CHOICE_PENDING,  /* the process asked, user space is choosing */
+	EXIT_CHOICE_URET,     /* the session's return probe: a hijacked return address, no single step */
+	EXIT_CHOICE_RET,      /* return declined: probes on the ret instructions, in that process only */
+};
+
+/* The exit chosen for process tgid (the key), for the program it runs (exec_id). */
+struct exit_choice_val {
+	__u64 exec_id;       /* task_struct.self_exec_id when it asked: an exec asks again */
+	__u32 choice;        /* enum exit_choice */
+	__u32 listed;        /* user space has it in its list of the processes and their exits */
+	char comm[FNPROF_COMM_LEN];  /* its name when it asked (or took its parent's exit) */
+};
 
 /* --follow-forks: a fork child of a traced process, and where its statistics go. */
 struct proc_info {
@@ -179,6 +205,12 @@ struct fn_stats {
 	 */
 	__u64 tail_jmps_inside;
 	__u64 tail_jmps_self;  /* ... and those outside their traced callees' calls: in their self time */
+	/*
+	 * System-wide sessions: calls closed by the ret probes of a process that
+	 * declined the session's return. Their bias was made the uretprobe's
+	 * (session_ret_shift_ns); each cost its process the ret exit's extra.
+	 */
+	__u64 ret_exit_calls;
 	__u64 ctr[FNPROF_MAX_EVENTS];        /* counter totals, callees included */
 	__u64 ctr_self[FNPROF_MAX_EVENTS];   /* minus traced callees */
 	__u64 ctr_scaled[FNPROF_MAX_EVENTS]; /* calls whose count was scaled (multiplexed counter) */

@@ -100,6 +100,14 @@ volatile __u64 paused_calls = 0;
 volatile __u64 paused_calls_slot[FNPROF_PAUSED_SLOTS];
 
 /*
+ * System-wide sessions: the ret exit's bias less the uretprobe's, from the
+ * calibration (user space writes it after each round). A session's function
+ * has the uretprobe's bias subtracted from every call; a call closed by ret
+ * probes is moved by this first, so that it is right for those too.
+ */
+volatile __s64 session_ret_shift_ns = 0;
+
+/*
  * Thread states live in a pool: a thread takes one at its first traced call
  * (its index kept in task storage) and gives it back when it exits. Array
  * lookups are inlined by the JIT, where a task-storage lookup is a helper
@@ -136,6 +144,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, FNPROF_RB_MIN);   /* set by user space */
 } forks SEC(".maps");
+
+/* System-wide sessions: the exit chosen for each process (fn_session); sized by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exit_choice_val);
+} exit_choices SEC(".maps");
 
 /* 2 * nr_slots * nr_funcs entries: [epoch][slot][function id]. */
 struct {
@@ -614,7 +630,8 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 	f->id = id;
 	f->slot = slot;
 	f->flags = (cookie & FNPROF_COOKIE_URET ? FRAME_URET : 0) |
-		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0);
+		   (cookie & FNPROF_COOKIE_ENTRY_JMP ? FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY : 0) |
+		   (cookie & FNPROF_COOKIE_SESSION_RET ? FRAME_SESSION_RET : 0);
 	f->sp = PT_REGS_SP(ctx);
 	/* Marked here: what tells its callee's return from another call of the callee (as tail_jump). */
 	if (cookie & FNPROF_COOKIE_ENTRY_JMP)
@@ -640,30 +657,24 @@ static __always_inline struct fn_frame *frame_open(struct pt_regs *ctx, struct t
 	return f;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(fn_entry)
+/*
+ * The entry of a call whose process counts it (entry_counts), with cookie
+ * and slot: counted, and timed from a frame of its own unless the function
+ * is entry-only. Whether that frame was opened.
+ */
+static __always_inline bool call_entry(struct pt_regs *ctx, __u64 cookie, __u32 slot)
 {
-	__u64 cookie = attach_cookie(ctx);
 	__u32 d, id = cookie & FNPROF_COOKIE_ID_MASK;
-	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
 	struct thread_state *ts;
 	struct fn_frame *f;
 
-#ifdef FNPROF_COMPAT
-	if (cookie == FNPROF_COOKIE_NONE) {
-		count_drop(DROP_NO_COOKIE);
-		return 0;
-	}
-#endif
-	if (!entry_counts(cookie, &slot))
-		return 0;
 	count_entry(slot, id, cookie & FNPROF_COOKIE_ENTRY_ONLY);
 	if (cookie & FNPROF_COOKIE_ENTRY_ONLY)
-		return 0;
+		return false;
 	ts = probe_thread(ctx, true);
 	if (!ts) {
 		count_drop(DROP_NO_STATE);
-		return 0;
+		return false;
 	}
 	if (ts->gen != generation) {
 		count_drops(DROP_DETACHED, ts->depth);
@@ -683,13 +694,30 @@ int BPF_KPROBE(fn_entry)
 		 */
 		count_drop(DROP_DEPTH);
 		ts->over++;
-		return 0;
+		return false;
 	}
 	f = frame_open(ctx, ts, d, cookie, id, slot);
 	ts->depth = d + 1;
 	/* Last, so that the work above is not part of the measured interval. */
 	trap_reset(ts);
 	f->start_ns = bpf_ktime_get_ns();
+	return true;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fn_entry)
+{
+	__u64 cookie = attach_cookie(ctx);
+	__u32 slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+
+#ifdef FNPROF_COMPAT
+	if (cookie == FNPROF_COOKIE_NONE) {
+		count_drop(DROP_NO_COOKIE);
+		return 0;
+	}
+#endif
+	if (entry_counts(cookie, &slot))
+		call_entry(ctx, cookie, slot);
 	return 0;
 }
 
@@ -750,6 +778,8 @@ static __always_inline void account(__u32 slot, __u32 id, const struct call *c, 
 		__sync_fetch_and_add(&st->tail_jmps_inside, c->tail_jmps);
 		__sync_fetch_and_add(&st->tail_jmps_self, c->tail_jmps_self);
 	}
+	if (f->flags & FRAME_SESSION_RET)
+		__sync_fetch_and_add(&st->ret_exit_calls, 1);
 	/* A jmp probe's hit: not when the entry's own trap marked it. */
 	if ((f->flags & (FRAME_IN_TAIL | FRAME_JMP_AT_ENTRY)) == FRAME_IN_TAIL)
 		__sync_fetch_and_add(&st->tail_jmp_calls, 1);
@@ -793,6 +823,21 @@ static __always_inline void count_orphan(void)
 	ref = current_ref(false);
 	if (!ref || !ref->refused)
 		count_drop(DROP_ORPHAN_RET);
+}
+
+/* count_orphan() but, at a ret probe (at_ret), for a session's ret probes (FNPROF_COOKIE_SESSION_RET). */
+static __always_inline void count_orphan_at(struct pt_regs *ctx, bool at_ret)
+{
+#ifdef FNPROF_COMPAT
+	/* No sessions on a kernel that takes the compat object (nor the helper). */
+	(void)ctx;
+	(void)at_ret;
+	count_orphan();
+#else
+	/* The cookie only here: the common path does without the helper call. */
+	if (!at_ret || !(bpf_get_attach_cookie(ctx) & FNPROF_COOKIE_SESSION_RET))
+		count_orphan();
+#endif
 }
 
 /*
@@ -858,6 +903,14 @@ static __always_inline void frame_close(struct thread_state *ts, struct thread_c
 	ts->over = 0;
 }
 
+/* A call closed by a session's ret probes: its start moved by session_ret_shift_ns, never past now. */
+static __always_inline void session_ret_shift(struct fn_frame *f, __u64 now)
+{
+	__s64 shift = session_ret_shift_ns;
+
+	f->start_ns = shift > 0 && f->start_ns + shift > now ? now : f->start_ns + shift;
+}
+
 /*
  * The return of a traced call: a uretprobe (after ret popped the return
  * address) or, at_ret, a probe on a ret instruction (before it: the stack
@@ -888,7 +941,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		if (cookie & FNPROF_COOKIE_TAIL)
 			count_tail_hit(cookie, 1);
 		else
-			count_orphan();
+			count_orphan_at(ctx, at_ret && !tail);
 		return 0;
 	}
 	/* Running, so switched back in: sched_switch did not see it. */
@@ -905,7 +958,7 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 		if (ts->over)
 			ts->over--;
 		else
-			count_orphan();
+			count_orphan_at(ctx, at_ret && !tail);
 		return 0;
 	}
 	/* k < d <= FNPROF_MAX_DEPTH, a power of two: the mask only shows the verifier the bound. */
@@ -916,6 +969,8 @@ static __always_inline int fn_return(struct pt_regs *ctx, bool at_ret, bool tail
 	if ((__u32)k + 1 < d && !stack_switching)
 		count_drops(DROP_ABANDONED, d - k - 1);
 	parent = call_caller(ts, k, stack_switching);
+	if (f->flags & FRAME_SESSION_RET)
+		session_ret_shift(f, now);
 	call_figures(&c, f, ts, now);
 	if (nr_events) {
 		tc = thread_entry(&tctrs, ts);
@@ -941,6 +996,142 @@ SEC("uretprobe")
 int BPF_KRETPROBE(fn_exit)
 {
 	return fn_return(ctx, false, false, 0);
+}
+
+/*
+ * Where task_struct keeps what fn_session reads (self_exec_id, real_parent,
+ * tgid), from the kernel's BTF by user space: read at fixed offsets, the
+ * uprobe programs carry no relocation against the kernel's types, and load
+ * beside the tracepoint programs (trace_load.c).
+ */
+const volatile __u32 task_exec_id_off = 0;
+const volatile __u32 task_exec_id_size = 8;   /* 4 before Linux 5.8 */
+const volatile __u32 task_parent_off = 0;
+const volatile __u32 task_tgid_off = 0;
+
+/* The sessions' helpers: a kernel that takes the compat object has no sessions. */
+#ifndef FNPROF_COMPAT
+/* The current task's exec_id: bumped by each exec. */
+static __always_inline __u64 current_exec_id(void)
+{
+	__u64 task = bpf_get_current_task(), id = 0;
+
+	bpf_probe_read_kernel(&id, task_exec_id_size == 4 ? 4 : 8, (void *)(task + task_exec_id_off));
+	return id;
+}
+
+/* The tgid of the current task's parent, 0 if it cannot be read. */
+static __always_inline __u32 parent_tgid(void)
+{
+	__u64 task = bpf_get_current_task(), parent = 0;
+	__u32 tgid = 0;
+
+	if (!bpf_probe_read_kernel(&parent, sizeof(parent), (void *)(task + task_parent_off)) && parent)
+		bpf_probe_read_kernel(&tgid, sizeof(tgid), (void *)(parent + task_tgid_off));
+	return tgid;
+}
+
+/*
+ * A fork child that runs its parent's program (no exec since: the same
+ * exec_id) takes its parent's uretprobe, as nginx's workers their
+ * master's. Not its ret probes: those are the parent's alone, so such a
+ * child asks for its own.
+ */
+static __always_inline bool inherit_choice(struct exit_choice_val *v)
+{
+	__u32 ptgid = parent_tgid();
+	struct exit_choice_val *pc = ptgid ? bpf_map_lookup_elem(&exit_choices, &ptgid) : NULL;
+
+	if (!pc || pc->exec_id != v->exec_id || pc->choice != EXIT_CHOICE_URET)
+		return false;
+	v->choice = EXIT_CHOICE_URET;
+	bpf_get_current_comm(v->comm, sizeof(v->comm));
+	return true;
+}
+
+/*
+ * System-wide uprobe sessions (Linux 6.13+): which exit process tgid's
+ * calls take, as user space chose for the program it runs. The first call
+ * of a process (or of the program it exec'd) asks: it is marked pending and
+ * user space woken (the forks ring buffer), which chooses from the program
+ * (exit_choices), and attaches ret probes in that process first where it
+ * chooses them.
+ */
+static __always_inline __u32 exit_choice(__u32 tgid)
+{
+	struct exit_choice_val v = { .exec_id = current_exec_id() }, *c;
+
+	c = bpf_map_lookup_elem(&exit_choices, &tgid);
+	if (c && c->exec_id == v.exec_id)
+		return c->choice;
+	if (!c && inherit_choice(&v) && !bpf_map_update_elem(&exit_choices, &tgid, &v, BPF_NOEXIST))
+		return v.choice;
+	bpf_get_current_comm(v.comm, sizeof(v.comm));
+	/* A full map asks nothing: the calls are counted as made while choosing. */
+	if (!bpf_map_update_elem(&exit_choices, &tgid, &v, c ? BPF_EXIST : BPF_NOEXIST))
+		bpf_ringbuf_output(&forks, &tgid, sizeof(tgid), 0);
+	return EXIT_CHOICE_PENDING;
+}
+
+/*
+ * Open frames beyond which a session's return is declined (the call is
+ * counted in DROP_DEPTH). The kernel keeps 64 pending returns a thread
+ * (MAX_URETPROBE_DEPTH) and checks that before it drops those a longjmp
+ * abandoned: kept below it, a longjmp never leaves a thread without
+ * uretprobes, so a process that longjmps may take them.
+ */
+#define SESSION_MAX_OPEN (FNPROF_MAX_DEPTH - 2)
+
+static __always_inline bool session_too_deep(struct pt_regs *ctx, __u32 id)
+{
+	struct thread_state *ts = probe_thread(ctx, false);
+
+	if (!ts || ts->depth < SESSION_MAX_OPEN)
+		return false;
+	/* Frames a longjmp left behind are no longer open (the kernel drops their returns at this one's). */
+	return (stack_switching ? ts->depth : drop_dead_frames(ts, PT_REGS_SP(ctx), id)) >= SESSION_MAX_OPEN;
+}
+#endif
+
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+/*
+ * System-wide entry and return of a function whose exit is chosen per
+ * process (exit_choice): the session's return (a uretprobe: no single
+ * step) where a hijacked return address is safe, else declined (returns
+ * 1), and the ret probes attached in that process alone close the call.
+ */
+SEC("uprobe")
+int BPF_KPROBE(fn_session)
+{
+#ifdef FNPROF_COMPAT
+	/* Never attached: a kernel that takes the compat object has no sessions (nor system-wide -f). */
+	return 1;
+#else
+	__u64 cookie;
+	__u32 slot, choice;
+
+	if (bpf_session_is_return())
+		return fn_return(ctx, false, false, 0);
+	cookie = bpf_get_attach_cookie(ctx);
+	slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
+	if (!entry_counts(cookie, &slot))
+		return 1;
+	choice = exit_choice(current_tgid());
+	if (choice == EXIT_CHOICE_PENDING) {
+		/* Entered, never returned: the report counts it, and says why it has no time. */
+		count_entry(slot, cookie & FNPROF_COOKIE_ID_MASK, false);
+		count_drop(DROP_UNCHOSEN);
+		return 1;
+	}
+	if (choice == EXIT_CHOICE_URET && session_too_deep(ctx, cookie & FNPROF_COOKIE_ID_MASK)) {
+		count_entry(slot, cookie & FNPROF_COOKIE_ID_MASK, false);
+		count_drop(DROP_DEPTH);
+		return 1;
+	}
+	cookie |= choice == EXIT_CHOICE_URET ? FNPROF_COOKIE_URET : FNPROF_COOKIE_SESSION_RET;
+	return !(call_entry(ctx, cookie, slot) && choice == EXIT_CHOICE_URET);
+#endif
 }
 
 /*

@@ -79,6 +79,8 @@ struct fn_frame {
 #define FRAME_IN_TAIL 32U
 /* ... marked so by its entry probe, which sits on that jmp (FNPROF_COOKIE_ENTRY_JMP): no hit of its own. */
 #define FRAME_JMP_AT_ENTRY 64U
+/* Entered by a session whose process declined its return: its own ret probes close it (ret_exit_calls). */
+#define FRAME_SESSION_RET 128U
 
 /* A frame's perf counts (-e), kept apart from the frames: most runs have none. */
 struct ctr_frame {

@@ -16,7 +16,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import FNPROF, ROOT, Skip, check, target, truth, wait_for, within
+from harness import FNPROF, ROOT, Skip, check, final_report, func, run_fnprof, target, truth, wait_for, within
 
 CALLS = 1500
 SLEEP_US = 1000
@@ -344,13 +344,17 @@ def test_system_wide_counts_processes_started_later_and_follows_upgrade():
             made += run_fleet(svc, 300)
             out, err = old.communicate("go\n", timeout=60)
             made += truth(err, "fleet_call")["calls"]
-            q = f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}})'
+            # With uprobe sessions a process's first calls, made while fnprof chooses its exit, are
+            # counted apart (calls_before_exit_chosen); only these processes call fleet_call.
+            q = (f'sum(fnprof_calls_total{{function="fleet_call",object="{svc}"}}) + '
+                 'sum(fnprof_dropped_total{reason="calls_before_exit_chosen"})')
             wait_for(lambda: prom.query(q) == made, timeout=20, step=0.5)
             check(prom.query(q) == made, f"Prometheus has {prom.query(q)} calls, the processes made {made}")
             out, err = fp.stop()
             rep = [json.loads(l) for l in out.splitlines() if l.startswith("{")][-1]
-            check(rep.get("system_wide") is True and rep["functions"][0]["calls"] == made,
-                  f"report: {rep['functions'][0]['calls']} calls of {made}")
+            counted = rep["functions"][0]["calls"] + rep["dropped"]["calls_before_exit_chosen"]
+            check(rep.get("system_wide") is True and counted == made,
+                  f"report: {rep['functions'][0]['calls']} calls (and {rep['dropped']}) of {made}")
             check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -379,15 +383,22 @@ def test_by_pid_and_max_series_system_wide():
         with Fnprof(["-f", f"{svc}:fleet_call", "--by", "pid", "--max-series", "2"]) as fp:
             for n in (100, 150, 200):  # one after the other: the third is beyond --max-series
                 run_fleet(svc, n, 200)
-            check(wait_for(lambda: sum(series(fp.metrics(), "fnprof_calls_total").values()) == 450, timeout=5),
-                  f"calls: {series(fp.metrics(), 'fnprof_calls_total')}")
+            # With uprobe sessions a process's first calls, made while fnprof chooses its exit, are
+            # counted apart, in all (calls_before_exit_chosen), not in its series.
+            def unchosen():
+                return sum(v for k, v in series(fp.metrics(), "fnprof_dropped_total").items()
+                           if "calls_before_exit_chosen" in k)
+
+            check(wait_for(lambda: sum(series(fp.metrics(), "fnprof_calls_total").values()) + unchosen() == 450,
+                           timeout=5), f"calls: {series(fp.metrics(), 'fnprof_calls_total')}, {unchosen()} apart")
             calls = series(fp.metrics(), "fnprof_calls_total")
             by_pid = {re.search(r'pid="([^"]*)"', k).group(1): v for k, v in calls.items()}
-            check(sorted(by_pid.values()) == [100, 150, 200] and by_pid.get("other") == 200,
-                  f"series by pid: {by_pid}")
-            check(all(k == "other" or k.isdigit() for k in by_pid), by_pid)
+            # A process all of whose calls came before its exit was chosen has no series.
+            pids = [k for k in by_pid if k != "other"]
+            check(len(pids) <= 2 and all(k.isdigit() for k in pids), f"series by pid: {by_pid}")
+            check(sum(by_pid.values()) + unchosen() == 450, f"series by pid: {by_pid}, {unchosen()} apart")
             folded = re.search(r"^fnprof_folded_calls_total (\d+)", fp.metrics(), re.M)
-            check(folded and int(folded.group(1)) == 200, f"folded: {folded}")
+            check(folded and int(folded.group(1)) == by_pid.get("other", 0), f"folded: {folded}, {by_pid}")
             fp.stop()
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -550,3 +561,136 @@ def test_system_wide_profile_of_the_processes_that_map_the_object():
         burn.kill()
         burn.wait()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def kernel_has_sessions():
+    p = run_fnprof(["--version", "-v"])
+    return "uprobe sessions: yes" in p.stdout + p.stderr
+
+
+def run_lib_callers(lib, go_args, c_calls, env=None):
+    """fnprof system-wide on lib's lib_spin while a Go program (gotarget-lib go_args) and then a C one
+    (uselib c_calls) call it: (final report, Go run, its pid, C run's stderr, its pid)."""
+    with Fnprof(["-f", f"{lib}:lib_spin", "--json"], env=env) as fp:
+        g = subprocess.Popen([target("gotarget-lib")] + go_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        g_out, g_err = g.communicate(timeout=120)
+        c = subprocess.Popen([target("uselib"), str(c_calls)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        c_err = c.communicate(timeout=120)[1]
+        out, err = fp.stop()
+    check(fp.proc.returncode == 0, f"fnprof exit {fp.proc.returncode}:\n{err[-3000:]}")
+    return final_report(out), (g.returncode, g_out, g_err), g.pid, c_err, c.pid
+
+
+def test_system_wide_exit_chosen_per_process():
+    """System-wide, a C process takes the uprobe session's return (no single step) while a Go process
+    mapping the same library keeps ret probes, unharmed (its output as untraced, no crash); every call is
+    counted, or shown as made before its process's exit was chosen; the report names which took which."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    lib, go_args = target("libtarget.so"), ["4", "1500"]
+    untraced = subprocess.run([target("gotarget-lib")] + go_args, capture_output=True, text=True, timeout=120)
+    rep, (g_rc, g_out, g_err), g_pid, c_err, c_pid = run_lib_callers(lib, go_args, 2000)
+    check(g_rc == 0 and g_out == untraced.stdout, f"the Go program was harmed: exit {g_rc}, {g_out!r}\n{g_err}")
+    made = truth(g_err, "lib_spin")["calls"] + truth(c_err, "lib_spin")["calls"]
+    f = func(rep, "lib_spin")
+    unchosen = rep["dropped"]["calls_before_exit_chosen"]
+    check(f["exit_per_process"] is True, f)
+    check(f["calls"] + unchosen == made and f["entered"] == made,
+          f"{f['calls']} calls timed, {unchosen} before a choice, {f['entered']} entered, {made} made")
+    # The Go process's calls, and only those, were closed by its ret probes (priced with their step).
+    go_made = truth(g_err, "lib_spin")["calls"]
+    check(go_made - unchosen <= f["ret_exit_calls"] <= go_made, f"{f['ret_exit_calls']} calls closed at ret probes, "
+          f"the Go process made {go_made} ({unchosen} before a choice, of both processes)")
+    check(rep["dropped"]["orphan_returns"] == 0, rep["dropped"])
+    exits = {e["pid"]: e for e in rep.get("exits_per_process", [])}
+    check(exits.get(c_pid, {}).get("exit") == "uretprobe", f"the C process {c_pid}: {exits.get(c_pid)}")
+    check(exits.get(g_pid, {}).get("exit") == "ret" and exits[g_pid].get("why") == "Go",
+          f"the Go process {g_pid}: {exits.get(g_pid)}")
+
+
+def test_system_wide_without_sessions_keeps_ret_probes():
+    """Where the kernel has no uprobe sessions (as FNPROF_NO_UPROBE_SESSION=1 says), system-wide exits are
+    ret probes for every process, as before: every call counted, none left before a choice, no list."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    env = dict(os.environ, FNPROF_NO_UPROBE_SESSION="1")
+    rep, (g_rc, g_out, g_err), g_pid, c_err, c_pid = run_lib_callers(target("libtarget.so"), ["2", "500"], 500,
+                                                                     env=env)
+    check(g_rc == 0, f"the Go program failed: {g_err}")
+    made = truth(g_err, "lib_spin")["calls"] + truth(c_err, "lib_spin")["calls"]
+    f = func(rep, "lib_spin")
+    check(f["exit"] == "ret" and f["exit_per_process"] is False, f)
+    check(f["calls"] == made and rep["dropped"]["calls_before_exit_chosen"] == 0, (f["calls"], made, rep["dropped"]))
+    check("exits_per_process" not in rep, rep.get("exits_per_process"))
+
+
+def wait_exit_chosen(fp, pid, timeout=30):
+    """Reads fnprof's interval reports (--json -i) until one lists process pid's exit: that entry."""
+    end = time.time() + timeout
+    while time.time() < end:
+        line = fp.proc.stdout.readline()
+        check(line, f"fnprof ended before choosing the exit of {pid}:\n{fp.err()[-2000:]}")
+        if line.startswith("{"):
+            for e in json.loads(line).get("exits_per_process", []):
+                if e["pid"] == pid:
+                    return e
+    raise AssertionError(f"no exit chosen for process {pid} in {timeout} s")
+
+
+def test_system_wide_longjmp_out_of_deep_recursion_keeps_uretprobes():
+    """A process that longjmps takes the session's return (no step): fnprof keeps a thread's pending
+    returns below the kernel's 64, which it checks before it drops those a longjmp abandoned, so a
+    longjmp out of a recursion 100 deep leaves every later call's return seen and timed."""
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    exe, calls = target("deepjump"), 500
+    with Fnprof(["-f", f"{exe}:dive", "-f", f"{exe}:after", "--json", "-i", "0.2"]) as fp:
+        p = subprocess.Popen([exe, "100", "3", str(calls)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            check(p.stdout.readline().strip() == "ready", "deepjump did not start")
+            chosen = wait_exit_chosen(fp, p.pid)
+            p_out, p_err = p.communicate("go\n", timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        out, err = fp.stop()
+    check(chosen["exit"] == "uretprobe", f"deepjump (longjmp) got {chosen}")
+    check(p.returncode == 0 and "deepjump done" in p_out, f"deepjump: exit {p.returncode}\n{p_err}")
+    made = truth(p_err, "after")["calls"]
+    rep = final_report(out)
+    after = func(rep, "after")
+    # Its first call asked for the choice and may not be timed; every later one must be.
+    check(after["calls"] + rep["dropped"]["calls_before_exit_chosen"] == made and after["calls"] >= calls,
+          f"after: {after['calls']} timed of {made}; dropped {rep['dropped']}")
+    p50 = after["wall_ns"]["p50"]
+    check(within(p50, 20000, rel=0.5), f"after: median {p50} ns for 20 us spins")
+
+
+def test_system_wide_exec_asks_again():
+    """A process that took the uretprobe and then execs a Go program asks again (an exec is told by the
+    kernel's self_exec_id): the Go program, in the same process, gets ret probes and is unharmed."""
+    if not os.path.exists(os.path.join(os.path.dirname(target("uselib")), "gotarget-lib")):
+        raise Skip("gotarget-lib not built (no Go toolchain)")
+    if not kernel_has_sessions():
+        raise Skip("the kernel has no uprobe sessions (Linux 6.13)")
+    with Fnprof(["-f", f"{target('libtarget.so')}:lib_spin", "--json"]) as fp:
+        p = subprocess.Popen([target("uselib"), "300", "exec", target("gotarget-lib"), "2", "300"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p_out, p_err = p.communicate(timeout=120)
+        out, err = fp.stop()
+    check(p.returncode == 0 and "golib done: 2 goroutines x 300 calls, 0 bad results" in p_out,
+          f"exit {p.returncode}: {p_out}\n{p_err}")
+    c_made, go_made = (int(n) for n in re.findall(r"truth lib_spin calls=(\d+)", p_err))
+    rep = final_report(out)
+    f, unchosen = func(rep, "lib_spin"), rep["dropped"]["calls_before_exit_chosen"]
+    exits = {e["pid"]: e for e in rep.get("exits_per_process", [])}
+    check(exits.get(p.pid, {}).get("exit") == "ret" and exits[p.pid].get("why") == "Go",
+          f"process {p.pid} after its exec: {exits.get(p.pid)}")
+    check(f["entered"] == c_made + go_made, f"{f['entered']} entered, {c_made} + {go_made} made")
+    check(go_made - unchosen <= f["ret_exit_calls"] <= go_made,
+          f"{f['ret_exit_calls']} calls closed at ret probes, the Go program made {go_made} ({unchosen} unchosen)")

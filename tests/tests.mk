@@ -94,6 +94,12 @@ $(TEST_BIN)/gotarget-cgo: tests/targets/gocgo/main.go | $(TEST_BIN)
 	$(call msg,GO,$@)
 	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off CGO_ENABLED=1 \
 		$(GO) build -o $@ $<
+# A Go program calling a shared library through cgo: system-wide sessions must leave it unharmed.
+TARGET_PROGS += $(TEST_BIN)/gotarget-lib
+$(TEST_BIN)/gotarget-lib: tests/targets/golib/main.go $(TARGET_LIBS) | $(TEST_BIN)
+	$(call msg,GO,$@)
+	$(Q)HOME=$(abspath $(TEST_BIN)) GOCACHE=$(abspath $(TEST_BIN))/.gocache GO111MODULE=off CGO_ENABLED=1 \
+		CGO_LDFLAGS="-L$(abspath $(TEST_BIN)) -Wl,-rpath,$(abspath $(TEST_BIN))" $(GO) build -o $@ $<
 endif
 
 # ASan/UBSan build of the user-space objects, for unit tests and one integration pass.

@@ -22,7 +22,7 @@ int list_probes(const struct probe_list *pl)
 		fprintf(stdout, "%-40s 0x%016llx 0x%-8llx %8llu  %-16s %4u %-9s  %s\n",
 			sanitize_term(p->object, obj, sizeof(obj)), (unsigned long long)p->addr,
 			(unsigned long long)p->offset, (unsigned long long)p->size, site_kind_name(p->kind), p->entry_skip,
-			exit_mode_name(p->exit), sanitize_term(p->name, name, sizeof(name)));
+			p->session ? "session" : exit_mode_name(p->exit), sanitize_term(p->name, name, sizeof(name)));
 	}
 	return 0;
 }

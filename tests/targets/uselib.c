@@ -2,6 +2,7 @@
 /*
  * Calls a function of libtarget.so and a libc function a known number of times.
  * Usage: uselib N [loop]   (loop: print "ready", repeat until SIGTERM)
+ *        uselib N exec PROG ARGS...   (then becomes PROG, in the same process)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -38,5 +39,11 @@ int main(int argc, char **argv)
 	printf("uselib done\n");
 	fprintf(stderr, "truth lib_spin calls=%lu wall_avg_ns=%.1f\n", calls,
 		calls ? (double)lib_spin_wall_ns / calls : 0.0);
+	if (argc > 3 && !strcmp(argv[2], "exec")) {
+		fflush(NULL);
+		execv(argv[3], &argv[3]);
+		perror("uselib: exec");
+		return 1;
+	}
 	return 0;
 }

@@ -515,6 +515,28 @@ out:
 	return 0;
 }
 
+int symtab_markers(const char *path, struct symtab *out)
+{
+	Elf *elf;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = symtab_open(path);
+	if (fd < 0)
+		return fd;
+	elf = elfcheck_begin(fd, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		find_markers(elf, out);
+		out->go = go_info_read(elf, &out->go_info) != -ENOENT;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return elf ? 0 : -EINVAL;
+}
+
 int symtab_load(const char *path, struct symtab **out)
 {
 	struct target_obj none = {};

@@ -84,6 +84,14 @@ int symtab_load(const char *path, struct symtab **out);
 int symtab_load_target(const char *open_path, const char *target_path, pid_t pid, struct symtab **out);
 void symtab_free(struct symtab *st);
 
+/*
+ * Only the markers of the object at path (unwinds, switches_stacks,
+ * longjmps, go and go_info) into *out, no symbol: its other fields are
+ * zero, nothing to free. Reads the section headers and symbol tables'
+ * names once (~1 ms for a large program). 0 or -errno.
+ */
+int symtab_markers(const char *path, struct symtab *out);
+
 /* Opens path for reading if it is a regular file, without blocking: an fd, or -errno (-ENODEV: not regular). */
 int symtab_open(const char *path);
 

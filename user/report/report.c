@@ -10,6 +10,7 @@
 #include "report/report.h"
 #include "base/sanitize.h"
 #include "report/slow_report.h"
+#include "report/sysexits.h"
 #include "trace/stats.h"
 #include "trace/steps.h"
 #include "trace/tracer.h"
@@ -54,6 +55,9 @@ static const struct {
 	[DROP_NO_COOKIE] = { "calls_at_unknown_address", "calls lost: they entered at an address of the process "
 							  "not yet read from its mappings (a kernel without attach "
 							  "cookies, before Linux 5.15, needs it)" },
+	[DROP_UNCHOSEN] = { "calls_before_exit_chosen", "calls not timed: made by a process before fnprof had "
+							"chosen its exit (system-wide uprobe sessions: its first calls, "
+							"or a process it could not read)" },
 };
 
 const char *report_drop_key(unsigned int i)
@@ -410,6 +414,8 @@ static double probe_overhead_ns(const struct report *r)
 		ns += r->stats[i].tail_hits * r->hit_cost;
 		/* And the probes on their followed tail jmps, once a call that jumps. */
 		ns += r->stats[i].tail_jmp_calls * r->jmp_cost;
+		/* A session's calls that ret probes closed: the uretprobe's cost is in calib_cost, not the step. */
+		ns += r->stats[i].ret_exit_calls * fmax(calib_ret_exit_delta(r->cal, true), 0);
 	}
 	return ns;
 }
@@ -605,6 +611,7 @@ static void print_footer(const struct report *r, FILE *f)
 				(unsigned long long)r->drops[i], drop_kinds[i].text);
 	print_cpu_unknown(r, f);
 	print_overhead(r, f);
+	sysexits_print_table(r->exit_procs, r->nr_exit_procs, f);
 	print_uncertain(r, f);
 	fprintf(f, "fnprof itself: %s CPU (%.2f%% of one core), peak RSS %.1f MiB\n",
 		fmt_ns(r->self_cpu_ns, b, sizeof(b)), r->self_wall_s > 0 ? r->self_cpu_ns / (r->self_wall_s * 1e7) : 0.0,
@@ -839,7 +846,9 @@ static void print_missing_returns(const struct report *r, FILE *f, const size_t 
 		else if (missing > running)
 			fprintf(f, "; %llu not seen to return (see dropped)", (unsigned long long)(missing - running));
 		/* The kernel's limit applies only to uretprobes, and only to returns not seen. */
-		if (missing > running && p->exit == EXIT_URETPROBE)
+		if (missing > running && p->session && r->drops[DROP_UNCHOSEN])
+			fprintf(f, "; made while fnprof chose their process's exit");
+		else if (missing > running && p->exit == EXIT_URETPROBE)
 			fprintf(f, "; the kernel reports no more uretprobes to a thread that longjmp'd out of 64 "
 				   "pending ones (--exit=ret sees every return)");
 		fputc('\n', f);
@@ -1054,6 +1063,10 @@ static void json_function(struct json *j, const struct report *r, size_t i)
 	json_u64(j, "entry_skip_bytes", p->entry_skip);
 	json_u64(j, "pair_offset_bytes", p->pair_off);
 	json_str(j, "exit", exit_mode_name(p->exit));
+	/* A session's: the uretprobe where each process allows it, ret probes elsewhere (exits_per_process). */
+	json_bool(j, "exit_per_process", p->session);
+	if (p->session)
+		json_u64(j, "ret_exit_calls", s->ret_exit_calls);
 	if (p->exit_why)
 		json_str(j, "exit_why", p->exit_why);
 	else
@@ -1240,6 +1253,7 @@ void report_print_json(const struct report *r, FILE *f)
 		json_u64(&j, drop_kinds[i].key, r->drops[i]);
 	json_obj_end(&j);
 	json_overhead(&j, r);
+	sysexits_print_json(r->exit_procs, r->nr_exit_procs, &j);
 	json_obj_begin(&j, "fnprof");
 	json_u64(&j, "cpu_ns", r->self_cpu_ns);
 	json_u64(&j, "peak_rss_kib", r->self_rss_kib);

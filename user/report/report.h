@@ -13,6 +13,7 @@
 #include "fnprof.h"
 #include "target/probe.h"
 #include "profile/slow.h"
+#include "trace/sysexit.h"
 #include "trace/tracer.h"
 
 /* --max-overhead with a -p list: what the bursts measured of one listed process. */
@@ -78,6 +79,9 @@ struct report {
 	 * as stats (NULL: not known): entered in it, returned after.
 	 */
 	const __u64 *open_calls;
+	/* System-wide uprobe sessions: the processes whose exit was chosen, and which (NULL, 0: none). */
+	const struct sysexit_proc *exit_procs;
+	size_t nr_exit_procs;
 };
 
 /* The JSON key of drop reason i ("returns_lost"), NULL past DROP_NR. */

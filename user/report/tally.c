@@ -167,9 +167,12 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 	};
 	struct slow_view slow;
 	__u64 slow_drops[SLOWDROP_NR];
+	struct sysexit_proc *exits;
 
 	rep.self_rss_kib = proc_self_status("VmHWM", 10);
 	memcpy(rep.drops, drops, sizeof(rep.drops));
+	exits = tracer_exit_choices(t->c.tracer, &rep.nr_exit_procs);
+	rep.exit_procs = exits;
 	/* An interval's slow calls, or the run's kept ones for a total after interval reports. */
 	if (t->c.slow && !tracer_slow_drops(t->c.tracer, slow_drops) &&
 	    !slow_view(t->c.slow, slow_drops, total && t->nr_reports, total, &slow))
@@ -181,6 +184,7 @@ static void print_report(struct tally *t, const struct fn_stats *stats, const __
 		report_print_table(&rep, t->c.out, t->c.hist);
 	if (rep.slow)
 		slow_view_free(&slow);
+	free(exits);
 }
 
 /*

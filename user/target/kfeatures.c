@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
@@ -121,6 +123,75 @@ static void print_needs(FILE *out)
 		snprintf(since, sizeof(since), "Linux %s", kneeds_since(n));
 		print_line(out, kneeds_name(n), unknown & 1U << n ? -EPERM : !!(has & 1U << n), since);
 	}
+}
+
+/*
+ * The byte offset and size of member name of the struct at id, looked for in
+ * its anonymous members too (randomized layouts group fields so): 0, or
+ * -ENOENT.
+ */
+static int member_at(const struct btf *btf, int id, const char *name, __u32 base, __u32 *off, __u32 *size)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	const struct btf_member *m = t && btf_is_composite(t) ? btf_members(t) : NULL;
+	int i;
+
+	for (i = 0; m && i < btf_vlen(t); i++, m++) {
+		const char *n = btf__name_by_offset(btf, m->name_off);
+		__u32 at = base + btf_member_bit_offset(t, i) / 8;
+
+		if (n && !strcmp(n, name)) {
+			*off = at;
+			*size = btf__resolve_size(btf, m->type);
+			return 0;
+		}
+		if ((!n || !*n) && !member_at(btf, btf__resolve_type(btf, m->type), name, at, off, size))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int read_task_offsets(const struct btf *btf, struct task_offsets *o)
+{
+	int id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	__u32 size;
+
+	if (id <= 0 || member_at(btf, id, "self_exec_id", 0, &o->exec_id_off, &o->exec_id_size) ||
+	    member_at(btf, id, "real_parent", 0, &o->parent_off, &size) || member_at(btf, id, "tgid", 0, &o->tgid_off, &size))
+		return -ENOENT;
+	return o->exec_id_size == 4 || o->exec_id_size == 8 ? 0 : -ENOENT;
+}
+
+static struct task_offsets task_offsets;
+
+int kfeatures_task_offsets(struct task_offsets *out)
+{
+	if (!kfeatures_uprobe_sessions())
+		return -ENOENT;
+	*out = task_offsets;
+	return 0;
+}
+
+bool kfeatures_uprobe_sessions(void)
+{
+	static int cached = -1;
+	struct btf *btf;
+
+	if (cached < 0) {
+		btf = btf__load_vmlinux_btf();
+		/*
+		 * The session's entry tells its return apart with a kfunc (Linux
+		 * 6.10, with kprobe sessions); it reads task_struct at offsets.
+		 */
+		cached = btf && has_enum_val(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION") &&
+			 btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0 &&
+			 !read_task_offsets(btf, &task_offsets);
+		btf__free(btf);
+		/* To test the fallback; sessions are uprobe_multi links, which that variable turns off too. */
+		if (getenv("FNPROF_NO_UPROBE_SESSION") || getenv("FNPROF_NO_UPROBE_MULTI"))
+			cached = 0;
+	}
+	return cached;
 }
 
 void kfeatures_print(FILE *out)

@@ -10,7 +10,9 @@
 #ifndef FNPROF_KFEATURES_H
 #define FNPROF_KFEATURES_H
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <linux/types.h>
 
 /*
  * One line per feature to f: "  NAME: yes", "  NAME: no (Linux X)" (the
@@ -18,5 +20,22 @@
  * unknown (why)". Costs ~10 ms (the kernel's BTF is read).
  */
 void kfeatures_print(FILE *f);
+
+/*
+ * Whether the kernel has uprobe sessions (Linux 6.13: an entry program that
+ * may decline its call's return probe), found in its BTF once (~10 ms) and
+ * cached. FNPROF_NO_UPROBE_SESSION=1 (or FNPROF_NO_UPROBE_MULTI=1) says no.
+ */
+bool kfeatures_uprobe_sessions(void);
+
+/* Where the running kernel's task_struct keeps the fields that a session's program reads (bytes). */
+struct task_offsets {
+	__u32 exec_id_off, exec_id_size;   /* self_exec_id: bumped by each exec */
+	__u32 parent_off;                  /* real_parent */
+	__u32 tgid_off;
+};
+
+/* Those offsets, as kfeatures_uprobe_sessions() found them: 0, or -ENOENT without sessions. */
+int kfeatures_task_offsets(struct task_offsets *out);
 
 #endif /* FNPROF_KFEATURES_H */

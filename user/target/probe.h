@@ -78,6 +78,12 @@ struct probe {
 	__s32 branch_delta;   /* SITE_JCC, SITE_JMP, SITE_CALL: where it lands when taken, from the site; else 0 */
 	enum exit_mode exit;  /* EXIT_URETPROBE, EXIT_RET or EXIT_NONE: how its return is seen */
 	const char *exit_why; /* why that mode (auto) */
+	/*
+	 * System-wide, EXIT_URETPROBE: entered by a uprobe session, whose
+	 * return is that uretprobe in the processes where it is safe; the
+	 * others decline it and get ret probes (exits) of their own.
+	 */
+	bool session;
 	__u64 *exits;     /* EXIT_RET: file offsets of its ret / tail-call instructions */
 	int nr_exits;
 	struct tail_site *tails;  /* EXIT_RET: the sites past the rets (tail calls), or NULL */

@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/proc.h"
 #include "target/procmaps.h"
+#include "target/kfeatures.h"
 #include "target/resolve.h"
 #include "target/insnprobe.h"
 #include "target/kneeds.h"
@@ -897,6 +898,30 @@ static bool leaf_outside_go(const struct resolver *r, const struct sym *s, const
 }
 
 /*
+ * System-wide, where the kernel has uprobe sessions: the exit is chosen per
+ * process, a uretprobe (the session's return) where that process is safe
+ * for it, ret probes in the others. A function whose exits follow tail
+ * calls into other functions keeps ret probes everywhere: those probes
+ * would fire in every process's calls of the callees.
+ */
+static void choose_session(struct resolver *r, struct probe *p, const struct sym *s, const struct symtab *st, struct fn_code *fc)
+{
+	if (!kfeatures_uprobe_sessions())
+		return;
+	find_ret_exits(r, p, s, st, fc);
+	if (p->exit != EXIT_RET || p->nr_tails) {
+		if (p->exit == EXIT_RET)
+			p->exit_why = "system-wide: any process that maps it may unwind through it (and its exits "
+				      "follow tail calls, which a uprobe session cannot decline per process)";
+		return;
+	}
+	p->exit = EXIT_URETPROBE;
+	p->session = true;
+	p->exit_why = "system-wide: a uprobe session's return, declined (ret probes) in processes where a "
+		      "uretprobe is unsafe";
+}
+
+/*
  * --exit=auto: a uretprobe only where nothing unwinds through return
  * addresses, moves stacks or longjmps. A longjmp out of 64 or more pending
  * uretprobes leaves the thread without any later one: the kernel checks its
@@ -910,6 +935,8 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 	if (p->exit == EXIT_AUTO && r->system) {
 		p->exit = EXIT_RET;
 		p->exit_why = "system-wide: any process that maps it may unwind through it";
+		if (!s->go && !st->go)
+			choose_session(r, p, s, st, fc);
 	}
 	if (p->exit == EXIT_AUTO) {
 		bool risky = st->unwinds || r->process_unwinds;
@@ -935,8 +962,10 @@ static void choose_exit(struct resolver *r, struct probe *p, const struct sym *s
 			 "counting its calls only", p->name, p->object);
 		p->exit = EXIT_NONE;
 		p->exit_why = "the program's entry point: jumped to, never returns";
+		p->session = false;
 	}
-	if (p->exit == EXIT_RET)
+	/* choose_session() may have found them already. */
+	if (p->exit == EXIT_RET && !p->exits && !p->tails)
 		find_ret_exits(r, p, s, st, fc);
 	if (s->go && p->exit == EXIT_RET) {
 		p->go = true;

@@ -330,6 +330,8 @@ static int calib_run(struct tracer *t, struct calibration *c, int rounds)
 		else
 			c->samples += rounds;
 		calib_figures(c);
+		c->valid = true;
+		tracer_set_session_ret_shift(t, calib_ret_exit_delta(c, false));
 	}
 	return err;
 }
@@ -452,6 +454,9 @@ unsigned int calib_cases_of(const struct probe *p)
 			(p->follows_tails ? 1U << CAL_ENTRY_ONLY | 1U << CAL_TAIL_JMP : 0);
 	else if (p->exit == EXIT_NONE)
 		mask |= 1U << CAL_ENTRY_ONLY | 1U << CAL_EMULATED;
+	/* A session's calls in processes that declined its return end at ret probes. */
+	if (p->session)
+		mask |= 1U << CAL_RET | 1U << CAL_EMULATED;
 	return mask;
 }
 
@@ -480,6 +485,17 @@ static double bias_of(const double *v, const struct probe *p)
 	double b = v[p->kind] + exit_delta(v, p->exit);
 
 	return p->exit == EXIT_NONE || b < 0 ? 0 : b;
+}
+
+double calib_ret_exit_delta(const struct calibration *c, bool cost)
+{
+	const double *v = cost ? c->cost_ns : c->mean_ns;
+	double d;
+
+	if (!c->valid || !(c->cases & 1U << CAL_RET) || !(c->cases & 1U << CAL_EMULATED))
+		return 0;
+	d = exit_delta(v, EXIT_RET);
+	return isnan(d) ? 0 : d;
 }
 
 double calib_bias(const struct calibration *c, const struct probe *p)

@@ -138,6 +138,11 @@ double calib_bias_median(const struct calibration *c, const struct probe *p);
  * not known.
  */
 void calib_bias_range(const struct calibration *c, const struct probe *p, double *lo, double *hi);
+/*
+ * The ret exit's bias (cost) less the uretprobe's: what a call of a
+ * session's function closed by ret probes differs by. 0 when not measured.
+ */
+double calib_ret_exit_delta(const struct calibration *c, bool cost);
 /* The cost per call of its probes to the traced program. */
 double calib_cost(const struct calibration *c, const struct probe *p);
 /* The range that cost took over the calibrations' rounds: *lo, *hi (calib_cost's when not known). */

@@ -23,6 +23,6 @@ void fn_stats_merge(struct fn_stats *a, const struct fn_stats *b);
  * Adding a field fails the build (report.c) until this count is raised,
  * after the field is shown or deliberately left out.
  */
-#define FN_STATS_WORDS (26 + 3 * FNPROF_MAX_EVENTS + FNPROF_HIST_BUCKETS)
+#define FN_STATS_WORDS (27 + 3 * FNPROF_MAX_EVENTS + FNPROF_HIST_BUCKETS)
 
 #endif /* FNPROF_STATS_H */

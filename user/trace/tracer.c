@@ -19,7 +19,9 @@
 #include "trace/tcompat.h"
 #include "trace.bpf.h"
 #include "trace.skel.h"
+#include "target/kfeatures.h"
 #include "trace/steps.h"
+#include "trace/sysexit.h"
 #include "trace/trace_load.h"
 #include "trace/tracer.h"
 #include "trace/uprobe_warm.h"
@@ -76,6 +78,7 @@ struct tracer {
 	int *held_fds;
 	size_t nr_held;
 	bool compat;               /* the compat trace object (bpf/compat.bpf.h): its cookies from a map */
+	struct sysexit *sysexit;   /* system-wide sessions: each process's exit (NULL without) */
 };
 
 /* The stats map key of function id of the process in slot, in buffer half. */
@@ -205,10 +208,22 @@ static bool uret_exit(const struct probe *p)
 	return p->exit == EXIT_URETPROBE;
 }
 
-/* A function with its exit on ret instructions (fn_exit_ret; Go's go_exit_ret). */
+/* A function with its exit on ret instructions (fn_exit_ret; Go's go_exit_ret), or with ret probes
+ * in the processes that decline its session's return. */
 static bool ret_exit(const struct probe *p)
 {
-	return p->exit == EXIT_RET && !p->go;
+	return (p->exit == EXIT_RET || p->session) && !p->go;
+}
+
+/* A function entered by a uprobe session (fn_session): system-wide, exits per process. */
+static bool session_entry(const struct probe *p)
+{
+	return p->session;
+}
+
+static bool probes_session(const struct tracer *t)
+{
+	return any_probe(t, session_entry);
 }
 
 /* A function with exit probes past its rets (fn_exit_tail): tail calls, the calibration's tail-jmp case too. */
@@ -295,6 +310,8 @@ static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool
 	uprobe_prog(skel->progs.fn_exit_ret, any_probe(t, ret_exit), t);
 	uprobe_prog(skel->progs.fn_exit_tail, probes_tails(t), t);
 	uprobe_prog(skel->progs.fn_mid, any_probe(t, paired), t);
+	bpf_program__set_autoload(skel->progs.fn_session, probes_session(t));
+	uprobes_prepare_session(skel->progs.fn_session);
 	/* The goroutine programs are verified only for Go functions. */
 	uprobe_prog(skel->progs.go_entry, traces_go(t->pl), t);
 	uprobe_prog(skel->progs.go_exit_ret, traces_go(t->pl), t);
@@ -305,6 +322,19 @@ static void choose_programs(struct trace_bpf *skel, const struct tracer *t, bool
 	/* System calls are timed for -e only: without it, their programs are not even verified. */
 	bpf_program__set_autoload(skel->progs.on_sys_enter, events);
 	bpf_program__set_autoload(skel->progs.on_sys_exit, events);
+}
+
+/* Sessions: where fn_session reads task_struct (kfeatures_uprobe_sessions() found them, or resolve chose none). */
+static void set_task_offsets(struct trace_bpf *skel, const struct tracer *t)
+{
+	struct task_offsets o;
+
+	if (!probes_session(t) || kfeatures_task_offsets(&o))
+		return;
+	skel->rodata->task_exec_id_off = o.exec_id_off;
+	skel->rodata->task_exec_id_size = o.exec_id_size;
+	skel->rodata->task_parent_off = o.parent_off;
+	skel->rodata->task_tgid_off = o.tgid_off;
 }
 
 static void set_globals(struct trace_bpf *skel, const struct tracer *t, int slots)
@@ -330,6 +360,7 @@ static void set_globals(struct trace_bpf *skel, const struct tracer *t, int slot
 	skel->rodata->slow_ns = t->slow_ns;
 	skel->rodata->slow_rate = t->slow_rate;
 	skel->rodata->slow_nr_ids = t->nr_probes;
+	set_task_offsets(skel, t);
 }
 
 /* The maps' sizes, which only the run knows. */
@@ -361,8 +392,11 @@ static int size_maps(struct trace_bpf *skel, const struct tracer *t, int slots)
 		err = bpf_map__set_max_entries(skel->maps.procs, t->nr_slots);
 	if (!err && t->nr_slots > 1)
 		err = bpf_map__set_max_entries(skel->maps.free_slots, t->nr_slots - 1);
-	if (!err && t->nr_slots > 1)
+	if (!err && (t->nr_slots > 1 || probes_session(t)))
 		err = bpf_map__set_max_entries(skel->maps.forks, 64 * 1024);
+	/* Processes calling session-entered functions at once; beyond, their calls are not timed (counted). */
+	if (!err && probes_session(t))
+		err = bpf_map__set_max_entries(skel->maps.exit_choices, 16384);
 	if (!err && slots)
 		err = bpf_map__set_max_entries(skel->maps.counters, slots * t->nr_cpus);
 	return err;
@@ -524,6 +558,9 @@ static size_t exit_sites(struct tracer *t, const struct probe *p, pid_t pid, __u
 	int i;
 
 	cookie |= p->id;
+	/* The session's return, or ret probes where a process declines it (attach_rets). */
+	if (p->session)
+		return 0;
 	if (p->exit == EXIT_URETPROBE) {
 		out[0] = site_of(t, p, pid, t->skel->progs.fn_exit, p->offset + p->entry_skip, cookie);
 		out[0].retprobe = true;
@@ -568,6 +605,9 @@ static __u64 entry_flags(const struct probe *p)
 {
 	if (p->exit == EXIT_RET && p->follows_tails)
 		return FNPROF_COOKIE_TAILS | (probe_jmp_at_entry(p) ? FNPROF_COOKIE_ENTRY_JMP : 0);
+	/* A session's program chooses per process. */
+	if (p->session)
+		return 0;
 	return p->exit == EXIT_NONE ? FNPROF_COOKIE_ENTRY_ONLY : p->exit == EXIT_URETPROBE ? FNPROF_COOKIE_URET : 0;
 }
 
@@ -606,9 +646,12 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 		if (site_paired(probes[i].kind))
 			sites[n++] = site_of(t, &probes[i], pid, t->skel->progs.fn_mid, probes[i].offset + probes[i].pair_off,
 					     cookie | probes[i].id | (probes[i].kind == SITE_PAIR_RET ? FNPROF_COOKIE_AT_RET : 0));
-	for (i = 0; i < nr; i++)
-		sites[n++] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry : t->skel->progs.fn_entry,
-				     probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
+	for (i = 0; i < nr; i++) {
+		sites[n] = site_of(t, &probes[i], pid, probes[i].go ? t->skel->progs.go_entry :
+				   probes[i].session ? t->skel->progs.fn_session : t->skel->progs.fn_entry,
+				   probes[i].offset + probes[i].entry_skip, cookie | probes[i].id | entry_flags(&probes[i]));
+		sites[n++].session = probes[i].session;
+	}
 	/* Before the probes: a call entered in between would find no cookie. */
 	err = t->compat ? tcompat_fill(bpf_map__fd(t->skel->maps.probe_cookies),
 				       bpf_map__fd(t->skel->maps.probe_files), sites, n) : 0;
@@ -906,6 +949,52 @@ static int compat_check(struct tracer *t, bool events)
 	return tcompat_refusal(&run);
 }
 
+void tracer_set_session_ret_shift(struct tracer *t, double ns)
+{
+	t->skel->bss->session_ret_shift_ns = (__s64)(ns < 0 ? ns - 0.5 : ns + 0.5);
+}
+
+struct sysexit_proc *tracer_exit_choices(struct tracer *t, size_t *nr)
+{
+	return sysexit_procs(t ? t->sysexit : NULL, nr);
+}
+
+/* sysexit's attach: the ret probes of every session-entered function, in process pid alone. */
+static int attach_session_rets(void *ctx, pid_t pid, struct uprobe_set *set)
+{
+	struct tracer *t = ctx;
+	struct uprobe_site *sites;
+	size_t i, n = 0, cap = 0;
+	int k, err;
+
+	for (i = 0; i < t->pl->nr; i++)
+		cap += t->pl->probes[i].session ? t->pl->probes[i].nr_exits : 0;
+	sites = calloc(cap + 1, sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	for (i = 0; i < t->pl->nr; i++) {
+		const struct probe *p = &t->pl->probes[i];
+
+		for (k = 0; p->session && k < p->nr_exits; k++)
+			sites[n++] = site_of(t, p, pid, t->skel->progs.fn_exit_ret, p->exits[k],
+					     p->id | FNPROF_COOKIE_AT_RET | FNPROF_COOKIE_SESSION_RET);
+	}
+	err = uprobes_attach(set, sites, n);
+	free(sites);
+	return err;
+}
+
+/* System-wide sessions: the processes' questions (the forks ring buffer) are answered on a thread. */
+static int sysexit_setup(struct tracer *t)
+{
+	int err = sysexit_new(bpf_map__fd(t->skel->maps.exit_choices), bpf_map__fd(t->skel->maps.forks),
+			      attach_session_rets, t, &t->sysexit);
+
+	if (err)
+		log_err("cannot answer the processes' exit choices: %s", strerror(-err));
+	return err;
+}
+
 int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *evs,
 		 const struct tracer_conf *conf, struct tracer **out)
 {
@@ -963,6 +1052,8 @@ int tracer_start(const struct probe_list *pl, pid_t pid, const struct events *ev
 		err = follow_setup(t);
 	if (!err && t->per_process)
 		err = per_process_setup(t);
+	if (!err && probes_session(t))
+		err = sysexit_setup(t);
 	if (!err)
 		err = attach(t, pl, evs != NULL);
 	if (err) {
@@ -1260,7 +1351,11 @@ void tracer_stop(struct tracer *t)
 {
 	if (!t)
 		return;
+	/* No more ret probes attached beside the closing of the others. */
+	sysexit_stop(t->sysexit);
 	free_probes(t);
+	/* After the entries: a call entered meanwhile still finds its process's ret probes. */
+	sysexit_free(t->sysexit);
 	/* After the tracer's own: the warm-up's probes, if still closing, close alongside. */
 	uprobe_warm_free(t->warm);
 	free(t->extra);

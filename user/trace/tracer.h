@@ -173,6 +173,20 @@ int tracer_slow_fd(struct tracer *t);
 /* --slow: the kernel's counters of slow calls (enum slow_drop), since the start. 0 or -errno. */
 int tracer_slow_drops(struct tracer *t, __u64 drops[SLOWDROP_NR]);
 
+/*
+ * System-wide sessions: the ret exit's bias less the uretprobe's (ns, from
+ * the calibration), by which calls closed at ret probes are moved.
+ */
+void tracer_set_session_ret_shift(struct tracer *t, double ns);
+
+/*
+ * System-wide sessions: the processes whose exit was chosen so far (which
+ * took the uretprobe, which ret probes and why), a copy for the caller to
+ * free; NULL and 0 without.
+ */
+struct sysexit_proc;
+struct sysexit_proc *tracer_exit_choices(struct tracer *t, size_t *nr);
+
 void tracer_stop(struct tracer *t);
 
 #endif /* FNPROF_TRACER_H */

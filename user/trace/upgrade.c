@@ -86,6 +86,13 @@ static int probe_new_file(struct upgrades *u, struct watched *w, struct tracer *
 			continue;
 		}
 		sel[n] = npl.probes[i];
+		/*
+		 * A session's ret probes go into each process that declines its
+		 * return, for the files known at the start: the new file's exits
+		 * are ret probes in every process, as without sessions.
+		 */
+		if (sel[n].session)
+			sel[n].session = false, sel[n].exit = EXIT_RET;
 		sel[n++].id = id;
 	}
 	err = n ? tracer_attach_more(t, sel, n) : 0;

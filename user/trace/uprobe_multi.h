@@ -17,6 +17,7 @@
 #define BPF_LINK_CREATE_CMD 28         /* enum bpf_cmd: BPF_LINK_CREATE */
 #define UPROBE_MULTI_ATTACH_TYPE 48    /* enum bpf_attach_type: BPF_TRACE_UPROBE_MULTI */
 #define UPROBE_MULTI_RETURN 1          /* BPF_F_UPROBE_MULTI_RETURN */
+#define UPROBE_SESSION_ATTACH_TYPE 57  /* enum bpf_attach_type: BPF_TRACE_UPROBE_SESSION (Linux 6.13) */
 
 /* union bpf_attr, link_create.uprobe_multi, as in the kernel's uapi since 6.6. */
 struct link_create_uprobe_multi {
@@ -29,8 +30,8 @@ struct link_create_uprobe_multi {
  * One link of program prog_fd at offs[0..cnt) of the object at path, with
  * cookies (or NULL), in process pid (0: every process). Its fd, or -errno.
  */
-static inline int uprobe_multi_link(int prog_fd, const char *path, const __u64 *offs, const __u64 *cookies,
-				    __u32 cnt, bool retprobe, int pid)
+static inline int uprobe_link_of(__u32 attach_type, int prog_fd, const char *path, const __u64 *offs,
+				 const __u64 *cookies, __u32 cnt, bool retprobe, int pid)
 {
 	union {
 		struct link_create_uprobe_multi a;
@@ -39,7 +40,7 @@ static inline int uprobe_multi_link(int prog_fd, const char *path, const __u64 *
 	int fd;
 
 	u.a.prog_fd = prog_fd;
-	u.a.attach_type = UPROBE_MULTI_ATTACH_TYPE;
+	u.a.attach_type = attach_type;
 	u.a.path = (unsigned long)path;
 	u.a.offsets = (unsigned long)offs;
 	u.a.cookies = (unsigned long)cookies;
@@ -48,6 +49,22 @@ static inline int uprobe_multi_link(int prog_fd, const char *path, const __u64 *
 	u.a.pid = pid;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE_CMD, u.attr, sizeof(u.attr));
 	return fd < 0 ? -errno : fd;
+}
+
+static inline int uprobe_multi_link(int prog_fd, const char *path, const __u64 *offs, const __u64 *cookies,
+				    __u32 cnt, bool retprobe, int pid)
+{
+	return uprobe_link_of(UPROBE_MULTI_ATTACH_TYPE, prog_fd, path, offs, cookies, cnt, retprobe, pid);
+}
+
+/*
+ * A uprobe session link (Linux 6.13): one program runs at entry and, where
+ * it returned 0 there, at the return too (a uretprobe); the same arguments.
+ */
+static inline int uprobe_session_link(int prog_fd, const char *path, const __u64 *offs, const __u64 *cookies,
+				      __u32 cnt, int pid)
+{
+	return uprobe_link_of(UPROBE_SESSION_ATTACH_TYPE, prog_fd, path, offs, cookies, cnt, false, pid);
 }
 
 #endif /* FNPROF_UPROBE_MULTI_H */

@@ -50,6 +50,11 @@ int uprobes_prepare(struct bpf_program *prog, bool multi)
 	return multi ? bpf_program__set_expected_attach_type(prog, UPROBE_MULTI_ATTACH_TYPE) : 0;
 }
 
+int uprobes_prepare_session(struct bpf_program *prog)
+{
+	return bpf_program__set_expected_attach_type(prog, UPROBE_SESSION_ATTACH_TYPE);
+}
+
 static int push_fd(struct uprobe_set *s, int fd)
 {
 	if (ARRAY_RESERVE(s->fds, s->nr + 1, s->cap))
@@ -115,11 +120,23 @@ static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
 static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, const unsigned long *offs,
 		      const __u64 *cookies, size_t n)
 {
+	int fd, err;
+
+	/* libbpf has sessions since 1.5 only: the bpf() system call for all. */
+	if (site->session) {
+		fd = uprobe_session_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
+					 site->pid < 0 ? 0 : site->pid);
+		if (fd < 0)
+			return fd;
+		err = push_fd(s, fd);
+		if (err)
+			close(fd);
+		return err;
+	}
 #if HAVE_LIBBPF_UPROBE_MULTI
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, uo, .offsets = offs, .cookies = cookies, .cnt = n,
 		    .retprobe = site->retprobe);
 	struct bpf_link *l;
-	int err;
 
 	/* libbpf: pid 0 is its own process, -1 every process (the kernel's 0). */
 	l = bpf_program__attach_uprobe_multi(site->prog, site->pid ? site->pid : -1, site->path, NULL, &uo);
@@ -131,7 +148,6 @@ static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, cons
 	return err;
 #else
 	_Static_assert(sizeof(unsigned long) == sizeof(__u64), "offsets are handed to the kernel as __u64");
-	int fd, err;
 
 	/* The kernel's "every process" is pid 0 (the site's -1). */
 	fd = uprobe_multi_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
@@ -169,7 +185,8 @@ static int attach_multi(struct uprobe_set *s, const struct uprobe_site *sites, s
 
 static bool same_link(const struct uprobe_site *a, const struct uprobe_site *b)
 {
-	return a->prog == b->prog && a->pid == b->pid && a->retprobe == b->retprobe && !strcmp(a->path, b->path);
+	return a->prog == b->prog && a->pid == b->pid && a->retprobe == b->retprobe && a->session == b->session &&
+	       !strcmp(a->path, b->path);
 }
 
 int uprobes_attach(struct uprobe_set *s, const struct uprobe_site *sites, size_t n)

@@ -19,6 +19,7 @@ struct uprobe_site {
 	__u64 offset;
 	__u64 cookie;
 	bool retprobe;
+	bool session;                /* a uprobe session (uprobe_multi links only): entry and return in one program */
 	const char *what, *object;   /* function and object, for messages */
 };
 
@@ -36,6 +37,8 @@ bool uprobes_multi_supported(void);
 
 /* Before the BPF object is loaded: programs for uprobe_multi links need that attach type. */
 int uprobes_prepare(struct bpf_program *prog, bool multi);
+/* The same for a program of uprobe sessions. */
+int uprobes_prepare_session(struct bpf_program *prog);
 
 /*
  * Attaches the sites, in their order (so exit probes can go in before entry
