@@ -9,12 +9,39 @@
 #include "base/log.h"
 #include "base/rbreader.h"
 
+#ifdef FNPROF_TEST_HOOKS
+#include <stdlib.h>
+
+/*
+ * FNPROF_TEST_SLOW_FIRST_RECORD_MS=N: each reader takes N ms over its first
+ * record, as the first record of a process takes under emulation (its
+ * objects' CFI and symbols read): the run's last sync must wait for it.
+ */
+static void test_slow_first_record(const struct rb_reader *r)
+{
+	const char *env = getenv("FNPROF_TEST_SLOW_FIRST_RECORD_MS");
+	long ms = env ? atol(env) : 0;
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+
+	if (ms > 0 && r->begun == 1)
+		nanosleep(&ts, NULL);
+}
+#else
+static void test_slow_first_record(const struct rb_reader *r)
+{
+	(void)r;
+}
+#endif
+
 /* The owner's sample(), then an end to the pass once it has read RB_PASS_MAX (the record read stays read). */
 static int sample_bounded(void *arg, void *data, size_t size)
 {
 	struct rb_reader *r = arg;
-	int err = r->sample(r->ctx, data, size);
+	int err;
 
+	__atomic_store_n(&r->begun, r->begun + 1, __ATOMIC_RELAXED);
+	test_slow_first_record(r);
+	err = r->sample(r->ctx, data, size);
 	__atomic_store_n(&r->records, r->records + 1, __ATOMIC_RELAXED);
 	return err ? err : ++r->in_pass >= RB_PASS_MAX ? -EAGAIN : 0;
 }
@@ -142,7 +169,12 @@ bool rb_reader_sync_locked(struct rb_reader *r, bool final)
 		if (pthread_cond_timedwait(&r->passed, r->lock, &until) != ETIMEDOUT)
 			continue;
 		now = __atomic_load_n(&r->records, __ATOMIC_RELAXED);
-		if (--waits <= 0 || now == read)
+		/*
+		 * Gaining: records read since, or one being read now (the first of a
+		 * process may take seconds: its objects' CFI and symbols read in an
+		 * emulator). Stalled otherwise.
+		 */
+		if (--waits <= 0 || (now == read && __atomic_load_n(&r->begun, __ATOMIC_RELAXED) == now))
 			return false;
 		read = now;
 		until.tv_sec += (time_t)RB_SYNC_MAX_S;

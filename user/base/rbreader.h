@@ -28,6 +28,7 @@ struct rb_reader {
 	ring_buffer_sample_fn sample;    /* the owner's, called with ctx */
 	unsigned int in_pass;            /* records read in this pass (the thread's own) */
 	__u64 records;                   /* read so far (the thread writes it; a sync reads it for progress) */
+	__u64 begun;                     /* records whose reading began: one more than records while one is read */
 };
 
 /*
