@@ -63,6 +63,19 @@ static int push_fd(struct uprobe_set *s, int fd)
 	return 0;
 }
 
+/* A link fd made with the bpf() call (fd: it, or -errno) into s; closed when s has no room for it. */
+static int keep_fd(struct uprobe_set *s, int fd)
+{
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = push_fd(s, fd);
+	if (err)
+		close(fd);
+	return err;
+}
+
 int uprobes_adopt_fd(struct uprobe_set *s, int fd)
 {
 	return push_fd(s, fd);
@@ -120,23 +133,15 @@ static int attach_single(struct uprobe_set *s, const struct uprobe_site *site)
 static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, const unsigned long *offs,
 		      const __u64 *cookies, size_t n)
 {
-	int fd, err;
-
 	/* libbpf has sessions since 1.5 only: the bpf() system call for all. */
-	if (site->session) {
-		fd = uprobe_session_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
-					 site->pid < 0 ? 0 : site->pid);
-		if (fd < 0)
-			return fd;
-		err = push_fd(s, fd);
-		if (err)
-			close(fd);
-		return err;
-	}
+	if (site->session)
+		return keep_fd(s, uprobe_session_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs,
+						      cookies, n, site->pid < 0 ? 0 : site->pid));
 #if HAVE_LIBBPF_UPROBE_MULTI
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, uo, .offsets = offs, .cookies = cookies, .cnt = n,
 		    .retprobe = site->retprobe);
 	struct bpf_link *l;
+	int err;
 
 	/* libbpf: pid 0 is its own process, -1 every process (the kernel's 0). */
 	l = bpf_program__attach_uprobe_multi(site->prog, site->pid ? site->pid : -1, site->path, NULL, &uo);
@@ -150,14 +155,8 @@ static int multi_link(struct uprobe_set *s, const struct uprobe_site *site, cons
 	_Static_assert(sizeof(unsigned long) == sizeof(__u64), "offsets are handed to the kernel as __u64");
 
 	/* The kernel's "every process" is pid 0 (the site's -1). */
-	fd = uprobe_multi_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
-			       site->retprobe, site->pid < 0 ? 0 : site->pid);
-	if (fd < 0)
-		return fd;
-	err = push_fd(s, fd);
-	if (err)
-		close(fd);
-	return err;
+	return keep_fd(s, uprobe_multi_link(bpf_program__fd(site->prog), site->path, (const __u64 *)offs, cookies, n,
+					    site->retprobe, site->pid < 0 ? 0 : site->pid));
 #endif
 }
 
