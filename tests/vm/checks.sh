@@ -189,6 +189,39 @@ check_all() {
 	esac
 }
 
+# -p A,B without -f: each process sampled and reported on its own (its own report, its pid).
+check_pid_list() {
+	$B/burn 6 >/dev/null 2>&1 &
+	a=$!
+	$B/burn 6 >/dev/null 2>&1 &
+	b=$!
+	fp -p "$a,$b" -F 199 -d 2 --json -o "$T/$name.json"
+	kill $a $b 2>/dev/null
+	wait $a $b 2>/dev/null
+	[ $rc -eq 0 ] || { failed; return; }
+	s=$(jq -r -s --argjson a $a --argjson b $b '[.[] | select(.mode == "sample" and (.pid == $a or .pid == $b))
+		| select(any(.functions[]; .name == "burn_a" and .self_samples > 0)) | .pid] | unique | length' \
+		"$T/$name.json" 2>/dev/null)
+	[ "$s" = 2 ] && ok "burn_a sampled in the reports of both pids ($a, $b)" ||
+		bad "reports with burn_a: '$s' of 2 (pids $a, $b)"
+}
+
+# -a --profile offcpu: a thread sleeping 1 ms at a time in sleep_us, its row with its pid and comm.
+check_all_offcpu() {
+	$B/work sleep 1000 100000 >/dev/null 2>&1 &
+	pid=$!
+	fp -a --profile offcpu -d 2 --json -o "$T/$name.json"
+	kill $pid 2>/dev/null
+	wait $pid 2>/dev/null
+	[ $rc -eq 0 ] || { failed; return; }
+	s=$(last "$T/$name.json" offcpu | jq -r --argjson p $pid \
+		'[.functions[] | select(.pid == $p and .name == "sleep_us")][0] | "\(.comm) \(.total.contentions // 0 | floor)"')
+	case "$s" in
+	"work "[1-9]*) ok "sleep_us of pid $pid (work): ${s#work } waits" ;;
+	*) bad "no sleep_us row of pid $pid with comm work: '$s'" ;;
+	esac
+}
+
 # The last line of FILE that matches PATTERN, waited for up to 120 s while process PID lives.
 wait_line() {
 	i=0
@@ -321,8 +354,8 @@ check_counters() {
 		bad "page-faults/call $pc, truth '$want'"
 }
 
-CHECKS="trace trace_pid trace_lib sites nop_entry exit_ret sample sample_fp all system_wide listen offcpu mutex heap slow go
-	list counters"
+CHECKS="trace trace_pid trace_lib sites nop_entry exit_ret sample sample_fp all pid_list system_wide listen offcpu
+	all_offcpu mutex heap slow go list counters"
 
 run_checks() {
 	only=$(arg only | tr , ' ')
