@@ -1093,8 +1093,6 @@ static __always_inline bool session_too_deep(struct pt_regs *ctx, __u32 id)
 }
 #endif
 
-extern bool bpf_session_is_return(void) __ksym __weak;
-
 /*
  * System-wide entry and return of a function whose exit is chosen per
  * process (exit_choice): the session's return (a uretprobe: no single
@@ -1111,7 +1109,15 @@ int BPF_KPROBE(fn_session)
 	__u64 cookie;
 	__u32 slot, choice;
 
-	if (bpf_session_is_return())
+	/*
+	 * The session's return, told without the kfunc bpf_session_is_return()
+	 * (a typed ksym: libbpf would read the kernel's whole BTF, ~5-20 ms,
+	 * for every load of this object, before the first probe goes in). At
+	 * the entry the kernel has set the ip back to the probed address, the
+	 * one bpf_get_func_ip() gives; at the return it is the caller's return
+	 * address (handle_trampoline), which is never a function's entry.
+	 */
+	if (PT_REGS_IP(ctx) != bpf_get_func_ip(ctx))
 		return fn_return(ctx, false, false, 0);
 	cookie = bpf_get_attach_cookie(ctx);
 	slot = cookie >> FNPROF_COOKIE_SLOT_SHIFT & FNPROF_COOKIE_SLOT_MASK;
