@@ -8,6 +8,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "target/kbtf.h"
 #include "target/kfeatures.h"
 #include "target/insnprobe.h"
 #include "target/kneeds.h"
@@ -35,20 +36,6 @@ static const struct feature {
 	{ "BTF cfs_rq.rq", BY_FIELD, "cfs_rq", "rq", "CONFIG_FAIR_GROUP_SCHED" },
 };
 
-/* Whether enum type of the kernel's BTF has a value named name. */
-static bool has_enum_val(const struct btf *btf, const char *type, const char *name)
-{
-	int id = btf__find_by_name_kind(btf, type, BTF_KIND_ENUM);
-	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	const struct btf_enum *e = t ? btf_enum(t) : NULL;
-	int i;
-
-	for (i = 0; e && i < btf_vlen(t); i++)
-		if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
-			return true;
-	return false;
-}
-
 /* Whether struct type of the kernel's BTF has a member named name. */
 static bool has_field(const struct btf *btf, const char *type, const char *name)
 {
@@ -71,7 +58,7 @@ static int has(const struct feature *f, const struct btf *btf, int btf_err)
 	if (!btf)
 		return btf_err;
 	if (f->by == BY_ENUM_VAL)
-		return has_enum_val(btf, f->type, f->member);
+		return kbtf_has_enum_val(btf, f->type, f->member);
 	if (f->by == BY_FIELD)
 		return has_field(btf, f->type, f->member);
 	snprintf(fn, sizeof(fn), "%s%s", arch_syscall_prefix, f->type);
@@ -125,68 +112,20 @@ static void print_needs(FILE *out)
 	}
 }
 
-/*
- * The byte offset and size of member name of the struct at id, looked for in
- * its anonymous members too (randomized layouts group fields so): 0, or
- * -ENOENT.
- */
-static int member_at(const struct btf *btf, int id, const char *name, __u32 base, __u32 *off, __u32 *size)
-{
-	const struct btf_type *t = btf__type_by_id(btf, id);
-	const struct btf_member *m = t && btf_is_composite(t) ? btf_members(t) : NULL;
-	int i;
-
-	for (i = 0; m && i < btf_vlen(t); i++, m++) {
-		const char *n = btf__name_by_offset(btf, m->name_off);
-		__u32 at = base + btf_member_bit_offset(t, i) / 8;
-
-		if (n && !strcmp(n, name)) {
-			*off = at;
-			*size = btf__resolve_size(btf, m->type);
-			return 0;
-		}
-		if ((!n || !*n) && !member_at(btf, btf__resolve_type(btf, m->type), name, at, off, size))
-			return 0;
-	}
-	return -ENOENT;
-}
-
-static int read_task_offsets(const struct btf *btf, struct task_offsets *o)
-{
-	int id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
-	__u32 size;
-
-	if (id <= 0 || member_at(btf, id, "self_exec_id", 0, &o->exec_id_off, &o->exec_id_size) ||
-	    member_at(btf, id, "real_parent", 0, &o->parent_off, &size) || member_at(btf, id, "tgid", 0, &o->tgid_off, &size))
-		return -ENOENT;
-	return o->exec_id_size == 4 || o->exec_id_size == 8 ? 0 : -ENOENT;
-}
-
-static struct task_offsets task_offsets;
-
 int kfeatures_task_offsets(struct task_offsets *out)
 {
 	if (!kfeatures_uprobe_sessions())
 		return -ENOENT;
-	*out = task_offsets;
+	*out = kbtf_facts()->task;
 	return 0;
 }
 
 bool kfeatures_uprobe_sessions(void)
 {
 	static int cached = -1;
-	struct btf *btf;
 
 	if (cached < 0) {
-		btf = btf__load_vmlinux_btf();
-		/*
-		 * The session's entry tells its return apart with a kfunc (Linux
-		 * 6.10, with kprobe sessions); it reads task_struct at offsets.
-		 */
-		cached = btf && has_enum_val(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION") &&
-			 btf__find_by_name_kind(btf, "bpf_session_is_return", BTF_KIND_FUNC) > 0 &&
-			 !read_task_offsets(btf, &task_offsets);
-		btf__free(btf);
+		cached = kbtf_facts()->sessions;
 		/* To test the fallback; sessions are uprobe_multi links, which that variable turns off too. */
 		if (getenv("FNPROF_NO_UPROBE_SESSION") || getenv("FNPROF_NO_UPROBE_MULTI"))
 			cached = 0;

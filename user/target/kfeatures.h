@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <linux/types.h>
 
+#include "target/kbtf.h"
+
 /*
  * One line per feature to f: "  NAME: yes", "  NAME: no (Linux X)" (the
  * first kernel that has it, or the kernel option it needs), or "  NAME:
@@ -27,13 +29,6 @@ void kfeatures_print(FILE *f);
  * cached. FNPROF_NO_UPROBE_SESSION=1 (or FNPROF_NO_UPROBE_MULTI=1) says no.
  */
 bool kfeatures_uprobe_sessions(void);
-
-/* Where the running kernel's task_struct keeps the fields that a session's program reads (bytes). */
-struct task_offsets {
-	__u32 exec_id_off, exec_id_size;   /* self_exec_id: bumped by each exec */
-	__u32 parent_off;                  /* real_parent */
-	__u32 tgid_off;
-};
 
 /* Those offsets, as kfeatures_uprobe_sessions() found them: 0, or -ENOENT without sessions. */
 int kfeatures_task_offsets(struct task_offsets *out);

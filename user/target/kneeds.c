@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/log.h"
+#include "target/kbtf.h"
 #include "target/kneeds.h"
 
 /* How a need is asked for: libbpf's probe of a helper or a map type, or a probe of ours. */
@@ -83,30 +84,6 @@ static int probe_atomics(void)
 	return errno == EINVAL ? 0 : -errno;
 }
 
-/*
- * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
- * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
- * sched_switch event"), 0 when not, -errno when it cannot be told. Its
- * prototype in the kernel's BTF: the tracepoint's data, then its arguments.
- */
-static int probe_switch_state(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_type *t;
-	int id, r = -ENOENT;
-
-	if (!btf)
-		return -errno;
-	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
-	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
-		t = btf__type_by_id(btf, t->type);
-	if (t && btf_is_func_proto(t))
-		r = btf_vlen(t) >= 5;
-	btf__free(btf);
-	return r;
-}
-
 /* 1 when the kernel has need n, 0 when not, -errno when it cannot be told. */
 static int ask_kernel(enum kneed n)
 {
@@ -118,7 +95,7 @@ static int ask_kernel(enum kneed n)
 	case BY_ATOMICS:
 		return probe_atomics();
 	default:
-		return probe_switch_state();
+		return kbtf_facts()->switch_state;
 	}
 }
 

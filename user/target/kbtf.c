@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/btf.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/runcache.h"
+#include "base/version.h"
+#include "target/kbtf.h"
+
+#define CACHE_NAME "kernel-btf-facts"
+/* Bumped whenever what kbtf_facts holds, or how it is read, changes. */
+#define FACTS_FORMAT 1
+
+struct cached {
+	char key[128];   /* boot id, fnprof version, format */
+	struct kbtf_facts f;
+};
+
+bool kbtf_has_enum_val(const struct btf *btf, const char *type, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_ENUM);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_enum *e = t ? btf_enum(t) : NULL;
+	int i;
+
+	for (i = 0; e && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
+			return true;
+	return false;
+}
+
+/*
+ * The byte offset and size of member name of the struct at id, looked for in
+ * its anonymous members too (randomized layouts group fields so): 0, or
+ * -ENOENT.
+ */
+static int member_at(const struct btf *btf, int id, const char *name, __u32 base, __u32 *off, __u32 *size)
+{
+	const struct btf_type *t = btf__type_by_id(btf, id);
+	const struct btf_member *m = t && btf_is_composite(t) ? btf_members(t) : NULL;
+	int i;
+
+	for (i = 0; m && i < btf_vlen(t); i++, m++) {
+		const char *n = btf__name_by_offset(btf, m->name_off);
+		__u32 at = base + btf_member_bit_offset(t, i) / 8;
+
+		if (n && !strcmp(n, name)) {
+			*off = at;
+			*size = btf__resolve_size(btf, m->type);
+			return 0;
+		}
+		if ((!n || !*n) && !member_at(btf, btf__resolve_type(btf, m->type), name, at, off, size))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int read_task_offsets(const struct btf *btf, struct task_offsets *o)
+{
+	int id = btf__find_by_name_kind(btf, "task_struct", BTF_KIND_STRUCT);
+	__u32 size;
+
+	if (id <= 0 || member_at(btf, id, "self_exec_id", 0, &o->exec_id_off, &o->exec_id_size) ||
+	    member_at(btf, id, "real_parent", 0, &o->parent_off, &size) || member_at(btf, id, "tgid", 0, &o->tgid_off, &size))
+		return -ENOENT;
+	return o->exec_id_size == 4 || o->exec_id_size == 8 ? 0 : -ENOENT;
+}
+
+/*
+ * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
+ * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
+ * sched_switch event"), else 0. Its prototype in the kernel's BTF: the
+ * tracepoint's data, then its arguments.
+ */
+static int switch_state(const struct btf *btf)
+{
+	int id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+
+	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
+		t = btf__type_by_id(btf, t->type);
+	return t && btf_is_func_proto(t) ? btf_vlen(t) >= 5 : -ENOENT;
+}
+
+/* The facts, from the kernel's BTF: 0, or -errno when it cannot be read. */
+static int read_facts(struct kbtf_facts *f)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int err = btf ? 0 : errno ? -errno : -ENOENT;
+
+	if (err) {
+		f->switch_state = err;
+		return err;
+	}
+	f->switch_state = switch_state(btf);
+	/*
+	 * A session's entry tells its return apart (by its ip: bpf_get_func_ip,
+	 * which uprobe_multi programs have since 6.6); its program reads
+	 * task_struct at offsets.
+	 */
+	f->sessions = kbtf_has_enum_val(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION") &&
+		      !read_task_offsets(btf, &f->task);
+	btf__free(btf);
+	return 0;
+}
+
+/* The boot's id, fnprof's version and the format into key: false (key empty) when the boot is not known. */
+static bool cache_key(char *key, size_t size)
+{
+	char boot[64];
+
+	runcache_boot_id(boot, sizeof(boot));
+	if (!boot[0]) {
+		key[0] = 0;
+		return false;
+	}
+	snprintf(key, size, "%s %s %d", boot, FNPROF_VERSION, FACTS_FORMAT);
+	return true;
+}
+
+/* This boot's facts, if a run of fnprof as the same user kept them: true and *f. */
+static bool cache_read(struct kbtf_facts *f)
+{
+	struct cached c, want = { .key = "" };
+	int fd = runcache_open(CACHE_NAME);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = cache_key(want.key, sizeof(want.key)) && read(fd, &c, sizeof(c)) == sizeof(c) &&
+	     !strncmp(c.key, want.key, sizeof(c.key)) && (c.f.switch_state == 0 || c.f.switch_state == 1);
+	close(fd);
+	if (ok)
+		*f = c.f;
+	return ok;
+}
+
+const struct kbtf_facts *kbtf_facts(void)
+{
+	static struct kbtf_facts facts;
+	static bool done;
+	struct cached c = {};
+	double t0 = monotonic_s();
+
+	if (done)
+		return &facts;
+	done = true;
+	if (cache_read(&facts)) {
+		log_debug("the kernel's BTF: as this boot's first run read it (%s, %.2f ms)", RUNCACHE_DIR "/" CACHE_NAME,
+			  (monotonic_s() - t0) * 1e3);
+		return &facts;
+	}
+	if (read_facts(&facts)) {
+		log_debug("cannot read the kernel's BTF: %s", strerror(-facts.switch_state));
+		return &facts;
+	}
+	log_debug("the kernel's BTF read in %.1f ms", (monotonic_s() - t0) * 1e3);
+	/* Kept only where every fact was told: one not told is asked again by the next run. */
+	c.f = facts;
+	if (facts.switch_state >= 0 && cache_key(c.key, sizeof(c.key)))
+		runcache_write(CACHE_NAME, &c, sizeof(c));
+	return &facts;
+}
