@@ -102,6 +102,19 @@ static double outer_oncpu(const struct report *r, const struct fn_stats *s, cons
 	return sub0(s->outer_oncpu, probe_time_inside(r, s, p) * s->outer_calls / n);
 }
 
+/* outer_oncpu() with the bias at the top of its range (0 where the range is not known: no floor). */
+static double outer_oncpu_least(const struct report *r, const struct fn_stats *s, const struct probe *p)
+{
+	double n = s->calls ? (double)s->calls : 1, lo, hi;
+
+	if (!r->cal)
+		return outer_oncpu(r, s, p);
+	calib_bias_range(r->cal, p, &lo, &hi);
+	if (isnan(hi))
+		return 0;
+	return sub0(outer_oncpu(r, s, p), s->calls * sub0(hi, calib_bias(r->cal, p)) * s->outer_calls / n);
+}
+
 /*
  * Burst mode: the bursts held at least the work that any traced function's
  * calls did on the CPU in them. The fraction is that work over the target's
@@ -114,7 +127,7 @@ static double outer_oncpu(const struct report *r, const struct fn_stats *s, cons
  */
 static void floor_fraction(struct report *r)
 {
-	double most = 0, v, f;
+	double most = 0, most_lo = 0, v, f, f_lo;
 	size_t i;
 
 	if (!(r->attached_work_ns > 0) || !(r->attached_fraction < 1) || !r->pl)
@@ -122,13 +135,21 @@ static void floor_fraction(struct report *r)
 	for (i = 0; i < r->pl->nr; i++) {
 		v = outer_oncpu(r, &r->stats[i], &r->pl->probes[i]);
 		most = v > most ? v : most;
+		v = outer_oncpu_least(r, &r->stats[i], &r->pl->probes[i]);
+		most_lo = v > most_lo ? v : most_lo;
 	}
 	f = most / r->attached_work_ns;
 	if (f <= r->attached_fraction || f >= 1)
 		return;
 	r->attached_fraction = f;
-	/* The range moves up with it (a NaN stays: unknown). */
-	r->attached_lo = r->attached_lo < f ? f : r->attached_lo;
+	/*
+	 * The range moves up with it (a NaN stays: unknown), but its low end only
+	 * to the floor at the probes' highest bias: the floor is itself measured
+	 * (at the median bias, a range once ended at the estimate, 399432 calls,
+	 * where the truth was 400000).
+	 */
+	f_lo = most_lo / r->attached_work_ns;
+	r->attached_lo = r->attached_lo < f_lo ? f_lo : r->attached_lo;
 	r->attached_hi = r->attached_hi < f ? f : r->attached_hi;
 }
 

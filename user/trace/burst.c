@@ -85,7 +85,7 @@ void bursts_init(struct burst *b, size_t n, double budget_pct, struct calibratio
 		b[k] = (struct burst){
 			.budget = budget_pct / 100, .on = true, .first = true, .phase_start = now,
 			.phase_end = now + FIRST_ON_S, .pid = pids[k], .slot = k, .cal = cal, .taken_at = now,
-			.refreshed_at = now,
+			.refreshed_at = now, .list = n > 1,
 		};
 		for (i = 0; i < pl->nr; i++)
 			b[k].cases |= calib_cases_of(&pl->probes[i]);
@@ -135,12 +135,39 @@ void burst_settle(struct burst *b, __u64 cpu, __u64 calls, double probe, __u64 p
 	b->paused0 = paused;
 }
 
+/*
+ * A -p list's process that exited (and was reaped) since the last settle:
+ * its clock is gone, but not the calls it made meanwhile, counted in the
+ * burst. Its last stretch of work, at the burst's CPU per call, else none:
+ * counted calls without that work stood for more than they were (a
+ * process whose last 250 ms were lost read 8594 calls of 8000, its range
+ * 8364..8825).
+ */
+static __u64 exited_cpu(const struct burst *b, __u64 calls)
+{
+	/* This burst's CPU per call; before its first reading, the bursts' so far. */
+	double per_call = b->burst_calls && b->burst_cpu > 0 ? b->burst_cpu / b->burst_calls :
+			  b->calls_all && b->work_on > 0 ? (b->work_on + b->probe_on) / b->calls_all : 0;
+
+	if (!b->list || !b->on || calls <= b->calls0 || !(per_call > 0) || proc_alive(b->pid))
+		return b->cpu0;
+	return b->cpu0 + (__u64)((calls - b->calls0) * per_call);
+}
+
 /* Adds what the target did since the last settle to the accounts. */
 static void settle(struct burst *b, struct tracer *t)
 {
-	__u64 cpu = target_cpu(b, b->cpu0), calls, paused = tracer_paused_calls_of(t, b->slot);
+	__u64 cpu, calls, paused = tracer_paused_calls_of(t, b->slot), ns;
 	double probe = peek_probe_ns(t, b->slot, b->cal, &calls);
 
+	if (proc_cpu_precise_ns(b->pid, &ns)) {
+		cpu = exited_cpu(b, calls);
+		if (cpu > b->cpu0)
+			log_debug("burst: pid %d gone: its %llu calls since its last reading taken as %.1f ms of its CPU",
+				  b->pid, (unsigned long long)(calls - b->calls0), (cpu - b->cpu0) / 1e6);
+	}
+	else
+		cpu = ns < b->cpu0 ? b->cpu0 : ns;
 	burst_settle(b, cpu, calls, probe, paused);
 }
 
@@ -425,22 +452,31 @@ static double cost_shift(double scale, double work_on, double probe_on, double c
 static void share_range(const struct burst *b, double work_on, double probe_on, double cpu, double probe,
 			struct burst_share *sh)
 {
-	double err = burst_rate_error(b), lo, hi, up, down;
+	double err = burst_rate_error(b), lo, hi, at_lo, at_hi, up, down;
 
 	sh->lo = sh->hi = NAN;
 	lo = hi = 1;
 	if (b->cal)
 		calib_cost_spread(b->cal, b->cases, &lo, &hi);
-	up = cost_shift(hi, work_on, probe_on, cpu, probe) * (1 + err);
-	down = cost_shift(lo, work_on, probe_on, cpu, probe) * (1 - err);
+	/*
+	 * The counts at the cost's two ends may both lie above the counts at
+	 * its median, or both below: the range takes the farthest of the two
+	 * and of the median itself each way, and the bursts' rate error widens
+	 * both sides. (Clamped at the median alone, a range once ended at the
+	 * estimate, 399432 calls, where the truth was 400000.)
+	 */
+	at_lo = cost_shift(lo, work_on, probe_on, cpu, probe);
+	at_hi = cost_shift(hi, work_on, probe_on, cpu, probe);
+	up = fmax(1, fmax(at_lo, at_hi)) * (1 + err);
+	down = fmin(1, fmin(at_lo, at_hi)) * (1 - err);
 	log_debug("burst: %d bursts' call rates: mean %.2f a ms of work, error %.1f%%; the probes' cost x %.2f "
 		  "to %.2f", b->nr_rated, b->rated_work > 0 ? 1e6 * b->rate_sum / b->rated_work : 0, 100 * err,
 		  lo, hi);
-	if (isnan(up) || isnan(down) || down <= 0 || sh->fraction >= 1)
+	if (isnan(at_lo) || isnan(at_hi) || isnan(up) || isnan(down) || down <= 0 || sh->fraction >= 1)
 		return;
 	/* More calls than counted stand for a smaller share, and the other way round. */
-	sh->lo = sh->fraction / (up > 1 ? up : 1);
-	sh->hi = sh->fraction / (down < 1 ? down : 1);
+	sh->lo = sh->fraction / up;
+	sh->hi = sh->fraction / down;
 	sh->hi = sh->hi > 1 ? 1 : sh->hi;
 }
 

@@ -34,6 +34,7 @@ struct burst {
 	pid_t pid;
 	__u32 slot;           /* the process's statistics slot (a -p list's: its place in the list) */
 	bool gone;            /* a -p list's process that has exited: its account no longer holds the others */
+	bool list;            /* one of a -p list's processes (no caller knows its CPU once it exited) */
 	struct calibration *cal;     /* its cost per call is measured again between bursts */
 	/* Readings at the last settle: */
 	__u64 cpu0;           /* target CPU time */
