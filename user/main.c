@@ -24,6 +24,7 @@
 #include "target/kfeatures.h"
 #include "trace/events.h"
 #include "target/kneeds.h"
+#include "target/tpbtf.h"
 #include "trace/steps.h"
 #include "trace/uprobe_warm.h"
 
@@ -67,6 +68,9 @@ int main(int argc, char **argv)
 		version_print(stderr, true);  /* what a bug report quotes */
 	debuginfo_configure(&(struct debuginfo_conf){ .no_debuginfod = o.no_debuginfod });
 	log_setup_libbpf();
+	err = tpbtf_register();
+	if (err)
+		log_debug("tp_btf programs: libbpf's own handling (%s)", strerror(-err));
 	run_init(&r, &o, t_exec);
 	err = proc_raise_nofile();
 	if (err)

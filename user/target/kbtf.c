@@ -14,7 +14,11 @@
 
 #define CACHE_NAME "kernel-btf-facts"
 /* Bumped whenever what kbtf_facts holds, or how it is read, changes. */
-#define FACTS_FORMAT 1
+#define FACTS_FORMAT 2
+
+const char *const kbtf_tp_names[KBTF_NR_TPS] = {
+	"sched_switch", "sys_enter", "sys_exit", "sched_process_fork", "sched_process_exit",
+};
 
 struct cached {
 	char key[128];   /* boot id, fnprof version, format */
@@ -77,9 +81,19 @@ static int read_task_offsets(const struct btf *btf, struct task_offsets *o)
  * sched_switch event"), else 0. Its prototype in the kernel's BTF: the
  * tracepoint's data, then its arguments.
  */
+int kbtf_tp_id_in(const struct btf *btf, const char *name)
+{
+	char type[128];
+	int id;
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF);
+	return id > 0 ? id : -ENOENT;
+}
+
 static int switch_state(const struct btf *btf)
 {
-	int id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	int id = kbtf_tp_id_in(btf, "sched_switch");
 	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 
 	while (t && (btf_is_typedef(t) || btf_is_ptr(t)))
@@ -91,7 +105,7 @@ static int switch_state(const struct btf *btf)
 static int read_facts(struct kbtf_facts *f)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
-	int err = btf ? 0 : errno ? -errno : -ENOENT;
+	int err = btf ? 0 : errno ? -errno : -ENOENT, i, id;
 
 	if (err) {
 		f->switch_state = err;
@@ -105,6 +119,10 @@ static int read_facts(struct kbtf_facts *f)
 	 */
 	f->sessions = kbtf_has_enum_val(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_SESSION") &&
 		      !read_task_offsets(btf, &f->task);
+	for (i = 0; i < KBTF_NR_TPS; i++) {
+		id = kbtf_tp_id_in(btf, kbtf_tp_names[i]);
+		f->tp_ids[i] = id > 0 ? id : 0;
+	}
 	btf__free(btf);
 	return 0;
 }

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "base/log.h"
+#include "target/kbtf.h"
+#include "target/tpbtf.h"
+
+/* The id of raw tracepoint name's btf_trace_<name>: kept for this boot, or read now. > 0, or -errno. */
+static int tp_id(const char *name)
+{
+	const struct kbtf_facts *f = kbtf_facts();
+	struct btf *btf;
+	int i, id;
+
+	for (i = 0; i < KBTF_NR_TPS; i++)
+		if (!strcmp(kbtf_tp_names[i], name) && f->tp_ids[i])
+			return f->tp_ids[i];
+	log_debug("tracepoint %s: its BTF id not kept, reading the kernel's BTF", name);
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return errno ? -errno : -ENOENT;
+	id = kbtf_tp_id_in(btf, name);
+	btf__free(btf);
+	return id;
+}
+
+/* libbpf's prog_prepare_load_fn: the raw tracepoint program becomes the tp_btf program it was written as. */
+static int prepare(struct bpf_program *prog, struct bpf_prog_load_opts *opts, long cookie)
+{
+	const char *name = strchr(bpf_program__section_name(prog), '/');
+	int id = name ? tp_id(name + 1) : -EINVAL;
+
+	(void)cookie;
+	if (id < 0) {
+		log_warn("program %s: no BTF id for tracepoint %s: %s", bpf_program__name(prog), name ? name + 1 : "(none)",
+			 strerror(-id));
+		return id;
+	}
+	opts->expected_attach_type = BPF_TRACE_RAW_TP;
+	opts->attach_btf_obj_fd = 0;   /* vmlinux */
+	opts->attach_btf_id = id;
+	return bpf_program__set_type(prog, BPF_PROG_TYPE_TRACING);
+}
+
+static int attach(const struct bpf_program *prog, long cookie, struct bpf_link **link)
+{
+	(void)cookie;
+	*link = bpf_program__attach_trace(prog);
+	return *link ? 0 : -errno;
+}
+
+int tpbtf_register(void)
+{
+	LIBBPF_OPTS(libbpf_prog_handler_opts, o, .prog_prepare_load_fn = prepare, .prog_attach_fn = attach);
+	int id = libbpf_register_prog_handler("tp_btf+", BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_TRACE_RAW_TP, &o);
+
+	return id < 0 ? id : 0;
+}
