@@ -63,7 +63,7 @@ TEST_PKGS += $(if $(shell command -v node 2>/dev/null),,nodejs)
 # The peers that make bench compares fnprof with.
 BENCH_PKGS := bpftrace libbpf-tools
 
-.PHONY: all clean deps test-deps bench-deps demo test bench vmlinux install uninstall version
+.PHONY: all clean distclean deps test-deps bench-deps demo test bench vmlinux install uninstall version
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
@@ -173,3 +173,7 @@ include tests/tests.mk
 
 clean:
 	$(Q)rm -rf $(OUTPUT) $(OUTPUT)-asan $(OUTPUT)-test fnprof fnprof-asan fnprof-test tests/bin
+
+# clean, and the kernels that make vmtest downloaded (.cache/vm).
+distclean: clean
+	$(Q)rm -rf .cache

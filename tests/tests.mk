@@ -244,7 +244,8 @@ bench: fnprof
 
 # The kernel matrix (issue 34, tests/vm/README.md): Debian's 5.10, 6.1 and 6.12 kernels booted in
 # QEMU, every mode checked there; a table of the results. The kernels are downloaded once into
-# tests/bin/vm (deb.debian.org, a private apt state): test-deps does not fetch them.
+# .cache/vm (deb.debian.org, a private apt state; make clean keeps them, make distclean does not):
+# test-deps does not fetch them.
 # VMTEST_KERNELS=6.1 picks kernels; make vmtest-diag saves their verbose logs and calibration instead.
 VM_SITEKINDS := $(TEST_BIN)/vm/sitekinds
 $(VM_SITEKINDS): tests/vm/sitekinds.c | $(TEST_BIN)

@@ -19,6 +19,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VM = os.path.join(ROOT, "tests", "vm")
 CACHE = os.path.join(ROOT, "tests", "bin", "vm")
+# The downloaded kernels: kept by make clean (make distclean removes them).
+KERNELS = os.path.join(ROOT, ".cache", "vm")
 # What the checks run, relative to the repository root (checks.sh's paths).
 FILES = ["fnprof", "tests/vm/checks.sh", "tests/bin/vm/sitekinds"] + [
     f"tests/bin/{t}" for t in ("work", "burn", "fleet", "offcpu", "mutex", "heap", "slowcall", "gotarget", "uselib",
@@ -52,7 +54,7 @@ def expected(label, mode, table):
 
 
 def fetch(k):
-    d = os.path.join(CACHE, k["suite"])
+    d = os.path.join(KERNELS, k["suite"])
     p = subprocess.run(["sh", os.path.join(VM, "fetch.sh"), k["suite"], d], capture_output=True, text=True)
     if p.returncode:
         sys.stderr.write(p.stderr)
