@@ -8,7 +8,8 @@ import socket
 import subprocess
 import tempfile
 
-from harness import BIN, Skip, check, final_report, func, plain_output, run_fnprof, target, traced, truth, wait_for
+from harness import (BIN, Skip, check, final_report, fnprof_test, func, plain_output, run_fnprof, target, traced, truth,
+                     wait_for)
 
 STEPPED = {"single-stepped", "stepped-pair", "stepped-pair-ret"}
 
@@ -113,38 +114,46 @@ def test_nopw_then_push_probed_where_this_kernel_emulates():
 def test_what_the_kernel_emulates_is_probed_once_per_boot():
     # Issue 34: the probe takes tens of ms and leaves uprobe releases behind it: the first run of
     # a boot keeps its answer (root's, in /run), later runs read it; a file not fnprof's own
-    # (another key, garbage) is probed over, never believed.
-    path = "/run/fnprof/uprobe-insns"
+    # (another key, garbage) is probed over, never believed. In a folder of this test's own
+    # (fnprof-test's FNPROF_TEST_RUNCACHE_DIR, for /run/fnprof): another fnprof running meanwhile
+    # (another suite, a user's trace) would keep its answer in /run/fnprof between two of the runs.
+    top = tempfile.mkdtemp()
+    folder = os.path.join(top, "fnprof")
+    path = os.path.join(folder, "uprobe-insns")
+    env = dict(os.environ, FNPROF_TEST_RUNCACHE_DIR=folder)
     args = ["-v", "--list", "-f", "site_nopw_push", "--", target("sites"), "nopw", "1"]
 
     def source():
-        p = run_fnprof(args)
+        p = run_fnprof(args, env=env, exe=fnprof_test())
         check(p.returncode == 0, p.stderr[-1500:])
         said = [ln for ln in p.stderr.splitlines() if "what the kernel emulates for a uprobe" in ln]
         check(len(said) == 1, p.stderr[-1500:])
+        if "first run found" in said[0]:
+            check(path in said[0], f"not read from the test's folder: {said[0]}")
         return "kept" if "first run found" in said[0] else "probed" if "probed in" in said[0] else said[0]
 
-    if os.path.exists(path):
-        os.unlink(path)
-    check(source() == "probed", "no kept answer: probed")
-    st = os.stat(path)
-    check(st.st_uid == 0 and st.st_mode & 0o777 == 0o600, f"{path}: mode {st.st_mode:o}, uid {st.st_uid}")
-    check(os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700, "the directory is root's alone")
-    check(source() == "kept", "the second run probed again")
-    size = st.st_size
-    with open(path, "r+b") as f:
-        f.write(b"another boot id " + b"\xff" * (size - 16))
-    check(source() == "probed", "a foreign answer was believed")
-    check(source() == "kept", "the new answer was not kept")
-    # A form whose hit the probe did not see (a machine too busy for its children's calls) is no
-    # answer: kept, it held for the whole boot (every form read "no" for a while on a loaded
-    # machine). The first form's answer (after the 128-byte key and the 4-byte flag) made unknown:
-    # probed over, and the new answer kept.
-    with open(path, "r+b") as f:
-        f.seek(132)
-        f.write(b"\0\0\0\0")
-    check(source() == "probed", "an answer with a form unknown was believed")
-    check(source() == "kept", "the full answer was not kept")
+    try:
+        check(source() == "probed", "no kept answer: probed")
+        st = os.stat(path)
+        check(st.st_uid == 0 and st.st_mode & 0o777 == 0o600, f"{path}: mode {st.st_mode:o}, uid {st.st_uid}")
+        check(os.stat(folder).st_mode & 0o777 == 0o700, "the directory is root's alone")
+        check(source() == "kept", "the second run probed again")
+        size = st.st_size
+        with open(path, "r+b") as f:
+            f.write(b"another boot id " + b"\xff" * (size - 16))
+        check(source() == "probed", "a foreign answer was believed")
+        check(source() == "kept", "the new answer was not kept")
+        # A form whose hit the probe did not see (a machine too busy for its children's calls) is no
+        # answer: kept, it held for the whole boot (every form read "no" for a while on a loaded
+        # machine). The first form's answer (after the 128-byte key and the 4-byte flag) made unknown:
+        # probed over, and the new answer kept.
+        with open(path, "r+b") as f:
+            f.seek(132)
+            f.write(b"\0\0\0\0")
+        check(source() == "probed", "an answer with a form unknown was believed")
+        check(source() == "kept", "the full answer was not kept")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_deflate_right_in_each_launch():

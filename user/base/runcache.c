@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +24,20 @@ void runcache_boot_id(char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = 0;
 }
 
+#ifdef FNPROF_TEST_HOOKS
+const char *runcache_dir(void)
+{
+	const char *d = getenv("FNPROF_TEST_RUNCACHE_DIR");
+
+	return d && *d ? d : RUNCACHE_DIR;
+}
+#else
+const char *runcache_dir(void)
+{
+	return RUNCACHE_DIR;
+}
+#endif
+
 /* A file or folder of the cache that only we may have written. */
 static bool ours(const struct stat *st)
 {
@@ -35,7 +50,7 @@ int runcache_open(const char *name)
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), RUNCACHE_DIR "/%s", name);
+	snprintf(path, sizeof(path), "%s/%s", runcache_dir(), name);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
@@ -50,13 +65,14 @@ int runcache_write(const char *name, const void *data, size_t len)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	struct stat st;
+	const char *dir = runcache_dir();
 	int fd, err = 0;
 
-	if (mkdir(RUNCACHE_DIR, 0700) && errno != EEXIST)
+	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	if (lstat(RUNCACHE_DIR, &st) || !S_ISDIR(st.st_mode) || !ours(&st))
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || !ours(&st))
 		return -EPERM;
-	if (snprintf(path, sizeof(path), RUNCACHE_DIR "/%s", name) >= (int)sizeof(path) - 16)
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) - 16)
 		return -ENAMETOOLONG;
 	snprintf(tmp, sizeof(tmp), "%.*s.%d", (int)sizeof(path) - 16, path, getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -13,6 +13,13 @@
 
 #define RUNCACHE_DIR "/run/fnprof"
 
+/*
+ * The folder: RUNCACHE_DIR; in the test build (fnprof-test) only,
+ * FNPROF_TEST_RUNCACHE_DIR where set, so that a test of the kept files
+ * meets no other fnprof running meanwhile.
+ */
+const char *runcache_dir(void);
+
 /* This boot's id (/proc/sys/kernel/random/boot_id, without its newline) into buf; "" if unknown. */
 void runcache_boot_id(char *buf, size_t size);
 

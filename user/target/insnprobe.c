@@ -372,8 +372,8 @@ const struct uprobe_insns *insnprobe_here(void)
 		return &here;
 	done = true;
 	if (cache_read(&here)) {
-		log_debug("what the kernel emulates for a uprobe: as this boot's first run found (%s, %.2f ms)",
-			  RUNCACHE_DIR "/" CACHE_NAME, (monotonic_s() - t0) * 1e3);
+		log_debug("what the kernel emulates for a uprobe: as this boot's first run found (%s/%s, %.2f ms)",
+			  runcache_dir(), CACHE_NAME, (monotonic_s() - t0) * 1e3);
 		return &here;
 	}
 	err = insnprobe_run(&here, &ms);

@@ -169,7 +169,7 @@ const struct kbtf_facts *kbtf_facts(void)
 		return &facts;
 	done = true;
 	if (cache_read(&facts)) {
-		log_debug("the kernel's BTF: as this boot's first run read it (%s, %.2f ms)", RUNCACHE_DIR "/" CACHE_NAME,
+		log_debug("the kernel's BTF: as this boot's first run read it (%s/%s, %.2f ms)", runcache_dir(), CACHE_NAME,
 			  (monotonic_s() - t0) * 1e3);
 		return &facts;
 	}
