@@ -12,6 +12,7 @@
 #include "mutex.skel.h"
 #include "profile/prof_dw.h"
 #include "profile/prof_src.h"
+#include "target/tpbtf.h"
 
 /*
  * As Go's mutex profile, contentions and delay are charged to the stack that
@@ -63,7 +64,9 @@ int mutex_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	if (!err)
 		err = mutex_bpf__load(skel);
 	if (!err)
-		err = mutex_bpf__attach(skel);
+		err = tpbtf_attach(skel->progs.on_enter, &skel->links.on_enter);
+	if (!err)
+		err = tpbtf_attach(skel->progs.on_exit, &skel->links.on_exit);
 	if (err) {
 		log_err("failed to load the mutex BPF programs (raw_syscalls sys_enter/sys_exit): %s", strerror(-err));
 		mutex_bpf__destroy(skel);

@@ -12,6 +12,7 @@
 #include "offcpu.skel.h"
 #include "profile/prof_dw.h"
 #include "profile/prof_src.h"
+#include "target/tpbtf.h"
 
 /* As Go's block profile: contentions and delay; the label tells a run-queue wait from a blocked one. */
 static const struct prof_desc offcpu_desc = {
@@ -60,7 +61,9 @@ int offcpu_start(const struct prof_conf *c, pid_t pid, struct prof_src *out)
 	if (!err)
 		err = offcpu_bpf__load(skel);
 	if (!err)
-		err = offcpu_bpf__attach(skel);
+		err = tpbtf_attach(skel->progs.on_switch, &skel->links.on_switch);
+	if (!err && c->dwarf)
+		err = tpbtf_attach(skel->progs.on_sys_exit, &skel->links.on_sys_exit);
 	if (err) {
 		log_err("failed to load the offcpu BPF program (sched_switch): %s", strerror(-err));
 		offcpu_bpf__destroy(skel);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
@@ -47,11 +48,23 @@ static int prepare(struct bpf_program *prog, struct bpf_prog_load_opts *opts, lo
 	return bpf_program__set_type(prog, BPF_PROG_TYPE_TRACING);
 }
 
+static bool is_tp_btf(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+
+	return !strncmp(sec, "tp_btf", 6) && (!sec[6] || sec[6] == '/');
+}
+
+int tpbtf_attach(const struct bpf_program *prog, struct bpf_link **link)
+{
+	*link = is_tp_btf(prog) ? bpf_program__attach_trace(prog) : bpf_program__attach(prog);
+	return *link ? 0 : -errno;
+}
+
 static int attach(const struct bpf_program *prog, long cookie, struct bpf_link **link)
 {
 	(void)cookie;
-	*link = bpf_program__attach_trace(prog);
-	return *link ? 0 : -errno;
+	return tpbtf_attach(prog, link);
 }
 
 int tpbtf_register(void)

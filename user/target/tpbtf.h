@@ -15,4 +15,15 @@
 /* Takes over SEC("tp_btf/...") for every object opened from now on. 0, or -errno. */
 int tpbtf_register(void);
 
+struct bpf_program;
+struct bpf_link;
+
+/*
+ * Attaches prog (loaded) into *link: a tp_btf program as one (libbpf 1.2
+ * and later forget a program's section handler when its type changes, so
+ * that bpf_program__attach() and a skeleton's attach no longer know it),
+ * any other as bpf_program__attach() does. 0, or -errno.
+ */
+int tpbtf_attach(const struct bpf_program *prog, struct bpf_link **link);
+
 #endif /* FNPROF_TPBTF_H */

@@ -15,6 +15,7 @@
 #include "base/percpu.h"
 #include "base/proc.h"
 #include "target/kneeds.h"
+#include "target/tpbtf.h"
 #include "trace/stats.h"
 #include "trace/tcompat.h"
 #include "trace.bpf.h"
@@ -663,10 +664,9 @@ static int attach_functions(struct tracer *t, struct uprobe_set *set, const stru
 
 static int attach_tp(struct bpf_program *prog, struct bpf_link **link, const char *what)
 {
-	*link = bpf_program__attach(prog);
-	if (!*link) {
-		int err = -errno;
+	int err = tpbtf_attach(prog, link);
 
+	if (err) {
 		log_err("failed to attach to the %s tracepoint: %s", what, strerror(-err));
 		return err;
 	}
