@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,29 +159,34 @@ static bool cache_read(struct kbtf_facts *f)
 	return ok;
 }
 
-const struct kbtf_facts *kbtf_facts(void)
+static struct kbtf_facts facts;
+
+static void find_facts(void)
 {
-	static struct kbtf_facts facts;
-	static bool done;
 	struct cached c = {};
 	double t0 = monotonic_s();
 
-	if (done)
-		return &facts;
-	done = true;
 	if (cache_read(&facts)) {
 		log_debug("the kernel's BTF: as this boot's first run read it (%s/%s, %.2f ms)", runcache_dir(), CACHE_NAME,
 			  (monotonic_s() - t0) * 1e3);
-		return &facts;
+		return;
 	}
 	if (read_facts(&facts)) {
 		log_debug("cannot read the kernel's BTF: %s", strerror(-facts.switch_state));
-		return &facts;
+		return;
 	}
 	log_debug("the kernel's BTF read in %.1f ms", (monotonic_s() - t0) * 1e3);
 	/* Kept only where every fact was told: one not told is asked again by the next run. */
 	c.f = facts;
 	if (facts.switch_state >= 0 && cache_key(c.key, sizeof(c.key)))
 		runcache_write(CACHE_NAME, &c, sizeof(c));
+}
+
+/* Once: the tracepoint programs' loader thread asks too (tpbtf.c), maybe first. */
+const struct kbtf_facts *kbtf_facts(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, find_facts);
 	return &facts;
 }
