@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/runcache.h"
+#include "base/version.h"
 
 void runcache_boot_id(char *buf, size_t size)
 {
@@ -86,5 +87,52 @@ int runcache_write(const char *name, const void *data, size_t len)
 		err = -errno;
 	if (err)
 		unlink(tmp);
+	return err;
+}
+
+/* The key of what into key[RUNCACHE_KEY_LEN], NUL-padded: false if this boot's id is not known. */
+static bool make_key(char *key, const char *what)
+{
+	char boot[64];
+
+	memset(key, 0, RUNCACHE_KEY_LEN);
+	runcache_boot_id(boot, sizeof(boot));
+	if (!boot[0])
+		return false;
+	snprintf(key, RUNCACHE_KEY_LEN, "%s %s %s", boot, FNPROF_VERSION, what);
+	return true;
+}
+
+bool runcache_read_keyed(const char *name, const char *what, void *data, size_t len)
+{
+	char want[RUNCACHE_KEY_LEN];
+	char *buf = malloc(RUNCACHE_KEY_LEN + len + 1);
+	int fd = buf && make_key(want, what) ? runcache_open(name) : -ENOENT;
+	bool ok = false;
+
+	if (fd >= 0) {
+		/* One byte more than wanted: a longer file is another layout. */
+		ok = read(fd, buf, RUNCACHE_KEY_LEN + len + 1) == (ssize_t)(RUNCACHE_KEY_LEN + len) &&
+		     !memcmp(buf, want, RUNCACHE_KEY_LEN);
+		close(fd);
+	}
+	if (ok)
+		memcpy(data, buf + RUNCACHE_KEY_LEN, len);
+	free(buf);
+	return ok;
+}
+
+int runcache_write_keyed(const char *name, const char *what, const void *data, size_t len)
+{
+	char *buf = malloc(RUNCACHE_KEY_LEN + len);
+	int err = buf ? 0 : -ENOMEM;
+
+	if (!err && !make_key(buf, what))
+		err = -ENOENT;
+	if (!err) {
+		memcpy(buf + RUNCACHE_KEY_LEN, data, len);
+		err = runcache_write(name, buf, RUNCACHE_KEY_LEN + len);
+	}
+	free(buf);
 	return err;
 }

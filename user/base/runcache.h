@@ -9,6 +9,7 @@
 #ifndef FNPROF_RUNCACHE_H
 #define FNPROF_RUNCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define RUNCACHE_DIR "/run/fnprof"
@@ -32,5 +33,18 @@ int runcache_open(const char *name);
 
 /* Keeps len bytes of data as name, for the next runs: 0 or -errno (-EPERM: /run/fnprof is not ours). */
 int runcache_write(const char *name, const void *data, size_t len);
+
+/*
+ * A kept file of a key and then len bytes of data. The key (RUNCACHE_KEY_LEN
+ * bytes, NUL-padded) is "BOOT VERSION WHAT": this boot's id, fnprof's version
+ * and what (the caller's format of data, which it changes with the data's
+ * layout). runcache_read_keyed(): true and the data, if name holds that key
+ * and len bytes exactly; false for a file of another boot, version or format,
+ * or none. runcache_write_keyed(): 0 or -errno (-ENOENT: the boot's id is
+ * not known, so nothing could tell the next boot's runs from this one's).
+ */
+#define RUNCACHE_KEY_LEN 128
+bool runcache_read_keyed(const char *name, const char *what, void *data, size_t len);
+int runcache_write_keyed(const char *name, const char *what, const void *data, size_t len);
 
 #endif /* FNPROF_RUNCACHE_H */

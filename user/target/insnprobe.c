@@ -18,7 +18,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/runcache.h"
-#include "base/version.h"
 #include "target/procmaps.h"
 
 /* How long the children may take to make their calls: a loaded machine takes milliseconds. */
@@ -302,22 +301,16 @@ int insnprobe_run(struct uprobe_insns *u, double *ms)
  */
 #define CACHE_NAME "uprobe-insns"
 
-struct cached {
-	char key[128];   /* boot id, fnprof version, forms */
-	struct uprobe_insns u;
-};
-
-static void cache_key(char *key, size_t size)
+/* What the cache's key says of the forms: how many, and a hash of their names. */
+static void forms_key(char *what, size_t size)
 {
-	char boot[64];
 	unsigned int i, h = 5381;
 	const char *c;
 
-	runcache_boot_id(boot, sizeof(boot));
 	for (i = 0; i < arch_nr_insns; i++)
 		for (c = arch_insns[i].name; *c; c++)
 			h = h * 33 + (unsigned char)*c;
-	snprintf(key, size, "%s %s %u %x", boot, FNPROF_VERSION, arch_nr_insns, h);
+	snprintf(what, size, "%u %x", arch_nr_insns, h);
 }
 
 /* Whether every form has its answer: none left INSN_UNKNOWN. */
@@ -334,31 +327,28 @@ static bool all_answered(const struct uprobe_insns *u)
 /* This boot's answer, if a run of fnprof as the same user found one for every form: true and *u. */
 static bool cache_read(struct uprobe_insns *u)
 {
-	struct cached c, want = { .key = "" };
-	int fd = runcache_open(CACHE_NAME);
+	struct uprobe_insns c;
+	char what[32];
 	unsigned int i;
 	bool ok;
 
-	if (fd < 0)
-		return false;
-	cache_key(want.key, sizeof(want.key));
-	ok = read(fd, &c, sizeof(c)) == sizeof(c) && !strncmp(c.key, want.key, sizeof(c.key)) && c.u.probed;
-	close(fd);
+	forms_key(what, sizeof(what));
+	ok = runcache_read_keyed(CACHE_NAME, what, &c, sizeof(c)) && c.probed;
 	for (i = 0; ok && i < ARCH_INSNS_MAX; i++)
-		ok = c.u.how[i] >= INSN_UNKNOWN && c.u.how[i] <= INSN_OPTIMIZED;
-	ok = ok && all_answered(&c.u);
+		ok = c.how[i] >= INSN_UNKNOWN && c.how[i] <= INSN_OPTIMIZED;
+	ok = ok && all_answered(&c);
 	if (ok)
-		*u = c.u;
+		*u = c;
 	return ok;
 }
 
 /* Keeps u for the next runs; nothing when /run is not ours. */
 static void cache_write(const struct uprobe_insns *u)
 {
-	struct cached c = { .u = *u };
+	char what[32];
 
-	cache_key(c.key, sizeof(c.key));
-	runcache_write(CACHE_NAME, &c, sizeof(c));
+	forms_key(what, sizeof(what));
+	runcache_write_keyed(CACHE_NAME, what, u, sizeof(*u));
 }
 
 const struct uprobe_insns *insnprobe_here(void)

@@ -3,27 +3,20 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <bpf/btf.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/runcache.h"
-#include "base/version.h"
 #include "target/kbtf.h"
 
 #define CACHE_NAME "kernel-btf-facts"
 /* Bumped whenever what kbtf_facts holds, or how it is read, changes. */
-#define FACTS_FORMAT 2
+#define FACTS_FORMAT "2"
 
 const char *const kbtf_tp_names[KBTF_NR_TPS] = {
 	"sched_switch", "sys_enter", "sys_exit", "sched_process_fork", "sched_process_exit",
-};
-
-struct cached {
-	char key[128];   /* boot id, fnprof version, format */
-	struct kbtf_facts f;
 };
 
 bool kbtf_has_enum_val(const struct btf *btf, const char *type, const char *name)
@@ -128,42 +121,21 @@ static int read_facts(struct kbtf_facts *f)
 	return 0;
 }
 
-/* The boot's id, fnprof's version and the format into key: false (key empty) when the boot is not known. */
-static bool cache_key(char *key, size_t size)
-{
-	char boot[64];
-
-	runcache_boot_id(boot, sizeof(boot));
-	if (!boot[0]) {
-		key[0] = 0;
-		return false;
-	}
-	snprintf(key, size, "%s %s %d", boot, FNPROF_VERSION, FACTS_FORMAT);
-	return true;
-}
-
 /* This boot's facts, if a run of fnprof as the same user kept them: true and *f. */
 static bool cache_read(struct kbtf_facts *f)
 {
-	struct cached c, want = { .key = "" };
-	int fd = runcache_open(CACHE_NAME);
-	bool ok;
+	struct kbtf_facts c;
 
-	if (fd < 0)
+	if (!runcache_read_keyed(CACHE_NAME, FACTS_FORMAT, &c, sizeof(c)) || (c.switch_state != 0 && c.switch_state != 1))
 		return false;
-	ok = cache_key(want.key, sizeof(want.key)) && read(fd, &c, sizeof(c)) == sizeof(c) &&
-	     !strncmp(c.key, want.key, sizeof(c.key)) && (c.f.switch_state == 0 || c.f.switch_state == 1);
-	close(fd);
-	if (ok)
-		*f = c.f;
-	return ok;
+	*f = c;
+	return true;
 }
 
 static struct kbtf_facts facts;
 
 static void find_facts(void)
 {
-	struct cached c = {};
 	double t0 = monotonic_s();
 
 	if (cache_read(&facts)) {
@@ -177,9 +149,8 @@ static void find_facts(void)
 	}
 	log_debug("the kernel's BTF read in %.1f ms", (monotonic_s() - t0) * 1e3);
 	/* Kept only where every fact was told: one not told is asked again by the next run. */
-	c.f = facts;
-	if (facts.switch_state >= 0 && cache_key(c.key, sizeof(c.key)))
-		runcache_write(CACHE_NAME, &c, sizeof(c));
+	if (facts.switch_state >= 0)
+		runcache_write_keyed(CACHE_NAME, FACTS_FORMAT, &facts, sizeof(facts));
 }
 
 /* Once: the tracepoint programs' loader thread asks too (tpbtf.c), maybe first. */
