@@ -11,9 +11,10 @@
 #include "base/runcache.h"
 #include "target/kbtf.h"
 
-#define CACHE_NAME "kernel-btf-facts"
 /* Bumped whenever what kbtf_facts holds, or how it is read, changes. */
 #define FACTS_FORMAT "2"
+/* One file a format: builds of fnprof run in turn (a benchmark's) do not read each other's over and over. */
+#define CACHE_NAME "kernel-btf-facts-" FACTS_FORMAT
 
 const char *const kbtf_tp_names[KBTF_NR_TPS] = {
 	"sched_switch", "sys_enter", "sys_exit", "sched_process_fork", "sched_process_exit",
