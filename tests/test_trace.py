@@ -522,6 +522,22 @@ def test_uprobe_programs_load_without_the_kernels_btf():
           "system-wide: the facts of the kernel's BTF not taken from the kept file")
 
 
+def test_tracepoint_not_kept_is_looked_up_in_the_btf():
+    # Issue 36: the tp_btf programs load with the tracepoints' ids kept for the boot (target/tpbtf.h); a
+    # tracepoint whose id was not kept is looked up in the kernel's BTF read then, and the programs
+    # attach as ever: the thread's sleep is off the CPU, its spin on it (fnprof-test's hook takes no
+    # kept id at all).
+    env = dict(os.environ, FNPROF_TEST_TP_NOT_KEPT="1")
+    with Target("work", "loop") as t:
+        p = run_fnprof(["-v", "--json", "-p", str(t.pid), "-f", "sleep_us", "-d", "0.5"], env=env, exe=fnprof_test())
+        check(p.returncode == 0, p.stderr[-2000:])
+        looked = [l for l in p.stderr.splitlines() if "its BTF id not kept, reading the kernel's BTF" in l]
+        check(any("sched_switch" in l for l in looked), f"sched_switch's id not looked up:\n{p.stderr[-2000:]}")
+        f = func(json.loads(p.stdout), "sleep_us")
+        check(f["calls"] > 0 and f["offcpu_ns"]["avg"] > 0.5 * f["wall_ns"]["avg"],
+              f"sleep_us: {f['calls']} calls, off the CPU {f['offcpu_ns']['avg']} of {f['wall_ns']['avg']} ns")
+
+
 def test_kernel_types_relocate_as_the_whole_btf():
     # Issue 36: the CO-RE relocations read a small BTF of the kernel's types they use (built by the boot's
     # first run, kept in /run/fnprof), not the kernel's whole BTF, searched once per type read. The

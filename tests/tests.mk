@@ -119,7 +119,7 @@ fnprof-asan: $(ASAN_OBJS)
 # which the production build leaves out. The same objects, but those that load the trace object, built
 # against a variant of it with the hooks (its skeleton under $(OUTPUT)-test, found first).
 HOOK_SRCS := user/trace/tracer.c user/trace/trace_load.c user/trace/trace_compat.c user/base/rbreader.c \
-	user/base/runcache.c
+	user/base/runcache.c user/target/tpbtf.c
 HOOK_OBJS := $(patsubst user/%.c,$(OUTPUT)-test/%.o,$(HOOK_SRCS))
 TEST_HOOK_OBJS := $(filter-out $(patsubst user/%.c,$(OUTPUT)/%.o,$(HOOK_SRCS)),$(USER_OBJS)) $(HOOK_OBJS)
 
