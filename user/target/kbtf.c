@@ -70,12 +70,6 @@ static int read_task_offsets(const struct btf *btf, struct task_offsets *o)
 	return o->exec_id_size == 4 || o->exec_id_size == 8 ? 0 : -ENOENT;
 }
 
-/*
- * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
- * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
- * sched_switch event"), else 0. Its prototype in the kernel's BTF: the
- * tracepoint's data, then its arguments.
- */
 int kbtf_tp_id_in(const struct btf *btf, const char *name)
 {
 	char type[128];
@@ -86,6 +80,12 @@ int kbtf_tp_id_in(const struct btf *btf, const char *name)
 	return id > 0 ? id : -ENOENT;
 }
 
+/*
+ * 1 when sched_switch passes prev_state to tp_btf programs (5.18, commit
+ * fa2c3254d7cf "sched/tracing: Don't re-read p->state when emitting
+ * sched_switch event"), else 0. Its prototype in the kernel's BTF: the
+ * tracepoint's data, then its arguments.
+ */
 static int switch_state(const struct btf *btf)
 {
 	int id = kbtf_tp_id_in(btf, "sched_switch");
